@@ -1,0 +1,32 @@
+# The project's commands. `make run` starts the service, `make test` runs the whole suite.
+PYTHON ?= python3
+UV := $(PYTHON) -m uv
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+.PHONY: run test test-sqlite test-postgres lint bench setup
+
+setup:
+	@./scripts/ensure-uv.sh
+	@$(UV) sync --frozen --quiet
+
+run: setup
+	@mkdir -p var
+	$(UV) run controlcenter serve --host $(HOST) --port $(PORT)
+
+lint: setup
+	$(UV) run ruff check src tests bench
+	$(UV) run ruff format --check src tests bench
+	$(UV) run mypy
+
+test-sqlite: setup
+	$(UV) run pytest $(PYTEST_ARGS)
+
+test-postgres: setup
+	./scripts/with-postgres.sh $(UV) run pytest $(PYTEST_ARGS)
+
+test: lint test-sqlite test-postgres
+
+bench: setup
+	$(UV) run python -m bench $(BENCH_ARGS)

@@ -1,0 +1,88 @@
+"""create_app(): routers, middleware, error handlers and the lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from controlcenter import health
+from controlcenter.admin_settings.router import router as settings_router
+from controlcenter.admin_settings.store import SettingsStore
+from controlcenter.auth.router import router as auth_router
+from controlcenter.body_limit import BodyLimitMiddleware
+from controlcenter.chat.router import router as chat_router
+from controlcenter.config import Config
+from controlcenter.db import Database
+from controlcenter.errors import ApiError
+from controlcenter.logs import get_logger
+from controlcenter.ocs.router import router as ocs_router
+from controlcenter.onboarding.router import router as onboarding_router
+from controlcenter.services import Services
+
+log = get_logger(__name__)
+
+
+def build_services(config: Config) -> Services:
+    db = Database(config.database_url)
+    return Services(config=config, db=db, settings=SettingsStore(db, config.fernet_key))
+
+
+def create_app(config: Config | None = None, *, run_worker: bool = False) -> FastAPI:
+    config = config or Config()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        services = build_services(config)
+        app.state.services = services
+        try:
+            yield
+        finally:
+            await services.db.dispose()
+
+    app = FastAPI(
+        title="Control Center",
+        version="0.0.1",
+        lifespan=lifespan,
+        docs_url="/docs",
+        openapi_url="/openapi.json",
+        redoc_url=None,
+    )
+    app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
+    _install_error_handlers(app)
+    for router in (
+        health.router,
+        auth_router,
+        ocs_router,
+        chat_router,
+        onboarding_router,
+        settings_router,
+    ):
+        app.include_router(router)
+    return app
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse(exc.body(), status_code=exc.status)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        messages = {404: "Not found", 405: "Method not allowed"}
+        message = messages.get(exc.status_code, str(exc.detail))
+        return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"error": "Validation failed"}, status_code=400)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # Logged with its traceback for operators; the client never sees internals.
+        log.exception("unhandled error", path=request.url.path, method=request.method)
+        return JSONResponse({"error": "Internal server error"}, status_code=500)

@@ -1,0 +1,54 @@
+"""FastAPI dependencies for the caller's identity and role."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from controlcenter.auth.models import SUPER_ADMIN
+from controlcenter.auth.service import Principal, principal_from_bearer
+from controlcenter.errors import ApiError
+from controlcenter.services import Services, get_services
+
+SESSION_COOKIE = "session"
+
+
+def bearer_token(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return None
+
+
+async def optional_principal(
+    request: Request, services: Annotated[Services, Depends(get_services)]
+) -> Principal | None:
+    """The caller from `Authorization: Bearer` (preferred) or the `session` cookie."""
+    token = bearer_token(request) or request.cookies.get(SESSION_COOKIE)
+    if not token:
+        return None
+    async with services.db.read() as db:
+        return await principal_from_bearer(db, token, key=services.config.jwt_key)
+
+
+async def require_user(
+    principal: Annotated[Principal | None, Depends(optional_principal)],
+) -> Principal:
+    if principal is None:
+        raise ApiError(401, "Unauthorized")
+    return principal
+
+
+async def require_super_admin(
+    principal: Annotated[Principal | None, Depends(optional_principal)],
+) -> Principal:
+    if principal is None or principal.user.role != SUPER_ADMIN:
+        raise ApiError(403, "Forbidden")
+    return principal
+
+
+CurrentUser = Annotated[Principal, Depends(require_user)]
+SuperAdmin = Annotated[Principal, Depends(require_super_admin)]
+ServicesDep = Annotated[Services, Depends(get_services)]

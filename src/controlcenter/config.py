@@ -1,0 +1,80 @@
+"""The deployment's configuration: one pydantic-settings class, read once at start-up."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+from cryptography.fernet import Fernet
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./var/controlcenter.db"
+
+
+class Config(BaseSettings):
+    """Environment variables of CONTRACT section 7 (all optional)."""
+
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    database_url: str = DEFAULT_DATABASE_URL
+    secret_key: str | None = Field(default=None, repr=False)
+    settings_encryption_key: str | None = Field(default=None, repr=False)
+    app_id: str = "dashboard"
+    provider_a_base_url: str = "https://api.anthropic.com"
+    provider_b_base_url: str = "https://api.openai.com/v1"
+    provider_a_model: str = "claude-sonnet-4-5"
+    provider_b_model: str = "gpt-4.1"
+    provider_timeout_s: float = 120.0
+    crm_base_url: str = "https://services.leadconnectorhq.com"
+    session_ttl_s: int = 604800
+    cookie_secure: bool = False
+    log_level: str = "INFO"
+    log_format: Literal["json", "console"] = "console"
+    var_dir: Path = Path("./var")
+    max_body_bytes: int = 1024 * 1024
+    mcp_cache_ttl_s: float = 30.0
+    outbox_poll_interval_s: float = 1.0
+    outbox_max_backoff_s: float = 3600.0
+    outbox_max_age_s: float = 86400.0
+
+    @cached_property
+    def jwt_key(self) -> str:
+        return self.secret_key or _generated_secret(self.var_dir / "secret_key", _random_key)
+
+    @cached_property
+    def fernet_key(self) -> str:
+        return self.settings_encryption_key or _generated_secret(
+            self.var_dir / "settings_encryption_key", lambda: Fernet.generate_key().decode()
+        )
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+def _random_key() -> str:
+    return secrets.token_urlsafe(48)
+
+
+def _generated_secret(path: Path, make: object) -> str:
+    """Read a key generated on first use; create it (mode 0600) when missing.
+
+    Generated keys live beside the embedded database so that a newcomer needs no setup,
+    while a deployment sets SECRET_KEY and SETTINGS_ENCRYPTION_KEY explicitly.
+    """
+    assert callable(make)
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = str(make())
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process won the race: use its key
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(value + "\n")
+    return value

@@ -1,0 +1,129 @@
+"""Engine, sessions and the declarative base.
+
+SQLite is the embedded default, so it is tuned to behave under concurrency: WAL journal,
+a busy timeout, and write transactions that start with BEGIN IMMEDIATE behind an in-process
+lock. A deferred transaction that reads and then writes can fail at once with "database is
+locked" when another writer got in between; taking the write lock up front avoids that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import DateTime, MetaData, event
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.types import TypeDecorator
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC timestamps on every backend (SQLite drops the offset)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+_IMMEDIATE = "controlcenter_immediate"
+
+
+class Database:
+    """The engine plus the two ways to open a unit of work: `read()` and `write()`."""
+
+    def __init__(self, url: str, *, echo: bool = False) -> None:
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        kwargs: dict[str, Any] = {"echo": echo}
+        if self.is_sqlite:
+            kwargs["connect_args"] = {"timeout": 30}
+        else:
+            kwargs.update(pool_size=20, max_overflow=20, pool_pre_ping=True)
+        self.engine: AsyncEngine = create_async_engine(url, **kwargs)
+        if self.is_sqlite:
+            _tune_sqlite(self.engine)
+        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        # One writer at a time inside this process: queue in asyncio instead of in
+        # SQLite's sleeping busy handler. Other processes still meet the busy timeout.
+        self._write_lock = asyncio.Lock() if self.is_sqlite else None
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncSession]:
+        async with self.sessions() as session:
+            yield session
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncSession]:
+        """A transaction committed when the block ends, rolled back on any exception."""
+        if self._write_lock is None:
+            async with self.sessions() as session, session.begin():
+                yield session
+            return
+        async with self._write_lock, self.sessions() as session, session.begin():
+            await session.connection(execution_options={_IMMEDIATE: True})
+            yield session
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+
+def _tune_sqlite(engine: AsyncEngine) -> None:
+    sync_engine = engine.sync_engine
+
+    @event.listens_for(sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        # Let SQLAlchemy's "begin" event below decide how transactions start.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        immediate = conn.get_execution_options().get(_IMMEDIATE, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")

@@ -1,0 +1,22 @@
+"""Errors as values at the HTTP edge: `ApiError` carries the exact status and JSON body."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ApiError(Exception):
+    """Raised by routers and dependencies; answered as `{"error": message, **extra}`."""
+
+    def __init__(self, status: int, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.message, **self.extra}
+
+
+class InvalidJSONError(Exception):
+    """The request body is not parseable JSON (or not UTF-8)."""

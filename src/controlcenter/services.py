@@ -1,0 +1,23 @@
+"""The long-lived objects of one app instance, built once in the lifespan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi import Request
+
+from controlcenter.admin_settings.store import SettingsStore
+from controlcenter.config import Config
+from controlcenter.db import Database
+
+
+@dataclass
+class Services:
+    config: Config
+    db: Database
+    settings: SettingsStore
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services

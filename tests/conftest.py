@@ -1,0 +1,193 @@
+"""Shared fixtures: one real server on 127.0.0.1 per test session, a clean database per test.
+
+The database is SQLite by default and PostgreSQL when TEST_DATABASE_URL is set (`make test`
+runs the suite once on each).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from cryptography.fernet import Fernet
+from fastapi import FastAPI
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from controlcenter.app import create_app
+from controlcenter.auth.service import create_api_token, create_user, start_session
+from controlcenter.config import Config
+from controlcenter.db import Database
+from controlcenter.migrate import upgrade
+from controlcenter.models import Base
+from controlcenter.services import Services
+
+TEST_SECRET_KEY = "test-secret-key-" + "x" * 48
+
+
+def pytest_report_header() -> str:
+    return f"database: {_database_kind()}"
+
+
+def _database_kind() -> str:
+    return "postgresql" if os.environ.get("TEST_DATABASE_URL") else "sqlite"
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = os.environ.get("TEST_DATABASE_URL")
+    if url:
+        asyncio.run(_reset_postgres(url))
+    else:
+        url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('db') / 'test.db'}"
+    upgrade(url)
+    return url
+
+
+async def _reset_postgres(url: str) -> None:
+    engine = create_async_engine(url)
+    async with engine.begin() as conn:
+        await conn.execute(text("DROP SCHEMA public CASCADE"))
+        await conn.execute(text("CREATE SCHEMA public"))
+    await engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def config_overrides() -> dict[str, Any]:
+    """Settings that point the service at the loopback fakes (extended by each domain)."""
+    return {}
+
+
+@pytest.fixture(scope="session")
+def config(
+    database_url: str, tmp_path_factory: pytest.TempPathFactory, config_overrides: dict[str, Any]
+) -> Config:
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "secret_key": TEST_SECRET_KEY,
+        "settings_encryption_key": Fernet.generate_key().decode(),
+        "var_dir": tmp_path_factory.mktemp("var"),
+        "provider_timeout_s": 10.0,
+        "outbox_poll_interval_s": 0.05,
+    }
+    values.update(config_overrides)
+    return Config(**values)
+
+
+@dataclass
+class RunningServer:
+    app: FastAPI
+    url: str
+
+    @property
+    def services(self) -> Services:
+        services: Services = self.app.state.services
+        return services
+
+    @property
+    def db(self) -> Database:
+        return self.services.db
+
+
+@pytest.fixture(scope="session")
+async def server(config: Config) -> AsyncIterator[RunningServer]:
+    app = create_app(config)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    uv_server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    )
+    task = asyncio.create_task(uv_server.serve(sockets=[sock]))
+    while not uv_server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    yield RunningServer(app=app, url=f"http://127.0.0.1:{port}")
+    uv_server.should_exit = True
+    await task
+
+
+@pytest.fixture
+async def client(server: RunningServer) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+        yield http
+
+
+@pytest.fixture(autouse=True)
+async def _clean_database(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """Every test starts from empty tables (only when it uses the server)."""
+    yield
+    if "server" not in request.fixturenames:
+        return
+    server: RunningServer = request.getfixturevalue("server")
+    async with server.db.write() as db:
+        for table in reversed(Base.metadata.sorted_tables):
+            await db.execute(table.delete())
+
+
+@dataclass
+class AppUser:
+    id: str
+    email: str
+    password: str
+    role: str
+    token: str
+    api_token: str
+    name: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+class UserFactory:
+    def __init__(self, server: RunningServer) -> None:
+        self._server = server
+        self._count = 0
+
+    async def create(self, role: str = "user", *, email: str | None = None) -> AppUser:
+        self._count += 1
+        email = email or f"{role}{self._count}-{os.urandom(3).hex()}@example.com"
+        password = f"pw-{os.urandom(8).hex()}"
+        config = self._server.services.config
+        async with self._server.db.write() as db:
+            user = await create_user(
+                db, email=email, password=password, name=f"{role} user", role=role
+            )
+            token = await start_session(db, user, key=config.jwt_key, ttl_s=config.session_ttl_s)
+            api_token = await create_api_token(db, user, "tests")
+        return AppUser(
+            id=user.id,
+            email=user.email,
+            password=password,
+            role=role,
+            token=token,
+            api_token=api_token,
+            name=user.name,
+        )
+
+
+@pytest.fixture
+def users(server: RunningServer) -> UserFactory:
+    return UserFactory(server)
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def anyio_backend() -> Iterator[str]:
+    yield "asyncio"
