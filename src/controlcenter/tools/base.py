@@ -1,0 +1,30 @@
+"""What a tool is, what it is called with, and how it fails."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Who a tool acts for (SPEC 4.2 step 7): the session user and their own CRM client."""
+
+    user_id: str
+    crm: Any | None  # the broker's location-scoped CRM client; None when no location is linked
+
+
+ToolHandler = Callable[[dict[str, Any], ToolContext], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]  # JSON Schema of the arguments, checked before `handler` runs
+    handler: ToolHandler
+
+
+class ToolError(Exception):
+    """A failure the model should read as the ToolResult's `error`, and can act on."""
