@@ -32,6 +32,8 @@ from controlcenter.services import Services
 
 TEST_SECRET_KEY = "test-secret-key-" + "x" * 48
 
+pytest_plugins = ["tests.plugins.llm", "tests.plugins.crm", "tests.plugins.mcp"]
+
 
 def pytest_report_header() -> str:
     return f"database: {_database_kind()}"
@@ -61,9 +63,11 @@ async def _reset_postgres(url: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def config_overrides() -> dict[str, Any]:
-    """Settings that point the service at the loopback fakes (extended by each domain)."""
-    return {}
+def config_overrides(
+    llm_config: dict[str, Any], crm_config: dict[str, Any], mcp_config: dict[str, Any]
+) -> dict[str, Any]:
+    """Settings that point the service at the loopback fakes (one plugin per domain)."""
+    return {**llm_config, **crm_config, **mcp_config}
 
 
 @pytest.fixture(scope="session")
