@@ -157,7 +157,9 @@ class CrmTransport:
                     method, path, headers=headers, params=params, json=json, data=data
                 )
             except httpx.TransportError as exc:
-                sent = not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+                sent = not isinstance(
+                    exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout
+                )
                 error: CrmError = CrmUnavailable(
                     None, f"CRM unreachable ({type(exc).__name__})", retryable=True
                 )
