@@ -149,3 +149,14 @@ async def test_a_location_outside_the_agency_is_refused(
     client = await broker_client(server.services, user)
     with pytest.raises(ToolError, match="The CRM refused the request: Location not found"):
         await call("locations_get-location", {}, client)
+
+
+async def test_a_burst_of_calls_makes_one_token_exchange(
+    server: RunningServer, broker_id: str, fake_crm: FakeCrm, agency: dict[str, Any]
+) -> None:
+    import asyncio
+
+    user = await link(server, broker_id, agency["first"])
+    client = await broker_client(server.services, user)
+    await asyncio.gather(*(call("locations_get-location", {}, client) for _ in range(5)))
+    assert len(fake_crm.calls_to("POST", "/oauth/locationToken")) == 1

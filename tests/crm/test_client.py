@@ -196,3 +196,39 @@ def test_retry_after_parses_seconds_and_http_dates() -> None:
 def test_crm_error_repr_is_plain() -> None:
     error = CrmError(500, "boom", retryable=True)
     assert "boom" in repr(error) and "retryable=True" in repr(error)
+
+
+async def test_retry_after_as_an_http_date_is_honoured(
+    fake_crm: FakeCrm, location: Location
+) -> None:
+    when = datetime.now(UTC) + timedelta(seconds=1)
+    fake_crm.rate_limit(1, retry_after=format_datetime(when, usegmt=True))
+    await location.client.get("/contacts/", {"locationId": location.id})
+    assert [c.status for c in fake_crm.calls] == [429, 200]
+
+
+async def test_a_slow_crm_times_out_and_only_reads_are_repeated(
+    fake_crm: FakeCrm, location: Location
+) -> None:
+    impatient = CrmTransport(fake_crm.url, timeout_s=0.2, retry=RetryPolicy(1, 0.01, 1.0))
+    client = CrmClient(impatient, token=location.token, location_id=location.id)
+    fake_crm.delay_s = 0.5
+    try:
+        with pytest.raises(CrmUnavailable) as read:
+            await client.get("/contacts/", {"locationId": location.id})
+        assert read.value.retryable and len(fake_crm.calls) == 2
+        with pytest.raises(CrmUnavailable):
+            await client.post("/contacts/", {"locationId": location.id, "email": "f@x.io"})
+        assert len(fake_crm.calls) == 3  # the create was not sent twice
+    finally:
+        await impatient.aclose()
+
+
+async def test_logs_never_carry_the_token(fake_crm: FakeCrm, location: Location) -> None:
+    from structlog.testing import capture_logs
+
+    fake_crm.outage(503)
+    with capture_logs() as logs, pytest.raises(CrmUnavailable):
+        await location.client.get_contact("abc")
+    assert any(entry["event"] == "crm call retried" for entry in logs)
+    assert logs and location.token not in repr(logs)
