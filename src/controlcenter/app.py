@@ -20,6 +20,7 @@ from controlcenter.config import Config
 from controlcenter.db import Database
 from controlcenter.errors import ApiError
 from controlcenter.logs import get_logger
+from controlcenter.ocs.router import document_security
 from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.router import router as onboarding_router
 from controlcenter.services import Services
@@ -63,6 +64,7 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         settings_router,
     ):
         app.include_router(router)
+    document_security(app)
     return app
 
 
