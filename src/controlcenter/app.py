@@ -20,7 +20,8 @@ from controlcenter.config import Config
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
 from controlcenter.errors import ApiError
-from controlcenter.logs import get_logger
+from controlcenter.logs import configure_logging, get_logger
+from controlcenter.ocs.router import document_security
 from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.router import router as onboarding_router
 from controlcenter.services import Services
@@ -40,6 +41,9 @@ def build_services(config: Config) -> Services:
 
 def create_app(config: Config | None = None, *, run_worker: bool = False) -> FastAPI:
     config = config or Config()
+    # Before anything can log: structlog's defaults render tracebacks with local variables,
+    # which would put request data (passwords, keys) into the log, and slowly.
+    configure_logging(config.log_level, config.log_format)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -70,6 +74,7 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         settings_router,
     ):
         app.include_router(router)
+    document_security(app)
     return app
 
 

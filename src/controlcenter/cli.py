@@ -19,7 +19,6 @@ from controlcenter.auth.service import (
 )
 from controlcenter.config import Config
 from controlcenter.db import Database
-from controlcenter.logs import configure_logging
 from controlcenter.migrate import upgrade
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Control Center service.")
@@ -68,6 +67,8 @@ def serve(
 ) -> None:
     """Apply migrations, then serve the API and run the outbox worker."""
     import uvicorn
+
+    from controlcenter.logs import configure_logging  # only `serve` logs: keep the rest quick
 
     config = Config()
     configure_logging(config.log_level, config.log_format)
