@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
 from controlcenter.admin_settings import service
-from controlcenter.admin_settings.schemas import parse_settings
+from controlcenter.admin_settings.schemas import SettingsInput, parse_settings
 from controlcenter.auth.dependencies import ServicesDep, SuperAdmin
 from controlcenter.errors import ApiError, InvalidJSONError, describe
 from controlcenter.http import read_json
@@ -33,7 +33,12 @@ async def get_settings(principal: SuperAdmin, services: ServicesDep) -> dict[str
     return {"settings": settings}
 
 
-@router.put("/settings")
+# The body is read by hand (an unparseable one is a 500, not FastAPI's 422), so the interface
+# description gets its schema explicitly.
+_BODY = {"content": {"application/json": {"schema": SettingsInput.model_json_schema()}}}
+
+
+@router.put("/settings", openapi_extra={"requestBody": _BODY})
 async def put_settings(
     request: Request, principal: SuperAdmin, services: ServicesDep
 ) -> dict[str, Any]:

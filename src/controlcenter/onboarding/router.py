@@ -26,7 +26,12 @@ async def get_onboarding(principal: CurrentUser, services: ServicesDep) -> dict[
     return {"onboarding": record(row) if row is not None else None}
 
 
-@router.post("/onboarding")
+# The body is read by hand (an unparseable one is a 500, not FastAPI's 422), so the interface
+# description gets its schema explicitly.
+_BODY = {"content": {"application/json": {"schema": ONBOARDING_INPUT.json_schema()}}}
+
+
+@router.post("/onboarding", openapi_extra={"requestBody": _BODY})
 async def save_onboarding(
     request: Request, principal: CurrentUser, services: ServicesDep
 ) -> dict[str, Any]:
