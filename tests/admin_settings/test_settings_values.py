@@ -149,3 +149,17 @@ async def test_a_valid_email_is_saved_as_given(
         response = await client.put(URL, json={"notificationEmail": email}, headers=admin.headers)
         assert (response.status_code, response.json()) == (200, {"success": True}), email
         assert await server.services.settings.get("notificationEmail") == email
+
+
+async def test_only_the_empty_string_counts_as_empty(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+) -> None:
+    admin = await users.create("super_admin")
+    response = await client.put(
+        URL, json={"tagHighGCI": "", "tasksListId": ""}, headers=admin.headers
+    )
+    assert (response.status_code, response.json()) == (200, {"success": True})
+    async with server.db.read() as db:
+        assert (await db.scalars(select(Setting.name))).all() == []
+    await client.put(URL, json={"tagHighGCI": " "}, headers=admin.headers)
+    assert await server.services.settings.get("tagHighGCI") == " "

@@ -179,3 +179,12 @@ async def test_a_deleted_user_cannot_save(server: RunningServer) -> None:
         await save_onboarding(server.db, "no-such-user", {"yearsInBusiness": "1"})
     async with server.db.read() as db:
         assert await db.scalar(select(func.count()).select_from(Onboarding)) == 0
+
+
+async def test_a_whitespace_brokerage_name_is_truthy_and_stored_as_sent(
+    client: httpx.AsyncClient, users: UserFactory
+) -> None:
+    user = await users.create()
+    response = await client.post(URL, json={"brokerageName": "  "}, headers=user.headers)
+    assert response.status_code == 200
+    assert (await me(client, user))["brokerage"] == "  "
