@@ -17,19 +17,40 @@ from controlcenter.auth.router import router as auth_router
 from controlcenter.body_limit import BodyLimitMiddleware
 from controlcenter.chat.router import router as chat_router
 from controlcenter.config import Config
+from controlcenter.crm.tools import crm_tools
 from controlcenter.db import Database
 from controlcenter.errors import ApiError
 from controlcenter.logs import get_logger
 from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.router import router as onboarding_router
 from controlcenter.services import Services
+from controlcenter.tools.mcp_source import MCP_SERVER_URL_SETTING, McpSource
+from controlcenter.tools.router import StaticSource, ToolRouter
 
 log = get_logger(__name__)
+
+CHAT_DRAIN_S = 30.0
 
 
 def build_services(config: Config) -> Services:
     db = Database(config.database_url)
-    return Services(config=config, db=db, settings=SettingsStore(db, config.fernet_key))
+    settings = SettingsStore(db, config.fernet_key)
+    return Services(
+        config=config,
+        db=db,
+        settings=settings,
+        tools=build_tool_router(config, settings),
+    )
+
+
+def build_tool_router(config: Config, settings: SettingsStore) -> ToolRouter:
+    """The built-in CRM catalogue first, so that it wins any name clash with the MCP server."""
+
+    async def mcp_server_url() -> str | None:
+        return await settings.get(MCP_SERVER_URL_SETTING)
+
+    mcp = McpSource(mcp_server_url, ttl_s=config.mcp_cache_ttl_s, timeout_s=config.mcp_timeout_s)
+    return ToolRouter([StaticSource(crm_tools()), mcp])
 
 
 def create_app(config: Config | None = None, *, run_worker: bool = False) -> FastAPI:
@@ -42,6 +63,8 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         try:
             yield
         finally:
+            # Replies being written when the server stops are still saved (bounded wait).
+            await services.chat_runs.drain(CHAT_DRAIN_S)
             await services.db.dispose()
 
     app = FastAPI(

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from fastapi import Request
 
 from controlcenter.admin_settings.store import SettingsStore
+from controlcenter.chat.stream import ChatRuns
 from controlcenter.config import Config
 from controlcenter.db import Database
+from controlcenter.providers.base import Provider
+from controlcenter.tools.router import ToolRouter
 
 
 @dataclass
@@ -16,6 +20,9 @@ class Services:
     config: Config
     db: Database
     settings: SettingsStore
+    providers: Mapping[str, Provider] = field(default_factory=dict)
+    tools: ToolRouter = field(default_factory=ToolRouter)
+    chat_runs: ChatRuns = field(default_factory=ChatRuns)
 
 
 def get_services(request: Request) -> Services:
