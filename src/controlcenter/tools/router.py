@@ -157,6 +157,10 @@ class ToolRouter:
         self._sources.append(source)
         self._memo = None
 
+    def remove_source(self, source: ToolSource) -> None:
+        self._sources.remove(source)
+        self._memo = None
+
     async def tools(self) -> list[Tool]:
         """Every known tool, first source first, one per name."""
         return _merge([await source.list_tools() for source in self._sources])
