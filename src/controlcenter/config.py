@@ -26,9 +26,11 @@ class Config(BaseSettings):
     app_id: str = "dashboard"
     provider_a_base_url: str = "https://api.anthropic.com"
     provider_b_base_url: str = "https://api.openai.com/v1"
-    provider_a_model: str = "claude-sonnet-4-5"
-    provider_b_model: str = "gpt-4.1"
+    provider_a_model: str = "claude-sonnet-5-5"
+    provider_b_model: str = "gpt-5.5"
     provider_timeout_s: float = 120.0
+    provider_max_retries: int = 2
+    provider_max_tokens: int = 4096
     crm_base_url: str = "https://services.leadconnectorhq.com"
     session_ttl_s: int = 604800
     cookie_secure: bool = False
