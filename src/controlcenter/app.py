@@ -23,6 +23,7 @@ from controlcenter.errors import ApiError
 from controlcenter.logs import get_logger
 from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.router import router as onboarding_router
+from controlcenter.providers.registry import build_providers, close_providers
 from controlcenter.services import Services
 from controlcenter.tools.mcp_source import MCP_SERVER_URL_SETTING, McpSource
 from controlcenter.tools.router import StaticSource, ToolRouter
@@ -39,6 +40,7 @@ def build_services(config: Config) -> Services:
         config=config,
         db=db,
         settings=settings,
+        providers=build_providers(config),
         tools=build_tool_router(config, settings),
     )
 
@@ -65,6 +67,7 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         finally:
             # Replies being written when the server stops are still saved (bounded wait).
             await services.chat_runs.drain(CHAT_DRAIN_S)
+            await close_providers(dict(services.providers))
             await services.db.dispose()
 
     app = FastAPI(
