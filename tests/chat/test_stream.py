@@ -382,3 +382,34 @@ async def test_client_disconnect_does_not_stop_the_reply(
     await wait_for(saved)
     stored = await stored_messages(server, conversation_id)
     assert (stored[1].role, stored[1].content) == ("assistant", "saved anyway")
+
+
+class _Raises:
+    """A provider (our own protocol, not an SDK) that fails with a given exception."""
+
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
+
+    async def complete(self, **kwargs: Any) -> Any:
+        raise self.exc
+
+
+async def test_other_exceptions_become_error_events_without_code(
+    client: httpx.AsyncClient, server: RunningServer, llm: Llm, user: AppUser
+) -> None:
+    providers = server.services.providers
+    assert isinstance(providers, dict)
+    real = providers[llm.name]
+    cases = [
+        (RuntimeError("database exploded"), "database exploded"),
+        (RuntimeError(), "An unexpected error occurred"),
+        (ValueError(f"bad key {llm.fake.api_key}"), "bad key ••••"),
+    ]
+    try:
+        for exc, expected in cases:
+            providers[llm.name] = _Raises(exc)
+            _, events = await stream_chat(client, user, {"message": "hi", "provider": llm.name})
+            assert events[1:] == [{"type": "error", "error": expected}]
+            assert types(events) == ["message_start", "error"]
+    finally:
+        providers[llm.name] = real
