@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import httpx
+import pytest
 
 from controlcenter.chat.agent import SYSTEM_PROMPT
 from tests.chat.conftest import ToolLog, recording_tool
@@ -395,7 +396,11 @@ class _Raises:
 
 
 async def test_other_exceptions_become_error_events_without_code(
-    client: httpx.AsyncClient, server: RunningServer, llm: Llm, user: AppUser
+    client: httpx.AsyncClient,
+    server: RunningServer,
+    llm: Llm,
+    user: AppUser,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     providers = server.services.providers
     assert isinstance(providers, dict)
@@ -413,3 +418,6 @@ async def test_other_exceptions_become_error_events_without_code(
             assert types(events) == ["message_start", "error"]
     finally:
         providers[llm.name] = real
+    logged = capfd.readouterr()
+    assert "bad key ••••" in logged.out + logged.err  # logged, with its traceback, but redacted
+    assert llm.fake.api_key not in logged.out + logged.err

@@ -3,6 +3,7 @@ agentic loop between the provider and the tools, the assistant message, and the 
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +61,9 @@ async def run_chat(services: Services, turn: ChatTurn, channel: EventChannel) ->
         log.warning("provider error", provider=turn.provider, status=code)
         channel.send(events.error(_redact(exc.message, turn.api_key) or UNEXPECTED, code))
     except Exception as exc:
-        log.exception("chat failed", provider=turn.provider)
+        # The traceback is logged as text so that the key can be taken out of it as well.
+        trace = "".join(traceback.format_exception(exc))
+        log.error("chat failed", provider=turn.provider, traceback=_redact(trace, turn.api_key))
         channel.send(events.error(_redact(str(exc), turn.api_key) or UNEXPECTED))
     finally:
         channel.close()
