@@ -46,6 +46,7 @@ class ToolUse:
     name: str
     arguments: dict[str, Any]
     id: str | None = None  # generated (toolu_... / call_...) when None
+    raw_arguments: str | None = None  # OpenAI only: sent as is (a model's malformed JSON)
 
 
 @dataclass
@@ -497,7 +498,12 @@ class FakeOpenAI(_FakeLLM):
                 {
                     "id": use.id or self._new_id(),
                     "type": "function",
-                    "function": {"name": use.name, "arguments": json.dumps(use.arguments)},
+                    "function": {
+                        "name": use.name,
+                        "arguments": use.raw_arguments
+                        if use.raw_arguments is not None
+                        else json.dumps(use.arguments),
+                    },
                 }
                 for use in answer.tool_uses
             ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -37,3 +38,12 @@ def case(
         fake_anthropic if isinstance(provider, AnthropicProvider) else fake_openai
     )
     return provider, fake
+
+
+@pytest.fixture
+def unused_port_url() -> str:
+    """An address on 127.0.0.1 where nothing listens."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"

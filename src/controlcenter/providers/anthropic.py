@@ -23,7 +23,13 @@ from controlcenter.providers.base import (
     UserTurn,
 )
 from controlcenter.providers.clients import POOL_LIMITS, ClientCache
-from controlcenter.providers.history import has_text, redact, sendable_turns
+from controlcenter.providers.history import (
+    CONNECTION_MESSAGE,
+    TIMEOUT_MESSAGE,
+    has_text,
+    redact,
+    sendable_turns,
+)
 from controlcenter.tools.base import ToolCall
 
 Block = TextBlockParam | ToolUseBlockParam | ToolResultBlockParam
@@ -78,7 +84,11 @@ class AnthropicProvider:
         except anthropic.APIStatusError as exc:
             # `from None`: the SDK's exception text may quote the key; keep it out of tracebacks.
             raise ProviderError(redact(_api_message(exc), api_key), exc.status_code) from None
-        except anthropic.APIError as exc:  # connection, timeout, a reply it could not read
+        except anthropic.APITimeoutError:
+            raise ProviderError(TIMEOUT_MESSAGE, None) from None
+        except anthropic.APIConnectionError:
+            raise ProviderError(CONNECTION_MESSAGE, None) from None
+        except anthropic.APIError as exc:  # a reply the SDK could not read
             raise ProviderError(redact(exc.message, api_key), None) from None
         text = "".join(block.text for block in message.content if block.type == "text")
         calls = tuple(

@@ -15,6 +15,10 @@ from collections.abc import Sequence
 from controlcenter.providers.base import AssistantTurn, ToolResultsTurn, Turn, UserTurn
 from controlcenter.tools.base import ToolResult
 
+# The same words for both providers (the SDKs word them differently).
+TIMEOUT_MESSAGE = "Request timed out."
+CONNECTION_MESSAGE = "Connection error."
+
 
 def sendable_turns(turns: Sequence[Turn]) -> list[Turn]:
     """Drop blank text and unanswered calls; order each turn's results as its calls."""

@@ -22,7 +22,14 @@ from controlcenter.providers.base import (
     UserTurn,
 )
 from controlcenter.providers.clients import POOL_LIMITS, ClientCache
-from controlcenter.providers.history import has_text, parse_arguments, redact, sendable_turns
+from controlcenter.providers.history import (
+    CONNECTION_MESSAGE,
+    TIMEOUT_MESSAGE,
+    has_text,
+    parse_arguments,
+    redact,
+    sendable_turns,
+)
 from controlcenter.tools.base import ToolCall
 
 
@@ -74,7 +81,11 @@ class OpenAIProvider:
             # OpenAI's 401 quotes part of the key: redact it, and keep the SDK's exception (whose
             # text quotes it too) out of tracebacks with `from None`.
             raise ProviderError(redact(_api_message(exc), api_key), exc.status_code) from None
-        except openai.APIError as exc:  # connection, timeout, a reply it could not read
+        except openai.APITimeoutError:
+            raise ProviderError(TIMEOUT_MESSAGE, None) from None
+        except openai.APIConnectionError:
+            raise ProviderError(CONNECTION_MESSAGE, None) from None
+        except openai.APIError as exc:  # a reply the SDK could not read
             raise ProviderError(redact(exc.message, api_key), None) from None
         if not completion.choices:
             raise ProviderError("The provider returned no choices", None)
