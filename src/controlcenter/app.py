@@ -23,6 +23,7 @@ from controlcenter.errors import ApiError
 from controlcenter.logs import get_logger
 from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.router import router as onboarding_router
+from controlcenter.outbox.runtime import start_worker
 from controlcenter.services import Services
 
 log = get_logger(__name__)
@@ -45,9 +46,13 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services = build_services(config)
         app.state.services = services
+        # Each server process runs one worker; lease-based claiming keeps several safe.
+        worker = start_worker(services) if run_worker else None
         try:
             yield
         finally:
+            if worker is not None:
+                await worker.stop()
             await services.crm.aclose()
             await services.db.dispose()
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -47,3 +50,20 @@ async def get_job(db: Database, job_id: str) -> OutboxJob:
 async def all_jobs(db: Database) -> list[OutboxJob]:
     async with db.read() as session:
         return list((await session.scalars(select(OutboxJob))).all())
+
+
+async def wait_for(condition: Callable[[], Awaitable[bool] | bool], within: float = 10.0) -> None:
+    """Poll `condition` (sync or async) until true; fail the test after `within` seconds."""
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        result = condition()
+        if inspect.isawaitable(result):
+            result = await result
+        if result:
+            return
+        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.02)
+
+
+async def job_status(db: Database, job_id: str) -> str:
+    return (await get_job(db, job_id)).status

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from structlog.testing import capture_logs
@@ -14,16 +13,9 @@ from controlcenter.outbox.errors import DeliveryError, MissingSettings
 from controlcenter.outbox.models import DEAD, DONE, PENDING, OutboxJob
 from controlcenter.outbox.worker import ClaimedJob, Handler, OutboxWorker
 from tests.conftest import RunningServer
-from tests.outbox.conftest import add_job, all_jobs, fast_config, get_job
+from tests.outbox.conftest import add_job, all_jobs, fast_config, get_job, wait_for
 
 KIND = "test.kind"
-
-
-async def wait_for(condition: Callable[[], Awaitable[bool]], within: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + within
-    while not await condition():
-        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
-        await asyncio.sleep(0.02)
 
 
 async def test_a_delivered_job_is_done(server: RunningServer) -> None:
