@@ -27,6 +27,7 @@ from tests.outbox.conftest import add_job, fast_config, get_job, job_status, wai
 from tests.outbox.operator import COMPLETE_TAG, operator_location, save_settings
 
 LEASE_S = 3.0
+CRM_DELAY_S = 5.0
 COLD_START_S = 60.0  # a process's first imports on a busy machine
 
 
@@ -124,7 +125,7 @@ async def test_serve_runs_the_worker_without_slowing_requests(
         assert fake_crm.contacts(operator.location_id)[0]["tags"] == [COMPLETE_TAG]
 
         # The CRM now takes 5 s an answer: a delivery is in flight while requests come in.
-        fake_crm.delay_s = 5.0
+        fake_crm.delay_s = CRM_DELAY_S
         calls_before = len(fake_crm.calls)
         other = await users.create()
         second = await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": other.id})
@@ -136,7 +137,9 @@ async def test_serve_runs_the_worker_without_slowing_requests(
                     "/api/v1/auth/login", json={"email": other.email, "password": other.password}
                 )
                 assert response.status_code == 200
-                assert time.monotonic() - started < 1.0
+                # Well under the CRM's 5 s: the request never waited for the delivery (the
+                # margin absorbs Argon2 and a new connection on a busy 2-core machine).
+                assert time.monotonic() - started < CRM_DELAY_S / 2
             async with server.db.write() as db:  # a write is not held up either
                 row = await db.get(User, other.id)
                 assert row is not None
