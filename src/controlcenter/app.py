@@ -25,6 +25,7 @@ from controlcenter.logs import configure_logging, get_logger
 from controlcenter.ocs.router import document_security
 from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.router import router as onboarding_router
+from controlcenter.outbox.runtime import start_worker
 from controlcenter.providers.registry import build_providers, close_providers
 from controlcenter.services import Services
 from controlcenter.tools.mcp_source import MCP_SERVER_URL_SETTING, McpSource
@@ -68,9 +69,13 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services = build_services(config)
         app.state.services = services
+        # Each server process runs one worker; lease-based claiming keeps several safe.
+        worker = start_worker(services) if run_worker else None
         try:
             yield
         finally:
+            if worker is not None:
+                await worker.stop()
             # Replies being written when the server stops are still saved (bounded wait).
             await services.chat_runs.drain(CHAT_DRAIN_S)
             await close_providers(dict(services.providers))

@@ -93,6 +93,27 @@ def serve(
     )
 
 
+@app.command()
+def worker() -> None:
+    """Run only the outbox worker, until SIGTERM or Ctrl-C (then it stops gracefully)."""
+    from controlcenter.app import build_services
+    from controlcenter.outbox.runtime import run_until_signalled
+
+    config = Config()
+    configure_logging(config.log_level, config.log_format)
+    upgrade(config.database_url)
+
+    async def run() -> None:
+        services = build_services(config)
+        try:
+            await run_until_signalled(services)
+        finally:
+            await services.crm.aclose()
+            await services.db.dispose()
+
+    asyncio.run(run())
+
+
 @users_app.command("create")
 def users_create(
     email: Annotated[str, typer.Option()],

@@ -47,6 +47,11 @@ class Config(BaseSettings):
     outbox_poll_interval_s: float = 1.0
     outbox_max_backoff_s: float = 3600.0
     outbox_max_age_s: float = 86400.0
+    outbox_base_backoff_s: float = 2.0
+    outbox_lease_s: float = 300.0
+    outbox_concurrency: int = Field(default=4, ge=1)
+    outbox_settings_recheck_s: float = 30.0
+    outbox_shutdown_grace_s: float = 10.0
 
     @cached_property
     def jwt_key(self) -> str:
