@@ -59,6 +59,14 @@ def build_tool_router(config: Config, settings: SettingsStore) -> ToolRouter:
     return ToolRouter([StaticSource(crm_tools()), mcp])
 
 
+async def close_services(services: Services) -> None:
+    # Replies being written when the server stops are still saved (bounded wait).
+    await services.chat_runs.drain(CHAT_DRAIN_S)
+    await close_providers(dict(services.providers))
+    await services.crm.aclose()
+    await services.db.dispose()
+
+
 def create_app(config: Config | None = None, *, run_worker: bool = False) -> FastAPI:
     config = config or Config()
     # Before anything can log: structlog's defaults render tracebacks with local variables,
@@ -76,11 +84,7 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         finally:
             if worker is not None:
                 await worker.stop()
-            # Replies being written when the server stops are still saved (bounded wait).
-            await services.chat_runs.drain(CHAT_DRAIN_S)
-            await close_providers(dict(services.providers))
-            await services.crm.aclose()
-            await services.db.dispose()
+            await close_services(services)
 
     app = FastAPI(
         title="Control Center",

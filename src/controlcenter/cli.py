@@ -96,7 +96,8 @@ def serve(
 @app.command()
 def worker() -> None:
     """Run only the outbox worker, until SIGTERM or Ctrl-C (then it stops gracefully)."""
-    from controlcenter.app import build_services
+    from controlcenter.app import build_services, close_services
+    from controlcenter.logs import configure_logging
     from controlcenter.outbox.runtime import run_until_signalled
 
     config = Config()
@@ -108,8 +109,7 @@ def worker() -> None:
         try:
             await run_until_signalled(services)
         finally:
-            await services.crm.aclose()
-            await services.db.dispose()
+            await close_services(services)
 
     asyncio.run(run())
 

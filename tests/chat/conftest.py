@@ -12,6 +12,17 @@ from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.llm import FakeAnthropic, FakeOpenAI
 
 
+@pytest.fixture(autouse=True)
+def without_builtin_tools(server: RunningServer) -> Iterator[None]:
+    """The chat tests offer only the tools they register (and the MCP server's): the built-in
+    CRM catalogue is set aside here and exercised by tests/integration."""
+    router = server.services.tools
+    builtin = router.sources[0]
+    router.remove_source(builtin)
+    yield
+    router.add_source(builtin, first=True)
+
+
 @pytest.fixture(params=["provider_a", "provider_b"])
 def llm(
     request: pytest.FixtureRequest, fake_anthropic: FakeAnthropic, fake_openai: FakeOpenAI

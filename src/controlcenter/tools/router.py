@@ -153,8 +153,13 @@ class ToolRouter:
         self._sources: list[ToolSource] = list(sources)
         self._memo: tuple[tuple[Sequence[Tool], ...], Toolbox] | None = None
 
-    def add_source(self, source: ToolSource) -> None:
-        self._sources.append(source)
+    @property
+    def sources(self) -> tuple[ToolSource, ...]:
+        return tuple(self._sources)
+
+    def add_source(self, source: ToolSource, *, first: bool = False) -> None:
+        """Add a source; `first` puts it ahead of the others, so it wins every name clash."""
+        self._sources.insert(0 if first else len(self._sources), source)
         self._memo = None
 
     def remove_source(self, source: ToolSource) -> None:
