@@ -211,7 +211,7 @@ class FakeAnthropic(_FakeLLM):
             content.append(
                 {
                     "type": "tool_use",
-                    "id": use.id or self._new_id(),
+                    "id": self._new_id() if use.id is None else use.id,
                     "name": use.name,
                     "input": use.arguments,
                 }
@@ -496,7 +496,7 @@ class FakeOpenAI(_FakeLLM):
         if answer.tool_uses:
             message["tool_calls"] = [
                 {
-                    "id": use.id or self._new_id(),
+                    "id": self._new_id() if use.id is None else use.id,
                     "type": "function",
                     "function": {
                         "name": use.name,

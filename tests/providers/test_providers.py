@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import Any
 
 import pytest
@@ -467,3 +469,57 @@ async def test_one_client_per_key_sharing_one_connection_pool(case: Case) -> Non
     assert second is not first
     assert first._client is second._client is provider._http
     assert len(fake.requests) == 2  # the wrong key was refused before the body was read
+
+
+async def test_nothing_to_send_is_an_error_without_a_request(case: Case) -> None:
+    provider, fake = case
+    with pytest.raises(ProviderError) as caught:
+        await provider.complete(
+            api_key=fake.api_key, system="s", turns=[UserTurn(" "), AssistantTurn("")], tools=[]
+        )
+    assert caught.value.status_code is None
+    assert caught.value.message == "There is no message to send"
+    assert fake.requests == []
+
+
+async def test_a_call_without_id_gets_one(case: Case) -> None:
+    """Some compatible servers send empty ids; results are paired by id, so each gets one."""
+    provider, fake = case
+    fake.script(
+        Reply(tool_uses=[ToolUse("crm_add_tag", {}, id=""), ToolUse("crm_add_tag", {}, id="")])
+    )
+    reply = await provider.complete(
+        api_key=fake.api_key, system="s", turns=[UserTurn("Go")], tools=[TAG]
+    )
+    ids = [call.id for call in reply.tool_calls]
+    assert all(ids) and len(set(ids)) == 2
+
+
+async def test_many_concurrent_calls_share_the_pool(
+    llm_config: dict[str, Any], fake_anthropic: FakeAnthropic, fake_openai: FakeOpenAI
+) -> None:
+    """Chats wait for the model at the same time: 100 slow calls overlap instead of queueing."""
+    providers = build_providers(Config(**llm_config, provider_timeout_s=20))
+    try:
+        for name, fake in (("provider_a", fake_anthropic), ("provider_b", fake_openai)):
+            fake.responder = lambda body: Reply(text=body_text(body), delay_s=0.5)
+            started = time.monotonic()
+            replies = await asyncio.gather(
+                *(
+                    providers[name].complete(
+                        api_key=fake.api_key, system="s", turns=[UserTurn(f"n{i}")], tools=[]
+                    )
+                    for i in range(100)
+                )
+            )
+            assert time.monotonic() - started < 8  # 50 s if they queued
+            assert [r.text for r in replies] == [f"n{i}" for i in range(100)]
+            assert fake.invalid == []
+    finally:
+        await close_providers(providers)
+
+
+def body_text(body: dict[str, Any]) -> str:
+    """The last user text of a request, in either API's form."""
+    content = body["messages"][-1]["content"]
+    return content if isinstance(content, str) else content[-1]["text"]

@@ -25,8 +25,10 @@ from controlcenter.providers.base import (
 from controlcenter.providers.clients import POOL_LIMITS, ClientCache
 from controlcenter.providers.history import (
     CONNECTION_MESSAGE,
+    EMPTY_MESSAGE,
     TIMEOUT_MESSAGE,
     has_text,
+    new_call_id,
     redact,
     sendable_turns,
 )
@@ -68,6 +70,9 @@ class AnthropicProvider:
         turns: Sequence[Turn],
         tools: Sequence[ToolSpec],
     ) -> ProviderReply:
+        messages = to_messages(turns)
+        if not messages:  # the API rejects an empty list; nothing to ask the model
+            raise ProviderError(EMPTY_MESSAGE, None)
         client = self._clients.get(api_key)
         options: dict[str, Any] = {}
         if has_text(system):
@@ -78,7 +83,7 @@ class AnthropicProvider:
             message = await client.messages.create(
                 model=self._model,
                 max_tokens=self._max_tokens,
-                messages=to_messages(turns),
+                messages=messages,
                 **options,
             )
         except anthropic.APIStatusError as exc:
@@ -92,7 +97,7 @@ class AnthropicProvider:
             raise ProviderError(redact(exc.message, api_key), None) from None
         text = "".join(block.text for block in message.content if block.type == "text")
         calls = tuple(
-            ToolCall(id=block.id, name=block.name, arguments=_object(block.input))
+            ToolCall(id=block.id or new_call_id(), name=block.name, arguments=_object(block.input))
             for block in message.content
             if block.type == "tool_use"
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Sequence
 
 from controlcenter.providers.base import AssistantTurn, ToolResultsTurn, Turn, UserTurn
@@ -18,6 +19,7 @@ from controlcenter.tools.base import ToolResult
 # The same words for both providers (the SDKs word them differently).
 TIMEOUT_MESSAGE = "Request timed out."
 CONNECTION_MESSAGE = "Connection error."
+EMPTY_MESSAGE = "There is no message to send"
 
 
 def sendable_turns(turns: Sequence[Turn]) -> list[Turn]:
@@ -46,6 +48,12 @@ def sendable_turns(turns: Sequence[Turn]) -> list[Turn]:
                 by_id.setdefault(result.tool_call_id, result)
             out.append(ToolResultsTurn(results=tuple(by_id[c.id] for c in previous.tool_calls)))
     return out
+
+
+def new_call_id() -> str:
+    """An id for a call whose server gave none (some OpenAI-compatible servers send ""):
+    results are paired with calls by id."""
+    return "call_" + uuid.uuid4().hex[:24]
 
 
 def has_text(text: str) -> bool:

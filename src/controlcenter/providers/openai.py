@@ -24,8 +24,10 @@ from controlcenter.providers.base import (
 from controlcenter.providers.clients import POOL_LIMITS, ClientCache
 from controlcenter.providers.history import (
     CONNECTION_MESSAGE,
+    EMPTY_MESSAGE,
     TIMEOUT_MESSAGE,
     has_text,
+    new_call_id,
     parse_arguments,
     redact,
     sendable_turns,
@@ -66,6 +68,9 @@ class OpenAIProvider:
         turns: Sequence[Turn],
         tools: Sequence[ToolSpec],
     ) -> ProviderReply:
+        messages = to_messages(system, turns)
+        if all(message["role"] == "system" for message in messages):
+            raise ProviderError(EMPTY_MESSAGE, None)  # nothing to ask the model
         client = self._clients.get(api_key)
         options: dict[str, Any] = {}
         if tools:  # the API rejects an empty `tools` array
@@ -74,7 +79,7 @@ class OpenAIProvider:
             completion = await client.chat.completions.create(
                 model=self._model,
                 max_completion_tokens=self._max_tokens,
-                messages=to_messages(system, turns),
+                messages=messages,
                 **options,
             )
         except openai.APIStatusError as exc:
@@ -92,14 +97,15 @@ class OpenAIProvider:
         message = completion.choices[0].message
         calls = tuple(
             ToolCall(
-                id=call.id,
+                id=call.id or new_call_id(),
                 name=call.function.name,
                 arguments=parse_arguments(call.function.arguments),
             )
             for call in message.tool_calls or ()
             if call.type == "function"
         )
-        return ProviderReply(text=message.content or "", tool_calls=calls)
+        # A refusal comes instead of content; the user reads it as the reply.
+        return ProviderReply(text=message.content or message.refusal or "", tool_calls=calls)
 
     async def aclose(self) -> None:
         await self._http.aclose()
