@@ -20,11 +20,12 @@ lint: setup
 	$(UV) run ruff format --check src tests bench
 	$(UV) run mypy
 
+# Each run has its own base directory: pytest prunes the numbered ones of other runs.
 test-sqlite: setup
-	$(UV) run pytest $(PYTEST_ARGS)
+	$(UV) run pytest --basetemp=.tmp/pytest-sqlite $(PYTEST_ARGS)
 
 test-postgres: setup
-	./scripts/with-postgres.sh $(UV) run pytest $(PYTEST_ARGS)
+	./scripts/with-postgres.sh $(UV) run pytest --basetemp=.tmp/pytest-postgres $(PYTEST_ARGS)
 
 test: lint test-sqlite test-postgres
 
