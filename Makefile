@@ -22,9 +22,11 @@ lint: setup
 
 # Each run has its own base directory: pytest prunes the numbered ones of other runs.
 test-sqlite: setup
+	@mkdir -p .tmp
 	$(UV) run pytest --basetemp=.tmp/pytest-sqlite $(PYTEST_ARGS)
 
 test-postgres: setup
+	@mkdir -p .tmp
 	./scripts/with-postgres.sh $(UV) run pytest --basetemp=.tmp/pytest-postgres $(PYTEST_ARGS)
 
 test: lint test-sqlite test-postgres
