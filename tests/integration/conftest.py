@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,12 @@ from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.crm import FakeCrm
 from tests.outbox.conftest import fast_config
 from tests.outbox.operator import Operator, operator_location, save_settings
+
+
+def results(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The toolResult of every tool_result event, in order."""
+    return [e["toolResult"] for e in events if e["type"] == "tool_result"]
+
 
 AGENCY_KEY = "agency-oauth-token-integration-0001"
 COMPANY_ID = "companyIntegration01"

@@ -11,11 +11,7 @@ from tests.chat.helpers import Llm, stream_chat, types
 from tests.conftest import UserFactory
 from tests.fakes.crm import FakeCrm
 from tests.fakes.llm import Reply, ToolUse
-from tests.integration.conftest import Agency
-
-
-def results(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [e["toolResult"] for e in events if e["type"] == "tool_result"]
+from tests.integration.conftest import Agency, results
 
 
 def tool_lines(llm: Llm, request: dict[str, Any]) -> list[str]:

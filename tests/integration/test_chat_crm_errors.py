@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 
 from tests.chat.helpers import Llm, stream_chat, types
 from tests.conftest import UserFactory
 from tests.fakes.crm import FakeCrm
 from tests.fakes.llm import Reply, ToolUse
-from tests.integration.conftest import Agency
-
-
-def results(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [e["toolResult"] for e in events if e["type"] == "tool_result"]
+from tests.integration.conftest import Agency, results
 
 
 async def test_arguments_that_break_the_schema_fail_before_the_crm_and_the_model_retries(

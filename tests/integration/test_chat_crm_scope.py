@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import httpx
 
@@ -12,13 +11,9 @@ from tests.chat.helpers import Llm, stream_chat, types
 from tests.conftest import UserFactory
 from tests.fakes.crm import FakeCrm
 from tests.fakes.llm import Reply, ToolUse
-from tests.integration.conftest import Agency
+from tests.integration.conftest import Agency, results
 
 NOT_YOURS = "That contact is not in this user's CRM account, so it cannot be used."
-
-
-def results(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [e["toolResult"] for e in events if e["type"] == "tool_result"]
 
 
 async def test_another_brokers_contact_is_unreachable(
