@@ -625,7 +625,10 @@ class FakeCrm:
     @staticmethod
     def _apply_contact(contact: dict[str, Any], fields: dict[str, Any]) -> None:
         for key, value in fields.items():
-            contact[key] = list(value) if key == "tags" else value
+            if key == "customFields":
+                contact[key] = _merge_custom_fields(contact.get(key) or [], value)
+            else:
+                contact[key] = list(value) if key == "tags" else value
         if isinstance(contact.get("email"), str):
             contact["email"] = contact["email"].lower()
         if "name" not in fields:
@@ -648,6 +651,12 @@ class FakeCrm:
             not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)
         ):
             errors.append("each value in tags must be a string")
+        custom = body.get("customFields")
+        if custom is not None and (
+            not isinstance(custom, list)
+            or not all(isinstance(f, dict) and (f.get("id") or f.get("key")) for f in custom)
+        ):
+            errors.append("each value in customFields must be an object with an id or a key")
         for key in CONTACT_FIELDS - {"tags", "customFields", "dnd", "email"}:
             if key in body and body[key] is not None and not isinstance(body[key], str):
                 errors.append(f"{key} must be a string")
@@ -1215,6 +1224,27 @@ def _int(value: str | None, default: int | None, name: str, low: int, high: int 
             else f"{name} must not be greater than {high}"
         )
     return number
+
+
+def _merge_custom_fields(
+    current: list[dict[str, Any]], sent: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """HighLevel updates only the custom fields a request names (by id, else by key) and keeps
+    the others, unlike `tags`, which a contact update replaces."""
+
+    def same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+        if a.get("id") and b.get("id"):
+            return bool(a["id"] == b["id"])
+        return bool(a.get("key")) and a.get("key") == b.get("key")
+
+    merged = [dict(entry) for entry in current]
+    for entry in sent:
+        index = next((i for i, old in enumerate(merged) if same(old, entry)), None)
+        if index is None:
+            merged.append(dict(entry))
+        else:
+            merged[index] = {**merged[index], **entry}
+    return merged
 
 
 def _unknown(body: dict[str, Any], allowed: set[str]) -> list[str]:
