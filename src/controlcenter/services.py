@@ -18,6 +18,6 @@ class Services:
     settings: SettingsStore
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
