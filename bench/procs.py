@@ -140,3 +140,10 @@ class RssSampler:
     @property
     def peak(self) -> int:
         return max((kib for _, kib in self.samples), default=0)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time used so far by `pid` (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
