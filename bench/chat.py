@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.deploy import Deployment
+from bench.deploy import Deployment, Options
 from bench.fakes import FakeProc
-from bench.procs import PYTHON, ROOT, RssSampler, rss_kib
+from bench.procs import PYTHON, ROOT, Profiler, RssSampler, rss_kib
 from bench.results import Row, ms, pct
 from bench.seed import save_settings, seed_accounts
 
@@ -67,8 +67,8 @@ def percentile(values: list[float], q: float) -> float:
     return values[index]
 
 
-def run(deployment: Deployment, *, quick: bool) -> list[Row]:
-    levels = (1, 100, 300) if quick else (1, 100, 1000)
+def run(deployment: Deployment, options: Options) -> list[Row]:
+    levels = (1, 100, 300) if options.quick else (1, 100, 1000)
     with tempfile.TemporaryDirectory(prefix="bench-chat-") as tmp:
         work = Path(tmp)
         with FakeProc("llm", work, PROVIDER_DELAY_S) as llm, FakeProc("mcp", work) as mcp:
@@ -99,7 +99,10 @@ def run(deployment: Deployment, *, quick: bool) -> list[Row]:
                 results = []
                 for chats in levels:
                     idle = rss_kib(service.pid)
-                    with RssSampler(service.pid) as sampler:
+                    with (
+                        RssSampler(service.pid) as sampler,
+                        Profiler(service.pid, options.profile_dir, f"chat-{chats}"),
+                    ):
                         records = _client(url, tokens, chats, work)
                     results.append(Level(chats, records, sampler.samples, idle))
     return _rows(deployment.db_kind, results)

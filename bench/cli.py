@@ -21,17 +21,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench import chat, dashboard, onboarding
-from bench.deploy import Deployment
+from bench.deploy import Deployment, Options
 from bench.procs import PYTHON, ROOT
 from bench.results import Row, table
 from bench.system import machine
 
-Section = Callable[[Deployment, bool], list[Row]]
+Section = Callable[[Deployment, Options], list[Row]]
 
 SECTIONS: dict[str, Section] = {
-    "dashboard": lambda d, quick: dashboard.run(d, seconds=3 if quick else 8),
-    "chat": lambda d, quick: chat.run(d, quick=quick),
-    "onboarding": lambda d, quick: onboarding.run(d, quick=quick),
+    "dashboard": dashboard.run,
+    "chat": chat.run,
+    "onboarding": onboarding.run,
 }
 DBS = ("sqlite", "postgres")
 
@@ -46,6 +46,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--db", choices=[*DBS, "both"], default="both")
     parser.add_argument("--quick", action="store_true", help="shorter runs, for a smoke test")
     parser.add_argument("--record", action="store_true", help="append the run to BENCHMARKS.md")
+    parser.add_argument("--profile", metavar="DIR", help="write py-spy profiles of the service")
     parser.add_argument("--child-json", help=argparse.SUPPRESS)  # the PostgreSQL child's output
     args = parser.parse_args(argv)
     args.sections = [s.strip() for s in args.only.split(",") if s.strip()]
@@ -62,7 +63,8 @@ def run_sections(db_kind: str, args: argparse.Namespace) -> list[Row]:
         print(f"bench: {db_kind} {name} ...", flush=True)
         try:
             deployment = Deployment.create(db_kind, os.environ.get("TEST_DATABASE_URL"))
-            rows += SECTIONS[name](deployment, args.quick)
+            profile = Path(args.profile) / db_kind if args.profile else None
+            rows += SECTIONS[name](deployment, Options(args.quick, profile))
         except Exception as exc:
             traceback.print_exc()
             rows.append(Row(db_kind, name, "n/a", note=f"failed: {exc!r}"[:300]))
@@ -77,6 +79,8 @@ def run_postgres(args: argparse.Namespace) -> list[Row]:
         argv += ["--db", "postgres", "--only", ",".join(args.sections), "--child-json", str(out)]
         if args.quick:
             argv.append("--quick")
+        if args.profile:
+            argv += ["--profile", str(Path(args.profile).resolve())]
         done = subprocess.run(argv, cwd=ROOT, check=False, timeout=900)
         if done.returncode != 0 or not out.exists():
             return [Row("postgres", "all", "n/a", note=f"child exited {done.returncode}")]

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import httpx
 
-from bench.deploy import Deployment, bare_app
+from bench.deploy import Deployment, Options, bare_app
+from bench.procs import Profiler
 from bench.results import Row, ms, pct
 from bench.seed import seed_accounts
 from bench.system import ensure_debian_tool
@@ -60,7 +61,8 @@ def _basic(user: str, secret: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{secret}".encode()).decode()
 
 
-def run(deployment: Deployment, *, seconds: float) -> list[Row]:
+def run(deployment: Deployment, options: Options) -> list[Row]:
+    seconds = 3 if options.quick else 8
     db = deployment.db_kind
     (account,) = asyncio.run(
         seed_accounts(deployment.database_url, deployment.secret_key, "dash", 1)
@@ -88,11 +90,12 @@ def run(deployment: Deployment, *, seconds: float) -> list[Row]:
                 continue
             wrk(service_url + path, {**ocs, **headers}, 1)  # warm-up
             # Argon2 makes every password request cost ~tens of ms: a shorter run suffices.
-            results[mode] = wrk(
-                service_url + path,
-                {**ocs, **headers},
-                seconds / 2 if "password" in mode else seconds,
-            )
+            with Profiler(service.pid, options.profile_dir, f"dashboard-{mode.split()[0]}"):
+                results[mode] = wrk(
+                    service_url + path,
+                    {**ocs, **headers},
+                    seconds / 2 if "password" in mode else seconds,
+                )
     bare, bare_url = bare_app(path, body)
     with bare:
         bare.wait_http(bare_url + "/healthz")

@@ -21,6 +21,12 @@ WORKERS = 1
 LOG_LEVEL = "warning"
 
 
+@dataclass(frozen=True)
+class Options:
+    quick: bool = False  # shorter runs, for a smoke test
+    profile_dir: Path | None = None  # py-spy profiles of the service under load go here
+
+
 @dataclass
 class Deployment:
     db_kind: str  # "sqlite" or "postgres"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bench.deploy import Deployment
+from bench.deploy import Deployment, Options
 from bench.results import Row
 
 
-def run(deployment: Deployment, *, quick: bool) -> list[Row]:
+def run(deployment: Deployment, options: Options) -> list[Row]:
     return [Row(deployment.db_kind, "onboarding", "n/a", note="not measured yet")]

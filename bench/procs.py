@@ -147,3 +147,62 @@ def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = int(fields[11]) + int(fields[12])  # utime, stime
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class Profiler:
+    """py-spy sampling `pid` while the block runs: collapsed stacks (`<name>.txt`, the input of
+    any flame graph tool) and a summary of the hottest functions (`<name>.top.txt`).
+
+    Does nothing when `out_dir` is None, so a section can always wrap its measurement in it.
+    """
+
+    def __init__(self, pid: int, out_dir: Path | None, name: str) -> None:
+        self.pid = pid
+        self.out_dir = out_dir
+        self.name = name
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> Self:
+        if self.out_dir is not None:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            argv = [str(BIN / "py-spy"), "record", "-p", str(self.pid), "-r", "200", "-f", "raw"]
+            argv += ["-o", str(self.out_dir / f"{self.name}.txt")]
+            self._proc = subprocess.Popen(
+                argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is None or self.out_dir is None:
+            return
+        self._proc.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+        try:
+            self._proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            return
+        raw = self.out_dir / f"{self.name}.txt"
+        if raw.exists():
+            (self.out_dir / f"{self.name}.top.txt").write_text(summarise(raw.read_text()))
+
+
+def summarise(collapsed: str, top: int = 40) -> str:
+    """Self and inclusive sample counts per function, from collapsed stacks."""
+    own: dict[str, int] = {}
+    inclusive: dict[str, int] = {}
+    total = 0
+    for line in collapsed.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        n = int(count)
+        total += n
+        frames = stack.split(";")
+        own[frames[-1]] = own.get(frames[-1], 0) + n
+        for frame in set(frames):
+            inclusive[frame] = inclusive.get(frame, 0) + n
+    lines = [f"{total} samples", "", "self:"]
+    lines += [f"{n:7d} {f}" for f, n in sorted(own.items(), key=lambda x: -x[1])[:top]]
+    lines += ["", "inclusive:"]
+    lines += [f"{n:7d} {f}" for f, n in sorted(inclusive.items(), key=lambda x: -x[1])[:top]]
+    return "\n".join(lines) + "\n"
