@@ -17,6 +17,7 @@ from controlcenter.auth.router import router as auth_router
 from controlcenter.body_limit import BodyLimitMiddleware
 from controlcenter.chat.router import router as chat_router
 from controlcenter.config import Config
+from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
 from controlcenter.errors import ApiError
 from controlcenter.logs import get_logger
@@ -29,7 +30,12 @@ log = get_logger(__name__)
 
 def build_services(config: Config) -> Services:
     db = Database(config.database_url)
-    return Services(config=config, db=db, settings=SettingsStore(db, config.fernet_key))
+    return Services(
+        config=config,
+        db=db,
+        settings=SettingsStore(db, config.fernet_key),
+        crm=CrmTransport.from_config(config),
+    )
 
 
 def create_app(config: Config | None = None, *, run_worker: bool = False) -> FastAPI:
@@ -42,6 +48,7 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         try:
             yield
         finally:
+            await services.crm.aclose()
             await services.db.dispose()
 
     app = FastAPI(

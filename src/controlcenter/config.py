@@ -30,6 +30,10 @@ class Config(BaseSettings):
     provider_b_model: str = "gpt-4.1"
     provider_timeout_s: float = 120.0
     crm_base_url: str = "https://services.leadconnectorhq.com"
+    crm_timeout_s: float = 20.0
+    crm_max_retries: int = 3
+    crm_backoff_base_s: float = 0.5
+    crm_max_wait_s: float = 20.0  # longest single wait before a retry, Retry-After included
     session_ttl_s: int = 604800
     cookie_secure: bool = False
     log_level: str = "INFO"

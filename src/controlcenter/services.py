@@ -8,6 +8,7 @@ from fastapi import Request
 
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.config import Config
+from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
 
 
@@ -16,6 +17,7 @@ class Services:
     config: Config
     db: Database
     settings: SettingsStore
+    crm: CrmTransport  # the shared pool every CRM client borrows
 
 
 async def get_services(request: Request) -> Services:

@@ -1,13 +1,37 @@
-"""The session user's own CRM client for the assistant's tools (filled by the CRM issue)."""
+"""The session user's own CRM client for the assistant's tools.
+
+A broker's sub-account (location) is linked with `controlcenter users set-crm`; the service
+acts in it with the agency credential (`crmAgencyApiKey`, company `crmAgencyId`), exchanged
+for a location token the way HighLevel intends. The location comes from the user record,
+never from the model, so one broker cannot reach another's data.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
 from controlcenter.auth.models import User
+from controlcenter.crm.client import AgencyLocationToken, CrmClient
+from controlcenter.logs import get_logger
 from controlcenter.services import Services
 
+log = get_logger(__name__)
 
-async def broker_client(services: Services, user: User) -> Any | None:
-    """The client scoped to the user's linked location; None when there is none yet."""
-    return None
+AGENCY_SETTINGS = ("crmAgencyApiKey", "crmAgencyId")
+
+
+async def broker_client(services: Services, user: User) -> CrmClient | None:
+    """The client scoped to the user's linked location; None when it cannot be built."""
+    location_id = (user.crm_location_id or "").strip()
+    if not location_id:
+        return None
+    values = await services.settings.get_many(AGENCY_SETTINGS)
+    agency_key = values.get("crmAgencyApiKey", "").strip()
+    company_id = values.get("crmAgencyId", "").strip()
+    if not agency_key or not company_id:
+        log.warning(
+            "crm agency settings missing",
+            user_id=user.id,
+            missing=[name for name in AGENCY_SETTINGS if not values.get(name, "").strip()],
+        )
+        return None
+    token = AgencyLocationToken(services.crm, agency_key, company_id, location_id)
+    return CrmClient(services.crm, token=token, location_id=location_id)
