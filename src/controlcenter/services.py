@@ -20,6 +20,6 @@ class Services:
     crm: CrmTransport  # the shared pool every CRM client borrows
 
 
-async def get_services(request: Request) -> Services:
+def get_services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
