@@ -23,6 +23,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from controlcenter.app import create_app
+from controlcenter.auth import passwords
 from controlcenter.auth.service import create_api_token, create_user, start_session
 from controlcenter.config import Config
 from controlcenter.db import Database
@@ -33,6 +34,10 @@ from controlcenter.services import Services
 TEST_SECRET_KEY = "test-secret-key-" + "x" * 48
 
 pytest_plugins = ["tests.plugins.llm", "tests.plugins.crm", "tests.plugins.mcp"]
+
+# Still Argon2id, at a cost that lets the suite create hundreds of users in seconds; the
+# production parameters are exercised by the CLI tests, which run the real entry point.
+passwords.configure(time_cost=1, memory_cost=1024, parallelism=1)
 
 
 def pytest_report_header() -> str:

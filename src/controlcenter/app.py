@@ -17,39 +17,74 @@ from controlcenter.auth.router import router as auth_router
 from controlcenter.body_limit import BodyLimitMiddleware
 from controlcenter.chat.router import router as chat_router
 from controlcenter.config import Config
+from controlcenter.crm.tools import crm_tools
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
 from controlcenter.errors import ApiError
-from controlcenter.logs import get_logger
+from controlcenter.logs import configure_logging, get_logger
+from controlcenter.ocs.router import document_security
 from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.router import router as onboarding_router
+from controlcenter.outbox.runtime import start_worker
+from controlcenter.providers.registry import build_providers, close_providers
 from controlcenter.services import Services
+from controlcenter.tools.mcp_source import MCP_SERVER_URL_SETTING, McpSource
+from controlcenter.tools.router import StaticSource, ToolRouter
 
 log = get_logger(__name__)
+
+CHAT_DRAIN_S = 30.0
 
 
 def build_services(config: Config) -> Services:
     db = Database(config.database_url)
+    settings = SettingsStore(db, config.fernet_key)
     return Services(
         config=config,
         db=db,
-        settings=SettingsStore(db, config.fernet_key),
+        settings=settings,
         crm=CrmTransport.from_config(config),
+        providers=build_providers(config),
+        tools=build_tool_router(config, settings),
     )
+
+
+def build_tool_router(config: Config, settings: SettingsStore) -> ToolRouter:
+    """The built-in CRM catalogue first, so that it wins any name clash with the MCP server."""
+
+    async def mcp_server_url() -> str | None:
+        return await settings.get(MCP_SERVER_URL_SETTING)
+
+    mcp = McpSource(mcp_server_url, ttl_s=config.mcp_cache_ttl_s, timeout_s=config.mcp_timeout_s)
+    return ToolRouter([StaticSource(crm_tools()), mcp])
+
+
+async def close_services(services: Services) -> None:
+    # Replies being written when the server stops are still saved (bounded wait).
+    await services.chat_runs.drain(CHAT_DRAIN_S)
+    await close_providers(dict(services.providers))
+    await services.crm.aclose()
+    await services.db.dispose()
 
 
 def create_app(config: Config | None = None, *, run_worker: bool = False) -> FastAPI:
     config = config or Config()
+    # Before anything can log: structlog's defaults render tracebacks with local variables,
+    # which would put request data (passwords, keys) into the log, and slowly.
+    configure_logging(config.log_level, config.log_format)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services = build_services(config)
         app.state.services = services
+        # Each server process runs one worker; lease-based claiming keeps several safe.
+        worker = start_worker(services) if run_worker else None
         try:
             yield
         finally:
-            await services.crm.aclose()
-            await services.db.dispose()
+            if worker is not None:
+                await worker.stop()
+            await close_services(services)
 
     app = FastAPI(
         title="Control Center",
@@ -70,6 +105,7 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         settings_router,
     ):
         app.include_router(router)
+    document_security(app)
     return app
 
 

@@ -7,6 +7,10 @@ import json
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 _TOO_LARGE = json.dumps({"error": "Request body too large"}).encode()
+# How much of an oversized body is read and thrown away before answering. Closing a connection
+# with unread data makes the kernel reset it, and the client then sees a broken connection
+# instead of the 413; a body bigger than this is not worth reading, so its sender may.
+_DISCARD_AT_MOST = 8 * 1024 * 1024
 
 
 class BodyLimitMiddleware:
@@ -22,6 +26,8 @@ class BodyLimitMiddleware:
             return
         declared = _content_length(scope)
         if declared is not None and declared > self.limit:
+            if declared <= _DISCARD_AT_MOST and not _expects_continue(scope):
+                await _discard(receive, _DISCARD_AT_MOST)
             await _reject(send)
             return
         chunks: list[bytes] = []
@@ -33,6 +39,8 @@ class BodyLimitMiddleware:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.limit:
+                if message.get("more_body", False):
+                    await _discard(receive, _DISCARD_AT_MOST - size)
                 await _reject(send)
                 return
             chunks.append(chunk)
@@ -59,6 +67,23 @@ def _content_length(scope: Scope) -> int | None:
             except ValueError:
                 return None
     return None
+
+
+def _expects_continue(scope: Scope) -> bool:
+    # Such a client waits for "100 Continue" (sent when the body is first read): answering
+    # without reading means it never sends the body at all.
+    return any(
+        name == b"expect" and value.lower() == b"100-continue"
+        for name, value in scope.get("headers", [])
+    )
+
+
+async def _discard(receive: Receive, budget: int) -> None:
+    while budget > 0:
+        message = await receive()
+        if message["type"] == "http.disconnect" or not message.get("more_body", False):
+            return
+        budget -= len(message.get("body", b""))
 
 
 async def _reject(send: Send) -> None:

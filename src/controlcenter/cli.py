@@ -19,7 +19,6 @@ from controlcenter.auth.service import (
 )
 from controlcenter.config import Config
 from controlcenter.db import Database
-from controlcenter.logs import configure_logging
 from controlcenter.migrate import upgrade
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Control Center service.")
@@ -69,6 +68,8 @@ def serve(
     """Apply migrations, then serve the API and run the outbox worker."""
     import uvicorn
 
+    from controlcenter.logs import configure_logging  # only `serve` logs: keep the rest quick
+
     config = Config()
     configure_logging(config.log_level, config.log_format)
 
@@ -90,6 +91,27 @@ def serve(
         log_level=config.log_level.lower(),
         proxy_headers=True,
     )
+
+
+@app.command()
+def worker() -> None:
+    """Run only the outbox worker, until SIGTERM or Ctrl-C (then it stops gracefully)."""
+    from controlcenter.app import build_services, close_services
+    from controlcenter.logs import configure_logging
+    from controlcenter.outbox.runtime import run_until_signalled
+
+    config = Config()
+    configure_logging(config.log_level, config.log_format)
+    upgrade(config.database_url)
+
+    async def run() -> None:
+        services = build_services(config)
+        try:
+            await run_until_signalled(services)
+        finally:
+            await close_services(services)
+
+    asyncio.run(run())
 
 
 @users_app.command("create")

@@ -26,9 +26,11 @@ class Config(BaseSettings):
     app_id: str = "dashboard"
     provider_a_base_url: str = "https://api.anthropic.com"
     provider_b_base_url: str = "https://api.openai.com/v1"
-    provider_a_model: str = "claude-sonnet-4-5"
-    provider_b_model: str = "gpt-4.1"
+    provider_a_model: str = "claude-sonnet-5-5"
+    provider_b_model: str = "gpt-5.5"
     provider_timeout_s: float = 120.0
+    provider_max_retries: int = 2
+    provider_max_tokens: int = 4096
     crm_base_url: str = "https://services.leadconnectorhq.com"
     crm_timeout_s: float = 20.0
     crm_max_retries: int = 3
@@ -41,9 +43,15 @@ class Config(BaseSettings):
     var_dir: Path = Path("./var")
     max_body_bytes: int = 1024 * 1024
     mcp_cache_ttl_s: float = 30.0
+    mcp_timeout_s: float = 15.0
     outbox_poll_interval_s: float = 1.0
     outbox_max_backoff_s: float = 3600.0
     outbox_max_age_s: float = 86400.0
+    outbox_base_backoff_s: float = 2.0
+    outbox_lease_s: float = 300.0
+    outbox_concurrency: int = Field(default=4, ge=1)
+    outbox_settings_recheck_s: float = 30.0
+    outbox_shutdown_grace_s: float = 10.0
 
     @cached_property
     def jwt_key(self) -> str:

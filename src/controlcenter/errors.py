@@ -20,3 +20,13 @@ class ApiError(Exception):
 
 class InvalidJSONError(Exception):
     """The request body is not parseable JSON (or not UTF-8)."""
+
+
+def describe(exc: BaseException) -> str:
+    """A failure's type and cause for a log line, without the data involved.
+
+    A database error's own text repeats the statement's parameters (user data, encrypted
+    settings); the driver's original message says what went wrong without them.
+    """
+    cause = getattr(exc, "orig", None) or exc
+    return f"{type(exc).__name__}: {cause}"

@@ -24,7 +24,8 @@ def configure_logging(level: str = "INFO", fmt: str = "console") -> None:
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
         ),
-        cache_logger_on_first_use=True,
+        # Not cached: structlog.testing.capture_logs must see the loggers made before it.
+        cache_logger_on_first_use=False,
     )
     logging.basicConfig(level=level.upper(), format="%(levelname)s %(name)s: %(message)s")
     # httpx logs every request URL at INFO; URLs carry no secrets here, but keep it quiet.

@@ -1,13 +1,42 @@
-"""Fixtures for the mcp fakes (filled by the mcp work)."""
+"""The loopback MCP server (tests/fakes/mcp_server.py), started once per test session."""
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from tests.fakes.mcp_server import FakeMcp, build_fake_mcp
 
 
 @pytest.fixture(scope="session")
 def mcp_config() -> dict[str, Any]:
     """Config values that point the service at this domain's fakes."""
-    return {}
+    return {"mcp_timeout_s": 5.0}
+
+
+@pytest.fixture(scope="session")
+def _fake_mcp_session() -> Iterator[FakeMcp]:
+    fake = build_fake_mcp()
+    fake.server.start()
+    yield fake
+    fake.server.stop()
+
+
+@pytest.fixture
+def fake_mcp(_fake_mcp_session: FakeMcp) -> FakeMcp:
+    """The running fake, its call log emptied for this test."""
+    _fake_mcp_session.reset()
+    return _fake_mcp_session
+
+
+@pytest.fixture
+def dead_url() -> str:
+    """An address on 127.0.0.1 where nothing listens (connections are refused at once)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return f"http://127.0.0.1:{port}/mcp"

@@ -1,3 +1,56 @@
-from fastapi import APIRouter
+"""GET and PUT /api/v1/admin/settings (SPEC 4.5, 4.6; CONTRACT 2, 6): super administrators only."""
 
-router = APIRouter()
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import ValidationError
+
+from controlcenter.admin_settings import service
+from controlcenter.admin_settings.schemas import SettingsInput, parse_settings
+from controlcenter.auth.dependencies import ServicesDep, SuperAdmin
+from controlcenter.errors import ApiError, InvalidJSONError, describe
+from controlcenter.http import read_json
+from controlcenter.logs import get_logger
+from controlcenter.validation import issues
+
+router = APIRouter(prefix="/api/v1/admin", tags=["settings"])
+log = get_logger(__name__)
+
+FETCH_FAILED = "Failed to fetch settings"
+UPDATE_FAILED = "Failed to update settings"
+
+
+@router.get("/settings")
+async def get_settings(principal: SuperAdmin, services: ServicesDep) -> dict[str, Any]:
+    try:
+        settings = await service.masked_settings(services.settings)
+    except Exception as exc:
+        # Typically SettingsDecryptError (the key changed): it names the setting, not its value.
+        log.error("reading settings failed", error=describe(exc))
+        raise ApiError(500, FETCH_FAILED) from exc
+    return {"settings": settings}
+
+
+# The body is read by hand (an unparseable one is a 500, not FastAPI's 422), so the interface
+# description gets its schema explicitly.
+_BODY = {"content": {"application/json": {"schema": SettingsInput.model_json_schema()}}}
+
+
+@router.put("/settings", openapi_extra={"requestBody": _BODY})
+async def put_settings(
+    request: Request, principal: SuperAdmin, services: ServicesDep
+) -> dict[str, Any]:
+    try:
+        values = parse_settings(await read_json(request))
+    except InvalidJSONError as exc:
+        raise ApiError(500, UPDATE_FAILED) from exc
+    except ValidationError as exc:
+        raise ApiError(400, "Validation failed", details=issues(exc)) from exc
+    try:
+        await service.update_settings(services.db, services.settings, values, principal.user.id)
+    except Exception as exc:
+        log.error("saving settings failed", user_id=principal.user.id, error=describe(exc))
+        raise ApiError(500, UPDATE_FAILED) from exc
+    return {"success": True}

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from controlcenter.auth.models import SUPER_ADMIN
-from controlcenter.auth.service import Principal, principal_from_bearer
+from controlcenter.auth.service import Principal, principal_from_bearer, principal_from_jwt
 from controlcenter.errors import ApiError
 from controlcenter.services import Services, get_services
 
@@ -25,12 +25,21 @@ def bearer_token(request: Request) -> str | None:
 async def optional_principal(
     request: Request, services: Annotated[Services, Depends(get_services)]
 ) -> Principal | None:
-    """The caller from `Authorization: Bearer` (preferred) or the `session` cookie."""
-    token = bearer_token(request) or request.cookies.get(SESSION_COOKIE)
-    if not token:
+    """The caller from `Authorization: Bearer` (preferred) or the `session` cookie.
+
+    A bearer header that is present decides on its own (a wrong one is no session, even beside
+    a valid cookie); the cookie only ever carries a session JWT, never an API token.
+    """
+    token = bearer_token(request)
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if not token and not cookie:
         return None
+    key = services.config.jwt_key
     async with services.db.read() as db:
-        return await principal_from_bearer(db, token, key=services.config.jwt_key)
+        if token:
+            return await principal_from_bearer(db, token, key=key)
+        assert cookie is not None
+        return await principal_from_jwt(db, cookie, key=key)
 
 
 async def require_user(

@@ -6,9 +6,21 @@ import anyio.to_thread
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-_hasher = PasswordHasher()  # argon2id with the library's current recommended parameters
-# Verified when the e-mail is unknown, so that response time does not reveal which e-mails exist.
-_DUMMY_HASH = _hasher.hash("controlcenter-dummy-password")
+# argon2id with the library's current recommended parameters.
+_hasher = PasswordHasher()
+# Verified when the e-mail is unknown, so that response time does not reveal which e-mails
+# exist. Made on first use: every CLI call would otherwise pay for one hash at import.
+_dummy_hash: str | None = None
+
+
+def configure(*, time_cost: int, memory_cost: int, parallelism: int) -> None:
+    """Change the cost of new hashes (existing hashes keep the parameters they carry).
+
+    The test suite lowers it: thousands of hashes at production cost would take minutes.
+    """
+    global _hasher, _dummy_hash
+    _hasher = PasswordHasher(time_cost=time_cost, memory_cost=memory_cost, parallelism=parallelism)
+    _dummy_hash = None
 
 
 def hash_password(password: str) -> str:
@@ -16,8 +28,13 @@ def hash_password(password: str) -> str:
 
 
 def _verify(password_hash: str | None, password: str) -> bool:
+    global _dummy_hash
+    if password_hash is None:
+        _dummy_hash = _dummy_hash or _hasher.hash("controlcenter-dummy-password")
     try:
-        return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
+        return _hasher.verify(password_hash or _dummy_hash or "", password) and (
+            password_hash is not None
+        )
     except (VerificationError, InvalidHashError):
         return False
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import secrets
 from dataclasses import dataclass
@@ -53,3 +54,18 @@ def new_api_token() -> str:
 
 def hash_api_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def parse_basic(value: str) -> tuple[str, str] | None:
+    """`user:secret` from the base64 part of an HTTP basic header; None when malformed.
+
+    UTF-8, as every current client sends it (RFC 7617's `charset="UTF-8"`).
+    """
+    try:
+        decoded = binascii.a2b_base64(value.strip(), strict_mode=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    user, separator, secret = decoded.partition(":")
+    if not separator or not user or not secret:
+        return None
+    return user, secret

@@ -1,3 +1,54 @@
-from fastapi import APIRouter
+"""GET and POST /api/v1/onboarding (SPEC 4.3, 4.4; CONTRACT 2, 6)."""
 
-router = APIRouter()
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import ValidationError
+
+from controlcenter.auth.dependencies import CurrentUser, ServicesDep
+from controlcenter.errors import ApiError, InvalidJSONError, describe
+from controlcenter.http import read_json
+from controlcenter.logs import get_logger
+from controlcenter.onboarding import service
+from controlcenter.onboarding.schemas import ONBOARDING_INPUT, record
+
+router = APIRouter(prefix="/api/v1", tags=["onboarding"])
+log = get_logger(__name__)
+
+SAVE_FAILED = "Failed to save onboarding"
+
+
+@router.get("/onboarding")
+async def get_onboarding(principal: CurrentUser, services: ServicesDep) -> dict[str, Any]:
+    row = await service.get_onboarding(services.db, principal.user.id)
+    return {"onboarding": record(row) if row is not None else None}
+
+
+# The body is read by hand (an unparseable one is a 500, not FastAPI's 422), so the interface
+# description gets its schema explicitly.
+_BODY = {"content": {"application/json": {"schema": ONBOARDING_INPUT.json_schema()}}}
+
+
+@router.post("/onboarding", openapi_extra={"requestBody": _BODY})
+async def save_onboarding(
+    request: Request, principal: CurrentUser, services: ServicesDep
+) -> dict[str, Any]:
+    try:
+        body = await read_json(request)
+    except InvalidJSONError as exc:
+        # SPEC 4.4 step 7 puts an unparseable body among the failures answered with 500.
+        raise ApiError(500, SAVE_FAILED) from exc
+    try:
+        data = ONBOARDING_INPUT.validate_python(body)
+    except ValidationError as exc:
+        raise ApiError(400, "Validation failed") from exc
+    try:
+        row = await service.save_onboarding(services.db, principal.user.id, data)
+    except service.UserGoneError as exc:
+        raise ApiError(401, "Unauthorized") from exc
+    except Exception as exc:
+        log.error("saving onboarding failed", user_id=principal.user.id, error=describe(exc))
+        raise ApiError(500, SAVE_FAILED) from exc
+    return {"success": True, "onboarding": record(row)}

@@ -1,0 +1,52 @@
+"""The PUT settings request (SPEC 2.6, 4.6): any of the 21 names, each an optional string."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from email_validator import EmailNotValidError, validate_email
+from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, create_model
+from pydantic_core import PydanticCustomError
+
+from controlcenter.admin_settings.names import SETTING_NAMES
+from controlcenter.validation import StoredStr
+
+
+def _email_or_empty(value: str) -> str:
+    # An empty value is dropped later (it cannot clear a setting), so it is not an error here.
+    if value == "":
+        return value
+    try:
+        validate_email(value, check_deliverability=False)  # syntax only: no DNS lookups
+    except EmailNotValidError as exc:
+        raise PydanticCustomError(
+            "value_error", "value is not a valid email address: {reason}", {"reason": str(exc)}
+        ) from None
+    return value
+
+
+EmailOrEmpty = Annotated[StoredStr, AfterValidator(_email_or_empty)]
+
+
+def _field_type(name: str) -> Any:
+    return EmailOrEmpty if name == "notificationEmail" else StoredStr
+
+
+# Built from the one list of names so the request can never drift from GET's 21 names. The
+# default None is never validated, so an explicit null still fails while absence passes.
+_FIELDS: dict[str, Any] = {name: (_field_type(name), None) for name in SETTING_NAMES}
+SettingsInput: type[BaseModel] = create_model(
+    "SettingsInput", __config__=ConfigDict(strict=True, extra="ignore"), **_FIELDS
+)
+
+
+# Checked first so that a body that is not an object gets the plain "valid dictionary" issue
+# rather than one naming an internal class.
+_OBJECT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any], config=ConfigDict(strict=True))
+
+
+def parse_settings(body: object) -> dict[str, str]:
+    """The settings the caller sent (absent ones left out). Raises pydantic's ValidationError."""
+    _OBJECT.validate_python(body)
+    given: dict[str, str] = SettingsInput.model_validate(body).model_dump(exclude_unset=True)
+    return given

@@ -1,0 +1,126 @@
+"""One chat turn, SPEC 4.2 "processing after the checks": conversation, user message, the
+agentic loop between the provider and the tools, the assistant message, and the events."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from controlcenter.auth.models import User
+from controlcenter.chat import events
+from controlcenter.chat.conversations import (
+    new_message_id,
+    save_assistant_message,
+    start_turn,
+)
+from controlcenter.chat.stream import EventChannel
+from controlcenter.crm.broker import broker_client
+from controlcenter.logs import get_logger
+from controlcenter.providers.base import (
+    AssistantTurn,
+    ProviderError,
+    ToolResultsTurn,
+    Turn,
+    UserTurn,
+)
+from controlcenter.services import Services
+from controlcenter.tools.base import ToolContext
+
+log = get_logger(__name__)
+
+MAX_ITERATIONS = 10  # SPEC 8
+CONVERSATION_NOT_FOUND = "Conversation not found"
+UNEXPECTED = "An unexpected error occurred"
+SYSTEM_PROMPT = (
+    "You are the AI assistant of a commercial real estate CRM used by brokers. "
+    "Use the available tools to fetch real data from the CRM instead of guessing or "
+    "inventing it. Be helpful, professional and concise. "
+    "When you lack a tool or the information to do what is asked, say so plainly and "
+    "explain what you can help with instead."
+)
+
+
+@dataclass(frozen=True)
+class ChatTurn:
+    """A request that passed the pre-stream checks."""
+
+    user: User
+    message: str
+    conversation_id: Any  # the raw request value; None when absent
+    provider: str
+    api_key: str
+
+
+async def run_chat(services: Services, turn: ChatTurn, channel: EventChannel) -> None:
+    """Runs to the end whatever happens to the connection; the channel is closed in every case."""
+    try:
+        await _process(services, turn, channel)
+    except ProviderError as exc:
+        code = str(exc.status_code) if exc.status_code is not None else None
+        log.warning("provider error", provider=turn.provider, status=code)
+        channel.send(events.error(_redact(exc.message, turn.api_key) or UNEXPECTED, code))
+    except Exception as exc:
+        # The traceback is logged as text so that the key can be taken out of it as well.
+        trace = "".join(traceback.format_exception(exc))
+        log.error("chat failed", provider=turn.provider, traceback=_redact(trace, turn.api_key))
+        channel.send(events.error(_redact(str(exc), turn.api_key) or UNEXPECTED))
+    finally:
+        channel.close()
+
+
+async def _process(services: Services, turn: ChatTurn, channel: EventChannel) -> None:
+    started = await start_turn(
+        services.db,
+        user_id=turn.user.id,
+        conversation_id=turn.conversation_id,
+        message=turn.message,
+    )
+    if started is None:
+        channel.send(events.error(CONVERSATION_NOT_FOUND))
+        return
+    message_id = new_message_id()
+    channel.send(events.message_start(started.conversation_id, message_id))
+
+    toolbox = await services.tools.toolbox()
+    turns: list[Turn] = [*started.history, UserTurn(turn.message)]
+    context = ToolContext(user_id=turn.user.id, crm=await broker_client(services, turn.user))
+    provider = services.providers[turn.provider]
+
+    content = ""
+    tool_calls: list[dict[str, Any]] = []
+    tool_results: list[dict[str, Any]] = []
+    for _ in range(MAX_ITERATIONS):
+        reply = await provider.complete(
+            api_key=turn.api_key, system=SYSTEM_PROMPT, turns=turns, tools=toolbox.specs
+        )
+        if reply.text:
+            content += reply.text
+            channel.send(events.content_delta(reply.text))
+        if not reply.tool_calls:
+            break
+        results = []
+        for call in reply.tool_calls:
+            shown = toolbox.original(call)
+            tool_calls.append(shown.to_json())
+            channel.send(events.tool_call_start(shown))
+            result = await toolbox.execute(call, context)
+            results.append(result)
+            tool_results.append(result.to_json())
+            channel.send(events.tool_result(result))
+        turns.append(AssistantTurn(reply.text, reply.tool_calls))
+        turns.append(ToolResultsTurn(tuple(results)))
+
+    message = await save_assistant_message(
+        services.db,
+        conversation_id=started.conversation_id,
+        message_id=message_id,
+        content=content,
+        tool_calls=tool_calls,
+        tool_results=tool_results,
+    )
+    channel.send(events.message_complete(message))
+
+
+def _redact(text: str, secret: str) -> str:
+    return text.replace(secret, "••••") if secret else text

@@ -1,0 +1,181 @@
+"""Conversations and messages in the database (SPEC 2.4, 4.2 steps 1-3 and 9; CONTRACT 2)."""
+
+from __future__ import annotations
+
+import secrets
+import string
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from controlcenter.chat.models import Conversation, Message
+from controlcenter.db import Database, utcnow
+from controlcenter.providers.base import AssistantTurn, Turn, UserTurn
+
+TITLE_LENGTH = 100  # SPEC 8: characters (code points), not bytes
+USER = "user"
+ASSISTANT = "assistant"
+_BASE36 = string.digits + string.ascii_lowercase
+
+
+def new_message_id() -> str:
+    """CONTRACT 5: `msg_<epoch ms>_<9 random base36 chars>`."""
+    suffix = "".join(secrets.choice(_BASE36) for _ in range(9))
+    return f"msg_{int(time.time() * 1000)}_{suffix}"
+
+
+def iso(moment: datetime) -> str:
+    """ISO 8601 in UTC with milliseconds and `Z`, as JavaScript's toISOString writes it."""
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+@dataclass(frozen=True)
+class StartedTurn:
+    conversation_id: str
+    history: tuple[Turn, ...]  # the stored messages before this one, empty contents left out
+
+
+async def start_turn(
+    db: Database, *, user_id: str, conversation_id: Any, message: str
+) -> StartedTurn | None:
+    """Steps 1-3 in one transaction: create or load the conversation, then save the user
+    message. None when the conversation is not the caller's (nothing is saved then).
+
+    `conversation_id` is the request's raw value: absent (None) creates a conversation; any
+    other value that does not name one of the caller's conversations is "not found".
+    """
+    async with db.write() as session:
+        if conversation_id is None:
+            conversation = Conversation(user_id=user_id, title=message[:TITLE_LENGTH])
+            session.add(conversation)
+            await session.flush()
+            history: tuple[Turn, ...] = ()
+        else:
+            if not isinstance(conversation_id, str):
+                return None
+            found = await _owned(session, user_id, conversation_id)
+            if found is None:
+                return None
+            conversation = found
+            history = await _history(session, conversation.id)
+        now = utcnow()
+        session.add(
+            Message(
+                id=new_message_id(),
+                conversation_id=conversation.id,
+                role=USER,
+                content=message,
+                created_at=now,
+            )
+        )
+        conversation.updated_at = now
+        return StartedTurn(conversation_id=conversation.id, history=history)
+
+
+async def save_assistant_message(
+    db: Database,
+    *,
+    conversation_id: str,
+    message_id: str,
+    content: str,
+    tool_calls: list[dict[str, Any]],
+    tool_results: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """Step 9; returns the ControlCenterMessage of step 10."""
+    now = utcnow()
+    row = Message(
+        id=message_id,
+        conversation_id=conversation_id,
+        role=ASSISTANT,
+        content=content,
+        tool_calls=tool_calls or None,
+        tool_results=tool_results or None,
+        created_at=now,
+    )
+    async with db.write() as session:
+        session.add(row)
+        conversation = await session.get(Conversation, conversation_id)
+        if conversation is not None:
+            conversation.updated_at = now
+    return message_json(row)
+
+
+async def list_conversations(db: Database, user_id: str) -> list[dict[str, Any]]:
+    async with db.read() as session:
+        rows = await session.scalars(
+            select(Conversation)
+            .where(Conversation.user_id == user_id)
+            .order_by(Conversation.created_at.desc(), Conversation.id.desc())
+        )
+        return [conversation_json(row) for row in rows]
+
+
+async def get_conversation(
+    db: Database, user_id: str, conversation_id: str
+) -> dict[str, Any] | None:
+    async with db.read() as session:
+        conversation = await _owned(session, user_id, conversation_id)
+        if conversation is None:
+            return None
+        messages = await session.scalars(
+            select(Message).where(Message.conversation_id == conversation.id).order_by(Message.seq)
+        )
+        return {**conversation_json(conversation), "messages": [message_json(m) for m in messages]}
+
+
+async def delete_conversation(db: Database, user_id: str, conversation_id: str) -> bool:
+    async with db.write() as session:
+        conversation = await _owned(session, user_id, conversation_id)
+        if conversation is None:
+            return False
+        # Explicitly, not only by the foreign key's cascade: SQLite enforces it per connection.
+        await session.execute(delete(Message).where(Message.conversation_id == conversation.id))
+        await session.delete(conversation)
+        return True
+
+
+def conversation_json(row: Conversation) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "title": row.title,
+        "createdAt": iso(row.created_at),
+        "updatedAt": iso(row.updated_at),
+    }
+
+
+def message_json(row: Message) -> dict[str, Any]:
+    """A stored message / ControlCenterMessage: toolCalls and toolResults only when present."""
+    body: dict[str, Any] = {"id": row.id, "role": row.role, "content": row.content}
+    if row.tool_calls:
+        body["toolCalls"] = row.tool_calls
+    if row.tool_results:
+        body["toolResults"] = row.tool_results
+    body["createdAt"] = iso(row.created_at)
+    return body
+
+
+async def _owned(session: AsyncSession, user_id: str, conversation_id: str) -> Conversation | None:
+    # Another user's conversation is indistinguishable from a missing one (CONTRACT 5).
+    return await session.scalar(
+        select(Conversation).where(
+            Conversation.id == conversation_id, Conversation.user_id == user_id
+        )
+    )
+
+
+async def _history(session: AsyncSession, conversation_id: str) -> tuple[Turn, ...]:
+    rows = await session.execute(
+        select(Message.role, Message.content)
+        .where(Message.conversation_id == conversation_id)
+        .order_by(Message.seq)
+    )
+    turns: list[Turn] = []
+    for role, content in rows:
+        if not content:
+            continue  # the APIs reject empty text (CONTRACT 5)
+        turns.append(AssistantTurn(text=content) if role == ASSISTANT else UserTurn(text=content))
+    return tuple(turns)

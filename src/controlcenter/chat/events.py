@@ -1,0 +1,42 @@
+"""The events of SPEC section 6 and their wire form: `data: <JSON>` and a blank line."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from controlcenter.tools.base import ToolCall, ToolResult
+
+Event = dict[str, Any]
+
+
+def message_start(conversation_id: str, message_id: str) -> Event:
+    return {"type": "message_start", "conversationId": conversation_id, "messageId": message_id}
+
+
+def content_delta(delta: str) -> Event:
+    return {"type": "content_delta", "delta": delta}
+
+
+def tool_call_start(call: ToolCall) -> Event:
+    return {"type": "tool_call_start", "toolCall": call.to_json()}
+
+
+def tool_result(result: ToolResult) -> Event:
+    return {"type": "tool_result", "toolResult": result.to_json()}
+
+
+def message_complete(message: dict[str, Any]) -> Event:
+    return {"type": "message_complete", "message": message}
+
+
+def error(message: str, code: str | None = None) -> Event:
+    event: Event = {"type": "error", "error": message}
+    if code is not None:
+        event["code"] = code
+    return event
+
+
+def frame(event: Event) -> bytes:
+    data = json.dumps(event, ensure_ascii=False, separators=(",", ":"), default=str)
+    return f"data: {data}\n\n".encode()

@@ -1,0 +1,39 @@
+"""The ChatRequest (SPEC 2.3) and its checks, in SPEC 4.2's order (steps 2-4; step 5 needs
+the settings and is the router's)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from controlcenter.errors import ApiError
+from controlcenter.providers.base import PROVIDER_A, PROVIDERS
+
+MISSING_MESSAGE = "Missing or empty message"
+INVALID_PROVIDER = f"Invalid provider: must be one of {', '.join(PROVIDERS)}"
+API_KEY_SETTINGS = {"provider_a": "providerAApiKey", "provider_b": "providerBApiKey"}
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    message: str
+    conversation_id: Any  # None when absent or null; otherwise the raw value (see docs/chat.md)
+    provider: str
+
+
+def parse_chat_request(body: Any) -> ChatRequest:
+    """Raises ApiError(400) for a missing/blank message or a provider that is not allowed."""
+    fields = body if isinstance(body, dict) else {}
+    message = fields.get("message")
+    if not isinstance(message, str) or not message.strip():
+        raise ApiError(400, MISSING_MESSAGE)
+    provider = fields.get("provider", PROVIDER_A)
+    if not isinstance(provider, str) or provider not in PROVIDERS:
+        raise ApiError(400, INVALID_PROVIDER)
+    return ChatRequest(
+        message=message, conversation_id=fields.get("conversationId"), provider=provider
+    )
+
+
+def missing_key_message(provider: str) -> str:
+    return f"No API key configured for {provider}. Please add it in settings."

@@ -1,0 +1,29 @@
+"""Who calls the dashboard index, and what it answers. No HTTP framework here."""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from controlcenter.auth.models import User
+from controlcenter.auth.service import Principal, principal_from_authorization, principal_from_jwt
+
+
+async def index_caller(
+    db: AsyncSession, *, authorization: str | None, session_cookie: str | None, key: str
+) -> Principal | None:
+    """The caller from `Authorization` (basic or bearer) or, without one, the session cookie.
+
+    An `Authorization` header that is present decides on its own: wrong credentials are a 401
+    even beside a valid cookie, so a client learns that what it sends is wrong. The cookie is
+    a session JWT only (Nextcloud's OCS accepts a logged-in browser session plus the
+    `OCS-APIRequest` header, which is the CSRF protection for exactly that case).
+    """
+    if authorization:
+        return await principal_from_authorization(db, authorization, key=key)
+    if session_cookie:
+        return await principal_from_jwt(db, session_cookie, key=key)
+    return None
+
+
+def index_message(user: User) -> str:
+    return f"Welcome to the Control Center dashboard API, {user.name or user.email}."

@@ -1,0 +1,171 @@
+"""The three onboarding jobs, delivered to the operator's own CRM location (SPEC 4.4 step 5).
+
+Every handler reads what it needs when it runs, not when the job was written: the settings
+(so a job waiting for them is delivered once they are saved) and the broker's data (so a sync
+sends the latest answers). Each is idempotent: the contact is upserted by e-mail and tags go
+through the tags endpoint, which adds to the contact's set and keeps the tags it has.
+
+docs/outbox.md lists the field mapping.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+
+from controlcenter.auth.models import User
+from controlcenter.crm.client import CrmClient
+from controlcenter.crm.errors import CrmError
+from controlcenter.crm.transport import redact
+from controlcenter.onboarding.models import ARRAY_FIELDS, BOOLEAN_FIELDS, FIELDS, Onboarding
+from controlcenter.outbox.errors import DeliveryError, MissingSettings, PermanentError
+from controlcenter.outbox.kinds import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
+from controlcenter.outbox.worker import ClaimedJob, Handler
+from controlcenter.services import Services
+
+LOCATION = "crmOwnerLocationId"
+TOKEN = "crmPrivateToken"  # noqa: S105 - the name of a setting, not a secret
+TAG_COMPLETE = "tagOnboardingComplete"
+TAG_HIGH = "tagHighGCI"
+
+GCI_FIELD = "gciLast12Months"
+_WORD_BOUNDARY = re.compile(r"(?<=[a-z])(?=[A-Z0-9])|(?<=[0-9])(?=[A-Za-z])")
+
+
+def custom_field_key(field: str) -> str:
+    """The HighLevel key of the custom field that receives an onboarding answer:
+    `gciLast12Months` -> `contact.gci_last_12_months` (the operator creates these fields once;
+    docs/outbox.md lists them)."""
+    return "contact." + _WORD_BOUNDARY.sub("_", field).lower()
+
+
+@dataclass(frozen=True)
+class Broker:
+    email: str
+    name: str
+    brokerage: str | None
+    answers: dict[str, Any]
+
+
+class CrmDelivery:
+    """Builds one operator client per delivery from the settings of that moment."""
+
+    def __init__(self, services: Services) -> None:
+        self._services = services
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            TAG_ONBOARDING_COMPLETE: self.tag_onboarding_complete,
+            TAG_HIGH_GCI: self.tag_high_gci,
+            SYNC_USER: self.sync_user,
+        }
+
+    async def tag_onboarding_complete(self, job: ClaimedJob) -> None:
+        client, values = await self._operator(job, TAG_COMPLETE)
+        broker = await self._broker(job)
+        with _crm_errors(values[TOKEN]):
+            contact = await client.upsert_contact(**_identity(broker))
+            await client.add_tags(_contact_id(contact), [values[TAG_COMPLETE]])
+
+    async def tag_high_gci(self, job: ClaimedJob) -> None:
+        client, values = await self._operator(job, TAG_HIGH)
+        broker = await self._broker(job)
+        gci = job.payload.get("gci")
+        fields = _identity(broker)
+        if isinstance(gci, str) and gci:
+            # The value that earned the tag travels with it, in the GCI custom field.
+            fields["customFields"] = [{"key": custom_field_key(GCI_FIELD), "field_value": gci}]
+        with _crm_errors(values[TOKEN]):
+            contact = await client.upsert_contact(**fields)
+            await client.add_tags(_contact_id(contact), [values[TAG_HIGH]])
+
+    async def sync_user(self, job: ClaimedJob) -> None:
+        client, values = await self._operator(job)
+        broker = await self._broker(job)
+        fields = _identity(broker)
+        custom = [
+            {"key": custom_field_key(name), "field_value": value}
+            for name, value in broker.answers.items()
+        ]
+        if custom:
+            fields["customFields"] = custom
+        with _crm_errors(values[TOKEN]):
+            await client.upsert_contact(**fields)
+
+    async def _operator(self, job: ClaimedJob, *extra: str) -> tuple[CrmClient, dict[str, str]]:
+        needed = (LOCATION, TOKEN, *extra)
+        values = await self._services.settings.get_many(needed)
+        missing = [name for name in needed if not values.get(name, "").strip()]
+        if missing:
+            raise MissingSettings(missing)
+        values = {name: values[name].strip() for name in needed}
+        client = CrmClient(self._services.crm, token=values[TOKEN], location_id=values[LOCATION])
+        return client, values
+
+    async def _broker(self, job: ClaimedJob) -> Broker:
+        user_id = job.payload.get("userId")
+        if not isinstance(user_id, str):
+            raise PermanentError("payload without userId")
+        async with self._services.db.read() as db:
+            user = await db.get(User, user_id)
+            if user is None:
+                raise PermanentError(f"user {user_id} no longer exists")
+            record = await db.scalar(select(Onboarding).where(Onboarding.userId == user_id))
+        return Broker(
+            email=user.email,
+            name=user.name,
+            brokerage=user.brokerage,
+            answers=_answers(record) if record is not None else {},
+        )
+
+
+def _identity(broker: Broker) -> dict[str, Any]:
+    """Who the contact is: matched by e-mail; name and brokerage only when known."""
+    fields: dict[str, Any] = {"email": broker.email}
+    if broker.name.strip():
+        fields["name"] = broker.name.strip()
+    if broker.brokerage and broker.brokerage.strip():
+        fields["companyName"] = broker.brokerage.strip()
+    return fields
+
+
+def _answers(record: Onboarding) -> dict[str, Any]:
+    """The answers that are set, in CRM form: lists for the arrays, Yes/No for booleans."""
+    answers: dict[str, Any] = {}
+    for name in FIELDS:
+        value = getattr(record, name)
+        if value is None:
+            continue
+        if name in ARRAY_FIELDS:
+            try:
+                value = json.loads(value)
+            except ValueError:
+                value = [value]
+        elif name in BOOLEAN_FIELDS:
+            value = "Yes" if value else "No"
+        answers[name] = value
+    return answers
+
+
+def _contact_id(contact: dict[str, Any]) -> str:
+    contact_id = contact.get("id")
+    if not isinstance(contact_id, str) or not contact_id:
+        raise DeliveryError("CRM upsert answered without a contact id")
+    return contact_id
+
+
+@contextmanager
+def _crm_errors(token: str) -> Iterator[None]:
+    """CrmError as the worker's DeliveryError; the token is redacted even if echoed back."""
+    try:
+        yield
+    except CrmError as exc:
+        raise DeliveryError(
+            redact(str(exc), token), retryable=exc.retryable, status=exc.status
+        ) from exc

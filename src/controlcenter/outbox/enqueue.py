@@ -1,0 +1,34 @@
+"""Write a side effect as a durable job inside the caller's transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from controlcenter.db import new_id, utcnow
+from controlcenter.outbox.kinds import KINDS
+from controlcenter.outbox.models import PENDING, OutboxJob
+
+
+def enqueue(db: AsyncSession, kind: str, payload: dict[str, Any]) -> OutboxJob:
+    """Add a pending job to `db`; it is committed (or rolled back) with the caller's data.
+
+    Nothing is sent here: the worker delivers the job later, so a CRM outage or a crash
+    between commit and delivery delays the side effect but never loses it.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown outbox job kind: {kind}")
+    now = utcnow()
+    job = OutboxJob(
+        id=new_id(),
+        kind=kind,
+        payload=dict(payload),
+        status=PENDING,
+        attempts=0,
+        next_attempt_at=now,
+        created_at=now,
+        updated_at=now,
+    )
+    db.add(job)
+    return job

@@ -1,0 +1,36 @@
+"""How a delivery ends when it does not succeed: each outcome tells the worker what to do next."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class MissingSettings(Exception):
+    """The operator has not configured what delivery needs yet.
+
+    The job stays pending, is not counted as an attempt and never dies of it: it is checked
+    again later and delivered once the settings are saved.
+    """
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.names = tuple(names)
+        super().__init__("missing settings: " + ", ".join(self.names))
+
+
+class DeliveryError(Exception):
+    """The delivery failed; the message is logged and kept as `last_error` (never a secret).
+
+    `retryable` is what the remote side said (a 5xx, a 429, no answer); the worker retries
+    both kinds with backoff until the job's maximum age (docs/outbox.md says why).
+    """
+
+    def __init__(self, message: str, *, retryable: bool = True, status: int | None = None) -> None:
+        self.message = message
+        self.retryable = retryable
+        self.status = status
+        super().__init__(message)
+
+
+class PermanentError(Exception):
+    """Nothing can ever deliver this job (an unknown kind, a user that no longer exists):
+    it is marked dead at once and kept for inspection."""

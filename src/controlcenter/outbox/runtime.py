@@ -1,0 +1,54 @@
+"""Running the worker: inside `controlcenter serve`, or alone as `controlcenter worker`."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from dataclasses import dataclass
+
+from controlcenter.logs import get_logger
+from controlcenter.outbox.delivery import CrmDelivery
+from controlcenter.outbox.worker import OutboxWorker
+from controlcenter.services import Services
+
+log = get_logger(__name__)
+
+
+@dataclass
+class RunningWorker:
+    worker: OutboxWorker
+    task: asyncio.Task[None]
+
+    async def stop(self) -> None:
+        """Stop claiming and let deliveries in flight finish (within the grace period)."""
+        await self.worker.stop()
+        try:
+            await self.task
+        except Exception:
+            log.exception("outbox worker ended with an error")
+
+
+def start_worker(services: Services, *, name: str = "worker") -> RunningWorker:
+    """Start the worker as a background task of the running event loop."""
+    handlers = CrmDelivery(services).handlers()
+    worker = OutboxWorker(services.db, services.config, handlers, name=name)
+    task = asyncio.create_task(worker.run(), name=f"outbox-{name}")
+    return RunningWorker(worker=worker, task=task)
+
+
+async def run_until_signalled(services: Services) -> None:
+    """The `controlcenter worker` process: run until SIGTERM or SIGINT, then stop gracefully."""
+    running = start_worker(services)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    signalled = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({running.task, signalled}, return_when=asyncio.FIRST_COMPLETED)
+        log.info("outbox worker stopping")
+    finally:
+        signalled.cancel()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        await running.stop()

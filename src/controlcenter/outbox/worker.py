@@ -1,0 +1,295 @@
+"""The outbox worker: claims due jobs, delivers them outside any transaction, records the outcome.
+
+Claiming. A job is due when it is pending, its `next_attempt_at` has come and it is not leased
+(`locked_until` empty or past). The claim sets a lease in one short transaction: on PostgreSQL
+the rows are taken with SELECT ... FOR UPDATE SKIP LOCKED, so concurrent workers pass over each
+other's rows instead of waiting or taking them twice; on SQLite the transaction starts with
+BEGIN IMMEDIATE (Database.write()), which serialises claims across processes. A worker that
+dies leaves its lease behind; when it expires any worker reclaims the job. Deliveries are
+idempotent (contacts are upserted by e-mail, tags are added to a set), so the rare second
+delivery after a lost lease changes nothing at the CRM.
+
+Delivering. Each claimed job runs in its own task, at most `outbox_concurrency` at a time, with
+a timeout well inside the lease. No database transaction is open while the CRM is called, so
+HTTP requests never wait for the CRM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import or_, select, update
+
+from controlcenter.config import Config
+from controlcenter.db import Database, utcnow
+from controlcenter.logs import get_logger
+from controlcenter.outbox.backoff import backoff_delay
+from controlcenter.outbox.errors import DeliveryError, MissingSettings, PermanentError
+from controlcenter.outbox.models import DEAD, DONE, PENDING, OutboxJob
+
+log = get_logger(__name__)
+
+# Longest stored `last_error`: enough for any CRM message, bounded against a huge body.
+_MAX_ERROR_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    """A snapshot of a job taken at claim time; `lease` identifies this claim."""
+
+    id: str
+    kind: str
+    payload: dict[str, Any]
+    attempts: int
+    created_at: datetime
+    lease: datetime
+
+
+Handler = Callable[[ClaimedJob], Awaitable[None]]
+
+
+class OutboxWorker:
+    def __init__(
+        self,
+        db: Database,
+        config: Config,
+        handlers: Mapping[str, Handler],
+        *,
+        name: str = "worker",
+    ) -> None:
+        self._db = db
+        self._config = config
+        self._handlers = dict(handlers)
+        self._name = name
+        self._stopping = asyncio.Event()
+        self._inflight: dict[asyncio.Task[None], ClaimedJob] = {}
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Deliver due jobs until stop() is called."""
+        log.info("outbox worker started", worker=self._name)
+        try:
+            while not self._stopping.is_set():
+                free = self._config.outbox_concurrency - len(self._inflight)
+                claimed = await self._claim_safely(free) if free > 0 else []
+                for job in claimed:
+                    self._start(job)
+                if claimed and len(claimed) == free:
+                    # Possibly more due: claim again as soon as a slot frees up.
+                    await self._wait(for_slot=True)
+                elif claimed:
+                    continue
+                else:
+                    await self._wait(for_slot=free <= 0)
+        finally:
+            await self._drain()
+            log.info("outbox worker stopped", worker=self._name)
+
+    async def stop(self) -> None:
+        """Ask run() to finish: no new claims; in-flight deliveries get a grace period."""
+        self._stopping.set()
+
+    async def run_once(self) -> int:
+        """Claim what is due now, deliver it and wait for the outcomes; the number claimed."""
+        claimed = await self._claim_safely(self._config.outbox_concurrency)
+        await asyncio.gather(*(self._deliver(job) for job in claimed))
+        return len(claimed)
+
+    def _start(self, job: ClaimedJob) -> None:
+        task = asyncio.create_task(self._deliver(job), name=f"outbox-{job.id}")
+        self._inflight[task] = job
+        task.add_done_callback(self._inflight.pop)
+
+    async def _wait(self, *, for_slot: bool) -> None:
+        """Sleep one poll interval, or less: until stop(), or a free slot when `for_slot`."""
+        timeout = self._config.outbox_poll_interval_s
+        stop = asyncio.create_task(self._stopping.wait())
+        waiters: set[asyncio.Future[Any]] = {stop}
+        if for_slot:
+            waiters.update(self._inflight)
+        try:
+            await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+
+    async def _drain(self) -> None:
+        """Let deliveries in flight finish; cancel the stragglers and release their leases."""
+        if not self._inflight:
+            return
+        tasks = list(self._inflight)
+        jobs = [self._inflight[task] for task in tasks]
+        _, pending = await asyncio.wait(tasks, timeout=self._config.outbox_shutdown_grace_s)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        unfinished = [job for task, job in zip(tasks, jobs, strict=True) if task in pending]
+        if unfinished:
+            await self._release(unfinished)
+
+    async def _release(self, jobs: list[ClaimedJob]) -> None:
+        """Give cancelled jobs back at once instead of making others wait for the lease."""
+        try:
+            async with self._db.write() as db:
+                for job in jobs:
+                    await db.execute(
+                        update(OutboxJob)
+                        .where(OutboxJob.id == job.id, OutboxJob.locked_until == job.lease)
+                        .values(locked_until=None)
+                    )
+        except Exception:
+            log.exception("outbox could not release its claims; they expire with the lease")
+        else:
+            log.info("outbox released unfinished jobs", count=len(jobs), worker=self._name)
+
+    # -- claiming ----------------------------------------------------------------------------
+
+    async def _claim_safely(self, limit: int) -> list[ClaimedJob]:
+        try:
+            return await self.claim(limit)
+        except Exception:
+            # The database may be briefly unavailable; the loop tries again after the poll.
+            log.exception("outbox claim failed", worker=self._name)
+            return []
+
+    async def claim(self, limit: int) -> list[ClaimedJob]:
+        """Lease up to `limit` due jobs, oldest due first, in one short transaction."""
+        if limit <= 0:
+            return []
+        now = utcnow()
+        lease = now + timedelta(seconds=self._config.outbox_lease_s)
+        query = (
+            select(OutboxJob)
+            .where(
+                OutboxJob.status == PENDING,
+                OutboxJob.next_attempt_at <= now,
+                or_(OutboxJob.locked_until.is_(None), OutboxJob.locked_until <= now),
+            )
+            .order_by(OutboxJob.next_attempt_at, OutboxJob.id)
+            .limit(limit)
+        )
+        if not self._db.is_sqlite:
+            query = query.with_for_update(skip_locked=True)
+        async with self._db.write() as db:
+            rows = (await db.scalars(query)).all()
+            for row in rows:
+                row.locked_until = lease
+            return [
+                ClaimedJob(
+                    id=row.id,
+                    kind=row.kind,
+                    payload=dict(row.payload),
+                    attempts=row.attempts,
+                    created_at=row.created_at,
+                    lease=lease,
+                )
+                for row in rows
+            ]
+
+    # -- delivering --------------------------------------------------------------------------
+
+    async def _deliver(self, job: ClaimedJob) -> None:
+        fields = {"job_id": job.id, "kind": job.kind, "worker": self._name}
+        handler = self._handlers.get(job.kind)
+        try:
+            if handler is None:
+                raise PermanentError(f"unknown job kind {job.kind!r}")
+            # Half the lease: a delivery ends long before another worker may take the job.
+            async with asyncio.timeout(self._config.outbox_lease_s / 2):
+                await handler(job)
+        except MissingSettings as exc:
+            retry_in = self._config.outbox_settings_recheck_s
+            log.warning(
+                "outbox job waits for settings",
+                missing=list(exc.names),
+                retry_in_s=retry_in,
+                **fields,
+            )
+            await self._finish(
+                job,
+                next_attempt_at=utcnow() + timedelta(seconds=retry_in),
+                last_error=str(exc),
+            )
+        except PermanentError as exc:
+            log.error("outbox job dead: cannot be delivered", error=str(exc), **fields)
+            await self._finish(job, status=DEAD, attempts=job.attempts + 1, last_error=str(exc))
+        except (DeliveryError, TimeoutError) as exc:
+            message = exc.message if isinstance(exc, DeliveryError) else "delivery timed out"
+            retryable = exc.retryable if isinstance(exc, DeliveryError) else True
+            await self._failed(job, message, retryable=retryable, fields=fields)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # A bug, not the CRM: keep the traceback for operators, retry like any failure.
+            log.exception("outbox delivery raised", **fields)
+            await self._failed(job, f"{type(exc).__name__}: {exc}", retryable=True, fields=fields)
+        else:
+            log.info("outbox job delivered", attempts=job.attempts + 1, **fields)
+            await self._finish(
+                job,
+                status=DONE,
+                attempts=job.attempts + 1,
+                delivered_at=utcnow(),
+                last_error=None,
+            )
+
+    async def _failed(
+        self, job: ClaimedJob, message: str, *, retryable: bool, fields: dict[str, Any]
+    ) -> None:
+        attempts = job.attempts + 1
+        now = utcnow()
+        age = (now - job.created_at).total_seconds()
+        if age >= self._config.outbox_max_age_s:
+            log.error(
+                "outbox job dead: retried past its maximum age",
+                attempts=attempts,
+                error=message,
+                age_s=round(age, 3),
+                **fields,
+            )
+            await self._finish(job, status=DEAD, attempts=attempts, last_error=message)
+            return
+        delay = backoff_delay(
+            attempts,
+            base_s=self._config.outbox_base_backoff_s,
+            cap_s=self._config.outbox_max_backoff_s,
+        )
+        log.warning(
+            "outbox delivery failed, will retry",
+            attempts=attempts,
+            error=message,
+            retryable=retryable,
+            retry_in_s=round(delay, 3),
+            **fields,
+        )
+        await self._finish(
+            job,
+            attempts=attempts,
+            next_attempt_at=now + timedelta(seconds=delay),
+            last_error=message,
+        )
+
+    async def _finish(self, job: ClaimedJob, **values: Any) -> None:
+        """Record the outcome and drop the lease, unless the lease was lost meanwhile."""
+        if values.get("last_error"):
+            values["last_error"] = values["last_error"][:_MAX_ERROR_CHARS]
+        values["locked_until"] = None
+        try:
+            async with self._db.write() as db:
+                result = await db.execute(
+                    update(OutboxJob)
+                    .where(OutboxJob.id == job.id, OutboxJob.locked_until == job.lease)
+                    .values(**values)
+                    .execution_options(synchronize_session=False)
+                )
+        except Exception:
+            # The job keeps its lease and is reclaimed when it expires: delayed, not lost.
+            log.exception("outbox could not save a job's outcome", job_id=job.id)
+            return
+        if getattr(result, "rowcount", 1) == 0:
+            # Another worker reclaimed the job after our lease ran out: its outcome wins.
+            log.warning("outbox lease lost before the outcome was saved", job_id=job.id)

@@ -1,0 +1,158 @@
+"""provider_a: the Anthropic Messages API through the official async SDK (CONTRACT 1, 5)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import anthropic
+from anthropic.types import (
+    MessageParam,
+    TextBlockParam,
+    ToolParam,
+    ToolResultBlockParam,
+    ToolUseBlockParam,
+)
+
+from controlcenter.providers.base import (
+    AssistantTurn,
+    ProviderError,
+    ProviderReply,
+    ToolSpec,
+    Turn,
+    UserTurn,
+)
+from controlcenter.providers.clients import POOL_LIMITS, ClientCache
+from controlcenter.providers.history import (
+    CONNECTION_MESSAGE,
+    TIMEOUT_MESSAGE,
+    has_text,
+    redact,
+    sendable_turns,
+)
+from controlcenter.tools.base import ToolCall
+
+Block = TextBlockParam | ToolUseBlockParam | ToolResultBlockParam
+
+
+class AnthropicProvider:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        timeout_s: float,
+        max_retries: int,
+        max_tokens: int,
+    ) -> None:
+        self._model = model
+        self._max_tokens = max_tokens
+        self._http = anthropic.DefaultAsyncHttpxClient(limits=POOL_LIMITS, timeout=timeout_s)
+        # The base client's key is never sent: every call goes through a copy with the real key.
+        self._base = anthropic.AsyncAnthropic(
+            api_key="unset",
+            base_url=base_url,
+            timeout=timeout_s,
+            max_retries=max_retries,
+            http_client=self._http,
+        )
+        self._clients: ClientCache[anthropic.AsyncAnthropic] = ClientCache(
+            lambda key: self._base.with_options(api_key=key)
+        )
+
+    async def complete(
+        self,
+        *,
+        api_key: str,
+        system: str,
+        turns: Sequence[Turn],
+        tools: Sequence[ToolSpec],
+    ) -> ProviderReply:
+        client = self._clients.get(api_key)
+        options: dict[str, Any] = {}
+        if has_text(system):
+            options["system"] = system
+        if tools:
+            options["tools"] = [_tool(spec) for spec in tools]
+        try:
+            message = await client.messages.create(
+                model=self._model,
+                max_tokens=self._max_tokens,
+                messages=to_messages(turns),
+                **options,
+            )
+        except anthropic.APIStatusError as exc:
+            # `from None`: the SDK's exception text may quote the key; keep it out of tracebacks.
+            raise ProviderError(redact(_api_message(exc), api_key), exc.status_code) from None
+        except anthropic.APITimeoutError:
+            raise ProviderError(TIMEOUT_MESSAGE, None) from None
+        except anthropic.APIConnectionError:
+            raise ProviderError(CONNECTION_MESSAGE, None) from None
+        except anthropic.APIError as exc:  # a reply the SDK could not read
+            raise ProviderError(redact(exc.message, api_key), None) from None
+        text = "".join(block.text for block in message.content if block.type == "text")
+        calls = tuple(
+            ToolCall(id=block.id, name=block.name, arguments=_object(block.input))
+            for block in message.content
+            if block.type == "tool_use"
+        )
+        return ProviderReply(text=text, tool_calls=calls)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def to_messages(turns: Sequence[Turn]) -> list[MessageParam]:
+    """The turns in the Messages API's native form; same-role neighbours merged into one."""
+    grouped: list[tuple[str, list[Block]]] = []
+    for turn in sendable_turns(turns):
+        role, blocks = _blocks(turn)
+        if grouped and grouped[-1][0] == role:
+            grouped[-1][1].extend(blocks)
+        else:
+            grouped.append((role, blocks))
+    messages: list[MessageParam] = []
+    for role, blocks in grouped:
+        if role == "user":
+            messages.append({"role": "user", "content": blocks})
+        else:
+            messages.append({"role": "assistant", "content": blocks})
+    return messages
+
+
+def _blocks(turn: Turn) -> tuple[str, list[Block]]:
+    if isinstance(turn, UserTurn):
+        return "user", [{"type": "text", "text": turn.text}]
+    if isinstance(turn, AssistantTurn):
+        blocks: list[Block] = []
+        if has_text(turn.text):
+            blocks.append({"type": "text", "text": turn.text})
+        for call in turn.tool_calls:
+            blocks.append(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+            )
+        return "assistant", blocks
+    return "user", [
+        {"type": "tool_result", "tool_use_id": result.tool_call_id, "content": result.line()}
+        for result in turn.results
+    ]
+
+
+def _tool(spec: ToolSpec) -> ToolParam:
+    return {"name": spec.name, "description": spec.description, "input_schema": spec.input_schema}
+
+
+def _object(value: object) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _api_message(exc: anthropic.APIStatusError) -> str:
+    """The API's own `error.message` when the body has one, else the SDK's summary."""
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            message = inner.get("message")
+            if isinstance(message, str) and message:
+                return message
+    return exc.message

@@ -1,0 +1,158 @@
+"""provider_b: OpenAI Chat Completions (or a server speaking it) through the official async SDK."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import openai
+from openai.types.chat import (
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageFunctionToolCallParam,
+    ChatCompletionMessageParam,
+)
+
+from controlcenter.providers.base import (
+    AssistantTurn,
+    ProviderError,
+    ProviderReply,
+    ToolSpec,
+    Turn,
+    UserTurn,
+)
+from controlcenter.providers.clients import POOL_LIMITS, ClientCache
+from controlcenter.providers.history import (
+    CONNECTION_MESSAGE,
+    TIMEOUT_MESSAGE,
+    has_text,
+    parse_arguments,
+    redact,
+    sendable_turns,
+)
+from controlcenter.tools.base import ToolCall
+
+
+class OpenAIProvider:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        timeout_s: float,
+        max_retries: int,
+        max_tokens: int,
+    ) -> None:
+        self._model = model
+        self._max_tokens = max_tokens
+        self._http = openai.DefaultAsyncHttpxClient(limits=POOL_LIMITS, timeout=timeout_s)
+        # The base client's key is never sent: every call goes through a copy with the real key.
+        self._base = openai.AsyncOpenAI(
+            api_key="unset",
+            base_url=base_url,
+            timeout=timeout_s,
+            max_retries=max_retries,
+            http_client=self._http,
+        )
+        self._clients: ClientCache[openai.AsyncOpenAI] = ClientCache(
+            lambda key: self._base.with_options(api_key=key)
+        )
+
+    async def complete(
+        self,
+        *,
+        api_key: str,
+        system: str,
+        turns: Sequence[Turn],
+        tools: Sequence[ToolSpec],
+    ) -> ProviderReply:
+        client = self._clients.get(api_key)
+        options: dict[str, Any] = {}
+        if tools:  # the API rejects an empty `tools` array
+            options["tools"] = [_tool(spec) for spec in tools]
+        try:
+            completion = await client.chat.completions.create(
+                model=self._model,
+                max_completion_tokens=self._max_tokens,
+                messages=to_messages(system, turns),
+                **options,
+            )
+        except openai.APIStatusError as exc:
+            # OpenAI's 401 quotes part of the key: redact it, and keep the SDK's exception (whose
+            # text quotes it too) out of tracebacks with `from None`.
+            raise ProviderError(redact(_api_message(exc), api_key), exc.status_code) from None
+        except openai.APITimeoutError:
+            raise ProviderError(TIMEOUT_MESSAGE, None) from None
+        except openai.APIConnectionError:
+            raise ProviderError(CONNECTION_MESSAGE, None) from None
+        except openai.APIError as exc:  # a reply the SDK could not read
+            raise ProviderError(redact(exc.message, api_key), None) from None
+        if not completion.choices:
+            raise ProviderError("The provider returned no choices", None)
+        message = completion.choices[0].message
+        calls = tuple(
+            ToolCall(
+                id=call.id,
+                name=call.function.name,
+                arguments=parse_arguments(call.function.arguments),
+            )
+            for call in message.tool_calls or ()
+            if call.type == "function"
+        )
+        return ProviderReply(text=message.content or "", tool_calls=calls)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def to_messages(system: str, turns: Sequence[Turn]) -> list[ChatCompletionMessageParam]:
+    """The system prompt, then the turns in Chat Completions' native form."""
+    messages: list[ChatCompletionMessageParam] = []
+    if has_text(system):
+        messages.append({"role": "system", "content": system})
+    for turn in sendable_turns(turns):
+        if isinstance(turn, UserTurn):
+            messages.append({"role": "user", "content": turn.text})
+        elif isinstance(turn, AssistantTurn):
+            calls: list[ChatCompletionMessageFunctionToolCallParam] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                }
+                for call in turn.tool_calls
+            ]
+            text = turn.text if has_text(turn.text) else None
+            if calls:
+                messages.append({"role": "assistant", "content": text, "tool_calls": calls})
+            else:
+                messages.append({"role": "assistant", "content": turn.text})
+        else:
+            for result in turn.results:
+                messages.append(
+                    {"role": "tool", "tool_call_id": result.tool_call_id, "content": result.line()}
+                )
+    return messages
+
+
+def _tool(spec: ToolSpec) -> ChatCompletionFunctionToolParam:
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.input_schema,
+        },
+    }
+
+
+def _api_message(exc: openai.APIStatusError) -> str:
+    """The API's own `error.message` when the body has one, else the SDK's summary."""
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            message = inner.get("message")
+            if isinstance(message, str) and message:
+                return message
+    return exc.message

@@ -1,0 +1,36 @@
+"""The two providers of CONTRACT 1, built once from the deployment's configuration."""
+
+from __future__ import annotations
+
+from controlcenter.config import Config
+from controlcenter.providers.anthropic import AnthropicProvider
+from controlcenter.providers.base import PROVIDER_A, PROVIDER_B, Provider
+from controlcenter.providers.openai import OpenAIProvider
+
+
+def build_providers(config: Config) -> dict[str, Provider]:
+    """`provider_a` and `provider_b`, each with one connection pool shared by every chat."""
+    return {
+        PROVIDER_A: AnthropicProvider(
+            base_url=config.provider_a_base_url,
+            model=config.provider_a_model,
+            timeout_s=config.provider_timeout_s,
+            max_retries=config.provider_max_retries,
+            max_tokens=config.provider_max_tokens,
+        ),
+        PROVIDER_B: OpenAIProvider(
+            base_url=config.provider_b_base_url,
+            model=config.provider_b_model,
+            timeout_s=config.provider_timeout_s,
+            max_retries=config.provider_max_retries,
+            max_tokens=config.provider_max_tokens,
+        ),
+    }
+
+
+async def close_providers(providers: dict[str, Provider]) -> None:
+    """Close each provider's connection pool (at shutdown)."""
+    for provider in providers.values():
+        aclose = getattr(provider, "aclose", None)
+        if aclose is not None:
+            await aclose()

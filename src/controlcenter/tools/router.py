@@ -1,0 +1,196 @@
+"""The tool router: one registry that tool sources add to, the order and cut of SPEC 4.2 step 5,
+provider-safe names (CONTRACT 5) and execution that always ends in a ToolResult.
+
+A chat asks the router for a `Toolbox` once, before its loop: the tools offered to the provider
+and everything needed to run the calls that come back. Toolboxes are memoised while no source
+changes its list, so a thousand concurrent chats share one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from jsonschema import SchemaError
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
+
+from controlcenter.logs import get_logger
+from controlcenter.providers.base import ToolSpec
+from controlcenter.tools.base import Tool, ToolCall, ToolContext, ToolError, ToolResult
+
+log = get_logger(__name__)
+
+MAX_TOOLS = 128  # SPEC 8
+PRIORITY_PREFIXES = ("contact", "conversation", "opportunity", "calendar", "email", "location")
+_VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_INVALID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+_MAX_NAME = 64
+
+
+class ToolSource(Protocol):
+    """Anything that contributes tools. A source that cannot list returns an empty list."""
+
+    async def list_tools(self) -> Sequence[Tool]: ...
+
+
+class StaticSource:
+    """A fixed list of tools, such as the built-in CRM catalogue."""
+
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        self._tools = tuple(tools)
+
+    async def list_tools(self) -> Sequence[Tool]:
+        return self._tools
+
+
+def order_tools(tools: Sequence[Tool]) -> list[Tool]:
+    """SPEC 4.2 step 5, to the letter: a stable partition into the tools whose lower-cased
+    name starts with any priority prefix, then all others; cut at 128."""
+    first = [t for t in tools if t.name.lower().startswith(PRIORITY_PREFIXES)]
+    rest = [t for t in tools if not t.name.lower().startswith(PRIORITY_PREFIXES)]
+    return (first + rest)[:MAX_TOOLS]
+
+
+def provider_names(names: Sequence[str]) -> list[str]:
+    """A name per tool that matches ^[A-Za-z0-9_-]{1,64}$ and is unique in the list.
+
+    Valid names are kept as they are (and reserved first, so a sanitised name never takes a
+    real one); others get invalid characters replaced by `_`, are cut to 64, and get a
+    numeric suffix when that collides.
+    """
+    taken = {name for name in names if _VALID_NAME.match(name)}
+    result: list[str] = []
+    for name in names:
+        if _VALID_NAME.match(name):
+            result.append(name)
+            continue
+        base = _INVALID_CHARS.sub("_", name)[:_MAX_NAME] or "tool"
+        candidate, n = base, 1
+        while candidate in taken:
+            n += 1
+            suffix = f"_{n}"
+            candidate = base[: _MAX_NAME - len(suffix)] + suffix
+        taken.add(candidate)
+        result.append(candidate)
+    return result
+
+
+@dataclass
+class _Entry:
+    tool: Tool
+    validator: Validator | None = field(default=None)
+    validator_built: bool = False
+
+    def check(self, arguments: dict[str, Any]) -> str | None:
+        """The first schema violation as a message the model can act on, or None."""
+        if not self.validator_built:
+            self.validator_built = True
+            try:
+                cls = validator_for(self.tool.input_schema)
+                cls.check_schema(self.tool.input_schema)
+                self.validator = cls(self.tool.input_schema)
+            except SchemaError:
+                # A broken schema from a tool source: let the tool judge its own input.
+                log.warning("tool has an invalid input schema", tool=self.tool.name)
+        if self.validator is None:
+            return None
+        error = next(iter(self.validator.iter_errors(arguments)), None)
+        if error is None:
+            return None
+        where = "/".join(str(p) for p in error.absolute_path)
+        return f"Invalid arguments: {error.message}" + (f" (at {where})" if where else "")
+
+
+class Toolbox:
+    """The tools of one chat: what the provider is offered, and how its calls are run."""
+
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        ordered = order_tools(tools)
+        names = provider_names([t.name for t in ordered])
+        self.specs: tuple[ToolSpec, ...] = tuple(
+            ToolSpec(name=n, description=t.description, input_schema=t.input_schema)
+            for n, t in zip(names, ordered, strict=True)
+        )
+        self._by_offered: dict[str, _Entry] = {
+            n: _Entry(t) for n, t in zip(names, ordered, strict=True)
+        }
+
+    def original(self, call: ToolCall) -> ToolCall:
+        """The call as the user sees it: with the tool's real name, not the offered one."""
+        entry = self._by_offered.get(call.name)
+        if entry is None or entry.tool.name == call.name:
+            return call
+        return ToolCall(id=call.id, name=entry.tool.name, arguments=call.arguments)
+
+    async def execute(self, call: ToolCall, context: ToolContext) -> ToolResult:
+        """Run one call; every failure becomes a failed ToolResult, never an exception."""
+        entry = self._by_offered.get(call.name)
+        if entry is None:
+            return ToolResult(call.id, False, error=f"Unknown tool: {call.name}")
+        if not isinstance(call.arguments, dict):
+            return ToolResult(call.id, False, error="Invalid arguments: expected a JSON object")
+        problem = entry.check(call.arguments)
+        if problem is not None:
+            return ToolResult(call.id, False, error=problem)
+        try:
+            result = await entry.tool.handler(call.arguments, context)
+        except ToolError as exc:
+            return ToolResult(call.id, False, error=str(exc) or "Tool failed")
+        except Exception:
+            log.exception("tool raised", tool=entry.tool.name, tool_call_id=call.id)
+            return ToolResult(call.id, False, error=f"Tool {entry.tool.name} failed unexpectedly")
+        return ToolResult(call.id, True, result=result)
+
+
+class ToolRouter:
+    """The registry. Sources are asked in the order they were added; on a name clash the
+    earlier source wins, so the built-in catalogue (added first) beats any other source."""
+
+    def __init__(self, sources: Sequence[ToolSource] = ()) -> None:
+        self._sources: list[ToolSource] = list(sources)
+        self._memo: tuple[tuple[Sequence[Tool], ...], Toolbox] | None = None
+
+    @property
+    def sources(self) -> tuple[ToolSource, ...]:
+        return tuple(self._sources)
+
+    def add_source(self, source: ToolSource, *, first: bool = False) -> None:
+        """Add a source; `first` puts it ahead of the others, so it wins every name clash."""
+        self._sources.insert(0 if first else len(self._sources), source)
+        self._memo = None
+
+    def remove_source(self, source: ToolSource) -> None:
+        self._sources.remove(source)
+        self._memo = None
+
+    async def tools(self) -> list[Tool]:
+        """Every known tool, first source first, one per name."""
+        return _merge([await source.list_tools() for source in self._sources])
+
+    async def toolbox(self) -> Toolbox:
+        lists = tuple([await source.list_tools() for source in self._sources])
+        memo = self._memo
+        if memo is not None and _same(memo[0], lists):
+            return memo[1]
+        box = Toolbox(_merge(lists))
+        self._memo = (lists, box)
+        return box
+
+
+def _same(old: Sequence[Sequence[Tool]], new: Sequence[Sequence[Tool]]) -> bool:
+    return len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True))
+
+
+def _merge(lists: Sequence[Sequence[Tool]]) -> list[Tool]:
+    seen: set[str] = set()
+    merged: list[Tool] = []
+    for tools in lists:
+        for tool in tools:
+            if tool.name in seen:
+                continue
+            seen.add(tool.name)
+            merged.append(tool)
+    return merged

@@ -1,0 +1,42 @@
+"""Settings values are encrypted at rest: the plaintext is nowhere in the database."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import httpx
+from cryptography.fernet import Fernet
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from tests.conftest import RunningServer, UserFactory
+
+URL = "/api/v1/admin/settings"
+
+
+async def test_plaintext_of_a_saved_key_is_not_in_the_database(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+) -> None:
+    admin = await users.create("super_admin")
+    plaintext = f"sk-ant-api03-{os.urandom(12).hex()}"
+    response = await client.put(URL, json={"providerAApiKey": plaintext}, headers=admin.headers)
+    assert response.status_code == 200
+
+    async with server.db.read() as db:
+        stored = await db.scalar(
+            text("SELECT value_encrypted FROM settings WHERE name = 'providerAApiKey'")
+        )
+    assert isinstance(stored, str) and plaintext not in stored
+    key = server.services.config.fernet_key.encode()
+    assert Fernet(key).decrypt(stored.encode()).decode() == plaintext
+
+    if server.db.is_sqlite:
+        database = Path(str(make_url(server.db.url).database))
+        files = [database, Path(f"{database}-wal")]
+        raw = b"".join(path.read_bytes() for path in files if path.exists())
+        assert raw, "the database files must exist"
+        # The check can fail: a value stored in the clear (the user's e-mail) is found.
+        assert admin.email.encode() in raw
+        assert plaintext.encode() not in raw
+        assert plaintext[-12:].encode() not in raw

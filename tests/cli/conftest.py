@@ -1,0 +1,67 @@
+"""Run the real `controlcenter` entry point in a subprocess against a throwaway SQLite file."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ENTRY_POINT = Path(sys.executable).parent / "controlcenter"
+CLI_TIMEOUT_S = 90  # generous: the suite shares two cores with PostgreSQL and other runs
+
+
+@dataclass
+class Cli:
+    workdir: Path
+    db_path: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("SECRET_KEY", "SETTINGS_ENCRYPTION_KEY", "APP_ID")
+        }
+        env["DATABASE_URL"] = f"sqlite+aiosqlite:///{self.db_path}"
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(ENTRY_POINT), *args],
+            input=stdin if stdin is not None else "",
+            capture_output=True,
+            text=True,
+            cwd=self.workdir,
+            env=self.env,
+            timeout=CLI_TIMEOUT_S,
+            check=False,
+        )
+
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [str(ENTRY_POINT), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=self.workdir,
+            env=self.env,
+        )
+
+    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        with closing(sqlite3.connect(self.db_path)) as conn:
+            return list(conn.execute(sql, params))
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Iterator[Cli]:
+    yield Cli(workdir=tmp_path, db_path=tmp_path / "var" / "cli.db")

@@ -1,0 +1,111 @@
+"""SQLite under concurrent writers: WAL, a busy timeout and BEGIN IMMEDIATE mean no writer ever
+gets "database is locked", within one process (200 asyncio tasks) or across processes.
+
+These run on their own SQLite file whichever database the rest of the suite uses, since the
+behaviour under test is SQLite's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from controlcenter.db import Database
+from tests.db.counter import create_schema, increment
+
+TASKS = 200
+PROCESSES = 2
+WRITES_PER_PROCESS = 100
+
+
+@pytest.fixture
+async def database(tmp_path: Path) -> Database:
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'concurrency.db'}")
+    await create_schema(database)
+    return database
+
+
+async def test_wal_and_busy_timeout_on_every_connection(database: Database) -> None:
+    try:
+        async with database.read() as db:
+            assert (await db.execute(text("PRAGMA journal_mode"))).scalar_one() == "wal"
+            assert (await db.execute(text("PRAGMA busy_timeout"))).scalar_one() == 30000
+            assert (await db.execute(text("PRAGMA foreign_keys"))).scalar_one() == 1
+    finally:
+        await database.dispose()
+    # WAL is a property of the file: any other client sees it too.
+    path = database.url.removeprefix("sqlite+aiosqlite:///")
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+async def test_200_concurrent_writers_in_one_process(database: Database) -> None:
+    try:
+        results = await asyncio.gather(
+            *(increment(database, f"task-{i}") for i in range(TASKS)), return_exceptions=True
+        )
+        assert [r for r in results if r is not None] == []
+        async with database.read() as db:
+            n = (await db.execute(text("SELECT n FROM counter"))).scalar_one()
+            count = (await db.execute(text("SELECT count(*) FROM writes"))).scalar_one()
+        assert (n, count) == (TASKS, TASKS)  # no lost update either
+    finally:
+        await database.dispose()
+
+
+@pytest.mark.timeout(300)
+async def test_writers_in_several_processes_at_once(database: Database, repo_root: Path) -> None:
+    processes = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tests.db.writer",
+            database.url,
+            str(WRITES_PER_PROCESS),
+            cwd=repo_root,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(PROCESSES)
+    ]
+    try:
+        for process in processes:
+            assert process.stdout is not None
+            line = await asyncio.wait_for(process.stdout.readline(), timeout=240)
+            assert line == b"ready\n", (await process.communicate())[1].decode()
+        for process in processes:  # start them all at once, and this process with them
+            assert process.stdin is not None
+            process.stdin.write(b"go\n")
+            await process.stdin.drain()
+        here = await asyncio.gather(
+            *(increment(database, f"task-{i}") for i in range(TASKS)), return_exceptions=True
+        )
+        outputs = [await asyncio.wait_for(p.communicate(), timeout=240) for p in processes]
+    finally:
+        for process in processes:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        await database.dispose()
+    assert [r for r in here if r is not None] == []
+    for process, (stdout, stderr) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, stderr.decode()
+        assert stdout.endswith(b"done\n")
+        assert b"locked" not in stderr
+    expected = TASKS + PROCESSES * WRITES_PER_PROCESS
+    path = database.url.removeprefix("sqlite+aiosqlite:///")
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT n FROM counter").fetchone() == (expected,)
+        assert conn.execute("SELECT count(*) FROM writes").fetchone() == (expected,)
+        by_process = conn.execute(
+            "SELECT count(*) FROM writes WHERE who LIKE 'process-%'"
+        ).fetchone()
+        assert by_process == (PROCESSES * WRITES_PER_PROCESS,)

@@ -1,0 +1,60 @@
+"""Database helpers for tests: a snapshot of every row, and a failure injected by a trigger."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy import text
+
+from controlcenter.db import Database
+from controlcenter.models import Base
+
+
+async def snapshot(db: Database) -> dict[str, list[str]]:
+    """Every row of every table, order-independent, for "nothing changed" assertions."""
+    rows: dict[str, list[str]] = {}
+    async with db.read() as session:
+        for table in Base.metadata.sorted_tables:
+            result = await session.execute(table.select())
+            rows[table.name] = sorted(repr(tuple(row)) for row in result)
+    return rows
+
+
+@asynccontextmanager
+async def failing_insert(db: Database, table: str, when: str) -> AsyncIterator[None]:
+    """Make the database itself refuse an INSERT into `table` for rows matching `when` (SQL on
+    NEW), so a request fails half-way through its transaction without patching any code."""
+    name = f"cc_test_fail_{table}"
+    statements: list[str]
+    if db.is_sqlite:
+        statements = [
+            f"CREATE TRIGGER {name} AFTER INSERT ON {table} WHEN {when} "
+            "BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
+        ]
+        cleanup = [f"DROP TRIGGER {name}"]
+    else:
+        statements = [
+            f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'injected failure'; END $$",
+            f"CREATE TRIGGER {name} AFTER INSERT ON {table} FOR EACH ROW WHEN ({when}) "
+            f"EXECUTE FUNCTION {name}()",
+        ]
+        cleanup = [f"DROP TRIGGER {name} ON {table}", f"DROP FUNCTION {name}()"]
+    await _run(db, statements)
+    try:
+        yield
+    finally:
+        await _run(db, cleanup)
+
+
+async def _run(db: Database, statements: list[str]) -> None:
+    async with db.write() as session:
+        for statement in statements:
+            await session.execute(text(statement))
+
+
+def cookie(token: str) -> dict[str, Any]:
+    """The session cookie as a header, so one shared client can act as several users."""
+    return {"Cookie": f"session={token}"}

@@ -1,0 +1,706 @@
+"""Loopback fakes of the Anthropic Messages API and the OpenAI Chat Completions API.
+
+Each fake is a real HTTP server on 127.0.0.1 (LoopbackServer) that the real SDK talks to through
+its base URL. It checks the credentials and validates every request the way the real API does
+(the checks below are the ones the real APIs are known to make, with their real error shapes):
+a request that fails gets the API's 400 answer AND is recorded in `fake.invalid`, so a test can
+assert that the code under test only ever sends requests the real API accepts.
+
+Tests script the answers:
+
+    fake.script(Reply(text="Hi"), Reply(tool_uses=[ToolUse("crm_search", {"q": "x"})]))
+    fake.script(ErrorReply(429, "Rate limited"))
+
+Scripted answers are consumed one per request, in order; with an empty queue the `responder`
+answers (benchmarks), else `Reply(text="OK")`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from tests.fakes.server import LoopbackServer
+
+__all__ = ["ErrorReply", "FakeAnthropic", "FakeOpenAI", "Reply", "ToolUse"]
+
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+OPENAI_MAX_TOOLS = 128
+
+
+@dataclass
+class ToolUse:
+    name: str
+    arguments: dict[str, Any]
+    id: str | None = None  # generated (toolu_... / call_...) when None
+    raw_arguments: str | None = None  # OpenAI only: sent as is (a model's malformed JSON)
+
+
+@dataclass
+class Reply:
+    text: str = ""
+    tool_uses: list[ToolUse] = field(default_factory=list)
+    delay_s: float = 0.0
+
+
+@dataclass
+class ErrorReply:
+    status: int
+    message: str
+    error_type: str | None = None  # the API's usual type for `status` when None
+    delay_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Answer = Reply | ErrorReply
+Responder = Callable[[dict[str, Any]], Answer]
+
+
+class Invalid(Exception):
+    """A request the real API would reject with 400; `param` names the offending field."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+
+
+class _FakeLLM:
+    """What both fakes share: the script, the record of requests, the server's lifecycle."""
+
+    id_prefix = ""
+
+    def __init__(self, api_key: str) -> None:
+        self.api_key = api_key
+        self.responder: Responder | None = None
+        self.requests: list[dict[str, Any]] = []
+        self.invalid: list[str] = []
+        self._queue: deque[Answer] = deque()
+        self._lock = threading.Lock()  # the test thread scripts, the server thread consumes
+        self._server = LoopbackServer(self._app())
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> _FakeLLM:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    @property
+    def url(self) -> str:
+        raise NotImplementedError
+
+    def _app(self) -> Starlette:
+        raise NotImplementedError
+
+    # -- scripting -------------------------------------------------------------------------
+
+    def script(self, *replies: Answer) -> None:
+        with self._lock:
+            self._queue.extend(replies)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self.responder = None
+            self.requests.clear()
+            self.invalid.clear()
+
+    def _next_answer(self, body: dict[str, Any]) -> Answer:
+        with self._lock:
+            if self._queue:
+                return self._queue.popleft()
+            responder = self.responder
+        return responder(body) if responder is not None else Reply(text="OK")
+
+    def _new_id(self) -> str:
+        return self.id_prefix + uuid.uuid4().hex[:24]
+
+    def _reject(self, message: str) -> None:
+        self.invalid.append(message)
+
+
+# -- Anthropic ----------------------------------------------------------------------------------
+
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+class FakeAnthropic(_FakeLLM):
+    """`POST /v1/messages`, as the real API answers it without streaming."""
+
+    id_prefix = "toolu_"
+
+    @property
+    def url(self) -> str:
+        """The SDK appends `/v1/messages` itself."""
+        return self._server.url
+
+    def _app(self) -> Starlette:
+        return Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
+
+    def _error(
+        self, status: int, message: str, error_type: str | None = None, **headers: str
+    ) -> JSONResponse:
+        request_id = "req_" + uuid.uuid4().hex[:24]
+        body = {
+            "type": "error",
+            "error": {
+                "type": error_type or _ANTHROPIC_ERROR_TYPES.get(status, "api_error"),
+                "message": message,
+            },
+            "request_id": request_id,
+        }
+        return JSONResponse(body, status_code=status, headers={"request-id": request_id, **headers})
+
+    async def _messages(self, request: Request) -> JSONResponse:
+        # The API takes the key as `x-api-key`, or as a bearer token (what SDK 2.x sends).
+        auth = request.headers.get("authorization", "")
+        key = request.headers.get("x-api-key") or (auth[7:] if auth.startswith("Bearer ") else "")
+        if not key:
+            return self._error(401, "x-api-key header is required")
+        if key != self.api_key:
+            return self._error(401, "invalid x-api-key")
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            self._reject("body is not JSON")
+            return self._error(400, "There was an issue with your request: invalid JSON body")
+        self.requests.append(body)
+        if not request.headers.get("anthropic-version"):
+            self._reject("anthropic-version header missing")
+            return self._error(400, "anthropic-version: header is required")
+        try:
+            _validate_anthropic(body)
+        except Invalid as exc:
+            self._reject(exc.message)
+            return self._error(400, exc.message)
+
+        answer = self._next_answer(body)
+        if answer.delay_s:
+            await asyncio.sleep(answer.delay_s)
+        if isinstance(answer, ErrorReply):
+            return self._error(answer.status, answer.message, answer.error_type, **answer.headers)
+        content: list[dict[str, Any]] = []
+        if answer.text:
+            content.append({"type": "text", "text": answer.text})
+        for use in answer.tool_uses:
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": use.id or self._new_id(),
+                    "name": use.name,
+                    "input": use.arguments,
+                }
+            )
+        message_id = "msg_" + uuid.uuid4().hex[:24]
+        return JSONResponse(
+            {
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": body["model"],
+                "content": content,
+                "stop_reason": "tool_use" if answer.tool_uses else "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": _tokens(body), "output_tokens": len(answer.text) // 4},
+            },
+            headers={"request-id": "req_" + uuid.uuid4().hex[:24]},
+        )
+
+
+def _tokens(body: dict[str, Any]) -> int:
+    return max(1, len(json.dumps(body)) // 4)
+
+
+def _nonblank_text(value: Any) -> bool:
+    return isinstance(value, str) and value.strip() != ""
+
+
+def _validate_anthropic(body: Any) -> None:
+    if not isinstance(body, dict):
+        raise Invalid("body: Input should be an object")
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        raise Invalid("model: Field required")
+    max_tokens = body.get("max_tokens")
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool):
+        raise Invalid("max_tokens: Field required")
+    if max_tokens < 1:
+        raise Invalid("max_tokens: Input should be greater than or equal to 1")
+    system = body.get("system")
+    if system is not None:
+        if isinstance(system, list):
+            for i, block in enumerate(system):
+                if not isinstance(block, dict) or block.get("type") != "text":
+                    raise Invalid(f"system.{i}: Input should be a text block")
+                if not _nonblank_text(block.get("text")):
+                    raise Invalid("system: text content blocks must be non-empty")
+        elif not isinstance(system, str):
+            raise Invalid("system: Input should be a valid string")
+    _validate_anthropic_tools(body.get("tools"))
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise Invalid("messages: Field required")
+    if not messages:
+        raise Invalid("messages: at least one message is required")
+    if not isinstance(messages[0], dict) or messages[0].get("role") != "user":
+        raise Invalid('messages: first message must use the "user" role')
+    previous_tool_uses: list[str] = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise Invalid(f"messages.{i}: Input should be an object")
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            raise Invalid(f"messages.{i}.role: Input should be 'user' or 'assistant'")
+        blocks = _anthropic_blocks(message.get("content"), i, last=i == len(messages) - 1)
+        results = [b["tool_use_id"] for b in blocks if b["type"] == "tool_result"]
+        if previous_tool_uses:
+            missing = [u for u in previous_tool_uses if u not in results]
+            if missing:
+                raise Invalid(
+                    f"messages.{i}: `tool_use` ids were found without `tool_result` blocks "
+                    f"immediately after: {', '.join(missing)}. Each `tool_use` block must have "
+                    "a corresponding `tool_result` block in the next message."
+                )
+        unexpected = [r for r in results if r not in previous_tool_uses]
+        if unexpected:
+            raise Invalid(
+                f"messages.{i}.content: unexpected `tool_use_id` found in `tool_result` blocks: "
+                f"{', '.join(unexpected)}. Each `tool_result` block must have a corresponding "
+                "`tool_use` block in the previous message."
+            )
+        if len(set(results)) != len(results):
+            raise Invalid(f"messages.{i}.content: each `tool_use_id` must be answered once")
+        if results and role != "user":
+            raise Invalid(f"messages.{i}: `tool_result` blocks are only allowed in user messages")
+        uses = [b for b in blocks if b["type"] == "tool_use"]
+        if uses and role != "assistant":
+            raise Invalid(f"messages.{i}: `tool_use` blocks are only allowed in assistant messages")
+        previous_tool_uses = [b["id"] for b in uses]
+    if previous_tool_uses:
+        raise Invalid(
+            f"messages.{len(messages) - 1}: `tool_use` ids were found without `tool_result` "
+            f"blocks immediately after: {', '.join(previous_tool_uses)}."
+        )
+
+
+def _validate_anthropic_tools(tools: Any) -> None:
+    if tools is None:
+        return
+    if not isinstance(tools, list):
+        raise Invalid("tools: Input should be a valid list")
+    names: set[str] = set()
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise Invalid(f"tools.{i}: Input should be an object")
+        name = tool.get("name")
+        if not isinstance(name, str) or not TOOL_NAME.match(name):
+            raise Invalid(
+                f"tools.{i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
+            )
+        if name in names:
+            raise Invalid("tools: Tool names must be unique.")
+        names.add(name)
+        schema = tool.get("input_schema")
+        if not isinstance(schema, dict):
+            raise Invalid(f"tools.{i}.custom.input_schema: Field required")
+        if schema.get("type") != "object":
+            raise Invalid(f"tools.{i}.custom.input_schema.type: Input should be 'object'")
+        if "description" in tool and not isinstance(tool["description"], str):
+            raise Invalid(f"tools.{i}.custom.description: Input should be a valid string")
+
+
+def _anthropic_blocks(content: Any, index: int, *, last: bool) -> list[dict[str, Any]]:
+    """The message's content as blocks, checked like the API checks them."""
+    where = f"messages.{index}"
+    if isinstance(content, str):
+        if content == "" and last:
+            return []
+        if content == "":
+            raise Invalid(
+                f"{where}: all messages must have non-empty content except for the optional "
+                "final assistant message"
+            )
+        content = [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        raise Invalid(f"{where}.content: Input should be a valid list")
+    if not content and not last:
+        raise Invalid(
+            f"{where}: all messages must have non-empty content except for the optional "
+            "final assistant message"
+        )
+    for j, block in enumerate(content):
+        if not isinstance(block, dict):
+            raise Invalid(f"{where}.content.{j}: Input should be an object")
+        kind = block.get("type")
+        if kind == "text":
+            if not isinstance(block.get("text"), str):
+                raise Invalid(f"{where}.content.{j}.text.text: Field required")
+            if not _nonblank_text(block["text"]):
+                raise Invalid("messages: text content blocks must be non-empty")
+        elif kind == "tool_use":
+            if not isinstance(block.get("id"), str) or not block["id"]:
+                raise Invalid(f"{where}.content.{j}.tool_use.id: Field required")
+            if not isinstance(block.get("name"), str) or not TOOL_NAME.match(block["name"]):
+                raise Invalid(
+                    f"{where}.content.{j}.tool_use.name: String should match pattern "
+                    "'^[a-zA-Z0-9_-]{1,64}$'"
+                )
+            if not isinstance(block.get("input"), dict):
+                raise Invalid(f"{where}.content.{j}.tool_use.input: Input should be an object")
+        elif kind == "tool_result":
+            if not isinstance(block.get("tool_use_id"), str):
+                raise Invalid(f"{where}.content.{j}.tool_result.tool_use_id: Field required")
+            result = block.get("content")
+            if isinstance(result, list):
+                for part in result:
+                    if not isinstance(part, dict) or part.get("type") != "text":
+                        raise Invalid(f"{where}.content.{j}.tool_result.content: invalid block")
+                    if not _nonblank_text(part.get("text")):
+                        raise Invalid("messages: text content blocks must be non-empty")
+            elif result is not None and not isinstance(result, str):
+                raise Invalid(f"{where}.content.{j}.tool_result.content: Input should be a string")
+        else:
+            raise Invalid(f"{where}.content.{j}: Input tag '{kind}' found using 'type' is invalid")
+    return content
+
+
+# -- OpenAI -------------------------------------------------------------------------------------
+
+_OPENAI_ERRORS: dict[int, tuple[str, str | None]] = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("invalid_request_error", None),
+    404: ("invalid_request_error", None),
+    429: ("requests", "rate_limit_exceeded"),
+    500: ("server_error", None),
+    503: ("server_error", None),
+}
+
+
+def mask_openai_key(key: str) -> str:
+    """How the real API quotes a wrong key in its 401 message: its start and its end."""
+    if len(key) <= 8:
+        return "*" * len(key)
+    return key[:3] + "*" * (len(key) - 7) + key[-4:]
+
+
+class FakeOpenAI(_FakeLLM):
+    """`POST /v1/chat/completions`, as the real API answers it without streaming."""
+
+    id_prefix = "call_"
+
+    @property
+    def url(self) -> str:
+        """The SDK appends `/chat/completions` to a base that ends in `/v1`."""
+        return self._server.url + "/v1"
+
+    def _app(self) -> Starlette:
+        return Starlette(
+            routes=[Route("/v1/chat/completions", self._completions, methods=["POST"])]
+        )
+
+    def _error(
+        self,
+        status: int,
+        message: str,
+        error_type: str | None = None,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> JSONResponse:
+        default_type, default_code = _OPENAI_ERRORS.get(status, ("server_error", None))
+        body = {
+            "error": {
+                "message": message,
+                "type": error_type or default_type,
+                "param": param,
+                "code": code if code is not None else default_code,
+            }
+        }
+        return JSONResponse(
+            body,
+            status_code=status,
+            headers={"x-request-id": "req_" + uuid.uuid4().hex, **(headers or {})},
+        )
+
+    async def _completions(self, request: Request) -> JSONResponse:
+        auth = request.headers.get("authorization", "")
+        if not auth.startswith("Bearer ") or not auth[7:].strip():
+            return self._error(
+                401,
+                "You didn't provide an API key. You need to provide your API key in an "
+                "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+                code="",
+            )
+        key = auth[7:].strip()
+        if key != self.api_key:
+            return self._error(
+                401,
+                f"Incorrect API key provided: {mask_openai_key(key)}. You can find your API key "
+                "at https://platform.openai.com/account/api-keys.",
+            )
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            self._reject("body is not JSON")
+            return self._error(
+                400,
+                "We could not parse the JSON body of your request. (HINT: This likely means "
+                "you aren't using your HTTP library correctly.)",
+            )
+        self.requests.append(body)
+        try:
+            _validate_openai(body)
+        except Invalid as exc:
+            self._reject(exc.message)
+            return self._error(400, exc.message, param=exc.param)
+
+        answer = self._next_answer(body)
+        if answer.delay_s:
+            await asyncio.sleep(answer.delay_s)
+        if isinstance(answer, ErrorReply):
+            return self._error(
+                answer.status, answer.message, answer.error_type, headers=answer.headers
+            )
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": answer.text if answer.text or not answer.tool_uses else None,
+            "refusal": None,
+            "annotations": [],
+        }
+        if answer.tool_uses:
+            message["tool_calls"] = [
+                {
+                    "id": use.id or self._new_id(),
+                    "type": "function",
+                    "function": {
+                        "name": use.name,
+                        "arguments": use.raw_arguments
+                        if use.raw_arguments is not None
+                        else json.dumps(use.arguments),
+                    },
+                }
+                for use in answer.tool_uses
+            ]
+        prompt_tokens = _tokens(body)
+        completion_tokens = len(answer.text) // 4
+        return JSONResponse(
+            {
+                "id": "chatcmpl-" + uuid.uuid4().hex[:29],
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "logprobs": None,
+                        "finish_reason": "tool_calls" if answer.tool_uses else "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+                "system_fingerprint": "fp_fake",
+            },
+            headers={"x-request-id": "req_" + uuid.uuid4().hex},
+        )
+
+
+def _validate_openai(body: Any) -> None:
+    if not isinstance(body, dict):
+        raise Invalid("Invalid type for body: expected an object.")
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        raise Invalid("you must provide a model parameter", "model")
+    for limit in ("max_tokens", "max_completion_tokens"):
+        value = body.get(limit)
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise Invalid(
+                f"Invalid '{limit}': integer below minimum value. Expected a value >= 1.", limit
+            )
+    _validate_openai_tools(body)
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise Invalid("Missing required parameter: 'messages'.", "messages")
+    if not messages:
+        raise Invalid(
+            "Invalid 'messages': empty array. Expected an array with minimum length 1, "
+            "but got an empty array instead.",
+            "messages",
+        )
+    pending: list[str] = []  # tool_call_ids of the last assistant message not yet answered
+    answerable: set[str] = set()
+    for i, message in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(message, dict):
+            raise Invalid(f"Invalid type for '{where}': expected an object.", where)
+        role = message.get("role")
+        if role != "tool" and pending:
+            raise Invalid(
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                f"response messages: {', '.join(pending)}",
+                "messages",
+            )
+        content = message.get("content")
+        if role in ("system", "developer", "user"):
+            _openai_content(content, where, required=True)
+            answerable = set()
+        elif role == "assistant":
+            calls = message.get("tool_calls")
+            if calls is None:
+                _openai_content(content, where, required=True)
+                answerable = set()
+                continue
+            if content is not None:
+                _openai_content(content, where, required=False)
+            if not isinstance(calls, list) or not calls:
+                raise Invalid(
+                    f"Invalid '{where}.tool_calls': empty array. Expected an array with "
+                    "minimum length 1, but got an empty array instead.",
+                    f"{where}.tool_calls",
+                )
+            pending = []
+            for j, call in enumerate(calls):
+                at = f"{where}.tool_calls[{j}]"
+                if not isinstance(call, dict) or not isinstance(call.get("id"), str):
+                    raise Invalid(f"Missing required parameter: '{at}.id'.", f"{at}.id")
+                if call.get("type") != "function":
+                    raise Invalid(f"Missing required parameter: '{at}.type'.", f"{at}.type")
+                function = call.get("function")
+                if not isinstance(function, dict):
+                    raise Invalid(f"Missing required parameter: '{at}.function'.", at)
+                if not isinstance(function.get("name"), str):
+                    raise Invalid(f"Missing required parameter: '{at}.function.name'.", at)
+                if not isinstance(function.get("arguments"), str):
+                    raise Invalid(
+                        f"Invalid type for '{at}.function.arguments': expected a string.", at
+                    )
+                pending.append(call["id"])
+            answerable = set(pending)
+        elif role == "tool":
+            call_id = message.get("tool_call_id")
+            if not isinstance(call_id, str):
+                raise Invalid(
+                    f"Missing required parameter: '{where}.tool_call_id'.", f"{where}.tool_call_id"
+                )
+            if call_id not in answerable:
+                raise Invalid(
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    "preceeding message with 'tool_calls'.",
+                    f"{where}.role",
+                )
+            _openai_content(content, where, required=True)
+            answerable.discard(call_id)
+            pending = [p for p in pending if p != call_id]
+        else:
+            raise Invalid(
+                f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', "
+                "'user', 'tool', 'function', and 'developer'.",
+                f"{where}.role",
+            )
+    if pending:
+        raise Invalid(
+            "An assistant message with 'tool_calls' must be followed by tool messages "
+            "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+            f"response messages: {', '.join(pending)}",
+            "messages",
+        )
+
+
+def _openai_content(content: Any, where: str, *, required: bool) -> None:
+    if content is None:
+        if required:
+            raise Invalid(
+                f"Invalid value for '{where}.content': expected a string, got null.",
+                f"{where}.content",
+            )
+        return
+    if isinstance(content, str):
+        return
+    if isinstance(content, list):
+        for j, part in enumerate(content):
+            if not isinstance(part, dict) or part.get("type") != "text":
+                raise Invalid(f"Invalid '{where}.content[{j}]': unsupported part.", where)
+            if not isinstance(part.get("text"), str):
+                raise Invalid(f"Missing required parameter: '{where}.content[{j}].text'.", where)
+        return
+    raise Invalid(f"Invalid type for '{where}.content': expected a string.", f"{where}.content")
+
+
+def _validate_openai_tools(body: dict[str, Any]) -> None:
+    if "tools" not in body:
+        return
+    tools = body["tools"]
+    if not isinstance(tools, list):
+        raise Invalid("Invalid type for 'tools': expected an array.", "tools")
+    if not tools:
+        raise Invalid(
+            "Invalid 'tools': empty array. Expected an array with minimum length 1, "
+            "but got an empty array instead.",
+            "tools",
+        )
+    if len(tools) > OPENAI_MAX_TOOLS:
+        raise Invalid(
+            f"Invalid 'tools': array too long. Expected an array with maximum length "
+            f"{OPENAI_MAX_TOOLS}, but got an array with length {len(tools)} instead.",
+            "tools",
+        )
+    for i, tool in enumerate(tools):
+        at = f"tools[{i}]"
+        if not isinstance(tool, dict) or tool.get("type") != "function":
+            raise Invalid(f"Missing required parameter: '{at}.type'.", f"{at}.type")
+        function = tool.get("function")
+        if not isinstance(function, dict):
+            raise Invalid(f"Missing required parameter: '{at}.function'.", f"{at}.function")
+        name = function.get("name")
+        if not isinstance(name, str):
+            raise Invalid(f"Missing required parameter: '{at}.function.name'.", at)
+        if len(name) > 64:
+            raise Invalid(
+                f"Invalid '{at}.function.name': string too long. Expected a string with "
+                f"maximum length 64, but got a string with length {len(name)} instead.",
+                f"{at}.function.name",
+            )
+        if not TOOL_NAME.match(name):
+            raise Invalid(
+                f"Invalid '{at}.function.name': string does not match pattern. Expected a "
+                "string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+                f"{at}.function.name",
+            )
+        parameters = function.get("parameters")
+        if parameters is not None and (
+            not isinstance(parameters, dict) or parameters.get("type") != "object"
+        ):
+            raise Invalid(
+                f"Invalid schema for function '{name}': schema must be a JSON Schema of "
+                "'type: \"object\"'.",
+                f"{at}.function.parameters",
+            )

@@ -1,0 +1,74 @@
+"""A loopback MCP server with a few tools, built with the `mcp` package (MCPServer, formerly
+FastMCP) and served over streamable HTTP by LoopbackServer.
+
+Tools: `lookup_listing` (structured result), `echo_text` (plain text), `fail_always` (a tool
+error), `mls.search` (a name that needs sanitising for the providers), `contact_notes` (a name
+in the priority group). `calls` records every call the server received, in order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError as McpToolError
+from mcp.server.transport_security import TransportSecuritySettings
+
+from tests.fakes.server import LoopbackServer
+
+MCP_PATH = "/mcp"
+
+
+@dataclass
+class FakeMcp:
+    server: LoopbackServer
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return self.server.url + MCP_PATH
+
+    def reset(self) -> None:
+        self.calls.clear()
+
+
+def build_fake_mcp() -> FakeMcp:
+    app = MCPServer("fake-listings", log_level="WARNING")
+    fake = FakeMcp(server=LoopbackServer(_asgi_placeholder))
+
+    @app.tool(description="Look up a listing by its MLS number.")
+    def lookup_listing(mls_number: str) -> dict[str, Any]:
+        fake.calls.append(("lookup_listing", {"mls_number": mls_number}))
+        return {"mlsNumber": mls_number, "price": 1250000, "status": "active"}
+
+    @app.tool(description="Echo the text back.")
+    def echo_text(text: str) -> str:
+        fake.calls.append(("echo_text", {"text": text}))
+        return f"echo: {text}"
+
+    @app.tool(description="Always fails.")
+    def fail_always(reason: str = "") -> str:
+        fake.calls.append(("fail_always", {"reason": reason}))
+        raise McpToolError(f"listing service unavailable {reason}".strip())
+
+    @app.tool(name="mls.search", description="Search listings (a dotted name).")
+    def mls_search(city: str) -> list[str]:
+        fake.calls.append(("mls.search", {"city": city}))
+        return [f"{city} tower", f"{city} plaza"]
+
+    @app.tool(description="Notes about a contact, from the listing service.")
+    def contact_notes(contact_id: str) -> str:
+        fake.calls.append(("contact_notes", {"contact_id": contact_id}))
+        return f"notes for {contact_id}"
+
+    asgi = app.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    fake.server = LoopbackServer(asgi, uvicorn_options={"lifespan": "on"})
+    return fake
+
+
+async def _asgi_placeholder(scope: Any, receive: Any, send: Any) -> None:
+    raise RuntimeError("replaced before start")

@@ -1,0 +1,137 @@
+"""Bodies the onboarding POST refuses (SPEC 4.4, 7; CONTRACT 6); none changes the database."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import failing_insert, snapshot
+
+URL = "/api/v1/onboarding"
+INVALID = {"error": "Validation failed"}
+FAILED = {"error": "Failed to save onboarding"}
+
+# Each is JSON a client can send; every one breaks a type of SPEC 2.5 (no coercion, CONTRACT 6).
+INVALID_BODIES: list[Any] = [
+    {"usingOtherCrm": "true"},
+    {"hasLeadSource": 1},
+    {"wantsMoreLeads": None},
+    {"yearsInBusiness": 5},
+    {"gciLast12Months": 100000.5},
+    {"currentCrmName": None},
+    {"leadSourceName": ["x"]},
+    {"leadsPerMonthTarget": True},
+    {"crmPainPoints": "a,b"},
+    {"goalsSelected": ["ok", 2]},
+    {"leadTypesDesired": [None]},
+    {"channelsSelected": None},
+    {"systemsToConnect": {"0": "crm"}},
+    {"channelsSelected": [["nested"]]},
+    {"brokerageName": None},
+    {"brokerageName": 7},
+    {"brokerageName": "x" * 501},
+    {"currentCrmName": "nul\u0000inside"},
+    {"yearsInBusiness": "3", "usingOtherCrm": "no"},  # one bad field spoils the whole body
+    [],
+    [{"yearsInBusiness": "3"}],
+    "yearsInBusiness",
+    42,
+    True,
+    None,
+]
+
+UNPARSEABLE_BODIES: list[bytes] = [
+    b"",
+    b"{",
+    b"{'yearsInBusiness': '3'}",
+    b'{"yearsInBusiness": "3"} trailing',
+    b'{"yearsInBusiness": "\xff\xfe"}',  # not UTF-8
+    b"NaN",
+    b'{"yearsInBusiness": Infinity}',
+]
+
+
+async def _seed(client: httpx.AsyncClient, user: AppUser) -> None:
+    body = {"yearsInBusiness": "7", "crmPainPoints": ["x"], "brokerageName": "Kept"}
+    assert (await client.post(URL, json=body, headers=user.headers)).status_code == 200
+
+
+@pytest.mark.parametrize("seeded", [False, True], ids=["no-record", "existing-record"])
+async def test_invalid_bodies_are_400_and_change_nothing(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory, seeded: bool
+) -> None:
+    user = await users.create()
+    if seeded:
+        await _seed(client, user)
+    before = await snapshot(server.db)
+    for body in INVALID_BODIES:
+        # content=, not json=: httpx sends no body at all for json=None.
+        response = await client.post(URL, content=json.dumps(body), headers=user.headers)
+        assert (response.status_code, response.json()) == (400, INVALID), body
+    assert await snapshot(server.db) == before
+
+
+async def test_a_lone_surrogate_is_invalid(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+) -> None:
+    # Valid JSON syntax, but not text any database can store.
+    user = await users.create()
+    before = await snapshot(server.db)
+    for raw in (b'{"currentCrmName": "\\ud800"}', b'{"goalsSelected": ["a\\udfff"]}'):
+        response = await client.post(URL, content=raw, headers=user.headers)
+        assert (response.status_code, response.json()) == (400, INVALID)
+    assert await snapshot(server.db) == before
+
+
+async def test_unparseable_bodies_are_500_and_change_nothing(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+) -> None:
+    user = await users.create()
+    await _seed(client, user)
+    before = await snapshot(server.db)
+    for raw in UNPARSEABLE_BODIES:
+        response = await client.post(
+            URL, content=raw, headers={**user.headers, "Content-Type": "application/json"}
+        )
+        assert (response.status_code, response.json()) == (500, FAILED), raw
+        assert response.headers["content-type"] == "application/json"
+    assert await snapshot(server.db) == before
+
+
+async def test_a_body_over_one_mebibyte_is_413_and_changes_nothing(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+) -> None:
+    user = await users.create()
+    before = await snapshot(server.db)
+    body = json.dumps({"yearsInBusiness": "x" * (1024 * 1024)})
+    response = await client.post(URL, content=body, headers=user.headers)
+    assert response.status_code == 413
+    assert response.json() == {"error": "Request body too large"}
+    assert await snapshot(server.db) == before
+
+
+async def test_a_database_failure_mid_save_is_500_and_saves_nothing(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+) -> None:
+    user = await users.create()
+    await _seed(client, user)
+    before = await snapshot(server.db)
+    # The last of the three jobs fails, after the record, the brokerage and two jobs were written.
+    async with failing_insert(server.db, "outbox_jobs", "NEW.kind = 'crm.sync_user'"):
+        response = await client.post(
+            URL,
+            json={"yearsInBusiness": "1", "gciLast12Months": "250", "brokerageName": "Changed"},
+            headers=user.headers,
+        )
+        after = await snapshot(server.db)
+    assert (response.status_code, response.json()) == (500, FAILED)
+    assert after == before
+    record = (await client.get(URL, headers=user.headers)).json()["onboarding"]
+    assert record["yearsInBusiness"] == "7"
+    # With the failure gone, the same request goes through.
+    again = await client.post(URL, json={"yearsInBusiness": "1"}, headers=user.headers)
+    assert again.status_code == 200 and again.json()["onboarding"]["yearsInBusiness"] == "1"

@@ -1,0 +1,190 @@
+"""POST and GET /api/v1/onboarding: the record, the upsert and the brokerage (SPEC 4.3, 4.4)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+
+from controlcenter.onboarding.models import Onboarding
+from controlcenter.onboarding.service import UserGoneError, save_onboarding
+from tests.conftest import AppUser, RunningServer, UserFactory
+
+URL = "/api/v1/onboarding"
+
+# SPEC 2.5, in its order; CONTRACT 6 frames them with id/userId and the timestamps.
+RECORD_KEYS = [
+    "id",
+    "userId",
+    "yearsInBusiness",
+    "gciLast12Months",
+    "usingOtherCrm",
+    "currentCrmName",
+    "crmPainPoints",
+    "goalsSelected",
+    "hasLeadSource",
+    "leadSourceName",
+    "wantsMoreLeads",
+    "leadTypesDesired",
+    "leadsPerMonthTarget",
+    "channelsSelected",
+    "systemsToConnect",
+    "createdAt",
+    "updatedAt",
+]
+ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+FULL = {
+    "yearsInBusiness": "10+",
+    "gciLast12Months": "$100k-$250k",
+    "usingOtherCrm": True,
+    "currentCrmName": "Spreadsheet",
+    "crmPainPoints": ["follow-up", "café ☕"],
+    "goalsSelected": ["grow"],
+    "hasLeadSource": False,
+    "leadSourceName": "",
+    "wantsMoreLeads": True,
+    "leadTypesDesired": [],
+    "leadsPerMonthTarget": "20",
+    "channelsSelected": ["sms", "email"],
+    "systemsToConnect": ["calendar"],
+}
+
+
+async def me(client: httpx.AsyncClient, user: AppUser) -> dict[str, Any]:
+    body: dict[str, Any] = (await client.get("/api/v1/auth/me", headers=user.headers)).json()
+    return body["user"]
+
+
+async def test_get_before_any_save_is_null(client: httpx.AsyncClient, users: UserFactory) -> None:
+    user = await users.create()
+    response = await client.get(URL, headers=user.headers)
+    assert (response.status_code, response.json()) == (200, {"onboarding": None})
+
+
+async def test_full_save_returns_the_record_with_arrays_as_json_strings(
+    client: httpx.AsyncClient, users: UserFactory
+) -> None:
+    user = await users.create()
+    response = await client.post(
+        URL, json={**FULL, "brokerageName": "Acme Realty"}, headers=user.headers
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert list(body) == ["success", "onboarding"] and body["success"] is True
+    record = body["onboarding"]
+    assert list(record) == RECORD_KEYS
+    assert record["userId"] == user.id and record["id"]
+    for name, sent in FULL.items():
+        if isinstance(sent, list):
+            # Stored and returned as the JSON text, compact like JSON.stringify.
+            assert isinstance(record[name], str)
+            assert json.loads(record[name]) == sent
+            assert record[name] == json.dumps(sent, ensure_ascii=False, separators=(",", ":"))
+        else:
+            assert record[name] == sent
+    assert record["crmPainPoints"] == '["follow-up","café ☕"]'
+    assert record["leadTypesDesired"] == "[]"
+    assert ISO.match(record["createdAt"]) and ISO.match(record["updatedAt"])
+    assert "brokerageName" not in record
+    assert (await client.get(URL, headers=user.headers)).json() == {"onboarding": record}
+    assert (await me(client, user))["brokerage"] == "Acme Realty"
+
+
+async def test_unset_fields_are_null_and_unknown_keys_are_not_stored(
+    client: httpx.AsyncClient, users: UserFactory
+) -> None:
+    user = await users.create()
+    response = await client.post(
+        URL,
+        json={"wantsMoreLeads": False, "favouriteColour": "blue", "id": "mine", "userId": "x"},
+        headers=user.headers,
+    )
+    record = response.json()["onboarding"]
+    assert list(record) == RECORD_KEYS
+    assert record["wantsMoreLeads"] is False
+    assert record["userId"] == user.id and record["id"] != "mine"
+    assert all(record[name] is None for name in RECORD_KEYS[2:-2] if name != "wantsMoreLeads")
+
+
+async def test_partial_update_leaves_omitted_fields_unchanged(
+    client: httpx.AsyncClient, users: UserFactory
+) -> None:
+    user = await users.create()
+    first = (await client.post(URL, json=FULL, headers=user.headers)).json()["onboarding"]
+    change = {"yearsInBusiness": "3", "usingOtherCrm": False, "goalsSelected": ["a", "b"]}
+    second = (await client.post(URL, json=change, headers=user.headers)).json()["onboarding"]
+    assert second["id"] == first["id"] and second["createdAt"] == first["createdAt"]
+    assert second["updatedAt"] >= first["updatedAt"]
+    expected = {**first, **change, "goalsSelected": '["a","b"]', "updatedAt": second["updatedAt"]}
+    assert second == expected
+    # An empty object is a valid save that changes nothing.
+    third = (await client.post(URL, json={}, headers=user.headers)).json()["onboarding"]
+    assert {**third, "updatedAt": None} == {**second, "updatedAt": None}
+    assert (await client.get(URL, headers=user.headers)).json()["onboarding"] == third
+
+
+async def test_brokerage_is_set_only_by_a_non_empty_brokerage_name(
+    client: httpx.AsyncClient, users: UserFactory
+) -> None:
+    user = await users.create()
+    assert (await me(client, user))["brokerage"] is None
+    await client.post(URL, json={"brokerageName": ""}, headers=user.headers)
+    assert (await me(client, user))["brokerage"] is None
+    await client.post(URL, json={"brokerageName": "First"}, headers=user.headers)
+    assert (await me(client, user))["brokerage"] == "First"
+    for body in ({"brokerageName": ""}, {"yearsInBusiness": "2"}):
+        response = await client.post(URL, json=body, headers=user.headers)
+        assert response.status_code == 200
+        assert (await me(client, user))["brokerage"] == "First"
+    await client.post(URL, json={"brokerageName": "Second"}, headers=user.headers)
+    assert (await me(client, user))["brokerage"] == "Second"
+
+
+async def test_timestamps_are_utc_iso_strings(
+    client: httpx.AsyncClient, users: UserFactory
+) -> None:
+    user = await users.create()
+    record = (await client.post(URL, json={}, headers=user.headers)).json()["onboarding"]
+    created = datetime.fromisoformat(record["createdAt"].replace("Z", "+00:00"))
+    assert created.tzinfo == UTC
+    assert abs((datetime.now(UTC) - created).total_seconds()) < 60
+
+
+async def test_concurrent_first_saves_make_one_record(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+) -> None:
+    user = await users.create()
+    responses = await asyncio.gather(
+        *(
+            client.post(URL, json={"leadsPerMonthTarget": str(n)}, headers=user.headers)
+            for n in range(8)
+        )
+    )
+    assert [r.status_code for r in responses] == [200] * 8
+    assert len({r.json()["onboarding"]["id"] for r in responses}) == 1
+    async with server.db.read() as db:
+        count = await db.scalar(select(func.count()).select_from(Onboarding))
+    assert count == 1
+
+
+async def test_a_deleted_user_cannot_save(server: RunningServer) -> None:
+    with pytest.raises(UserGoneError):
+        await save_onboarding(server.db, "no-such-user", {"yearsInBusiness": "1"})
+    async with server.db.read() as db:
+        assert await db.scalar(select(func.count()).select_from(Onboarding)) == 0
+
+
+async def test_a_whitespace_brokerage_name_is_truthy_and_stored_as_sent(
+    client: httpx.AsyncClient, users: UserFactory
+) -> None:
+    user = await users.create()
+    response = await client.post(URL, json={"brokerageName": "  "}, headers=user.headers)
+    assert response.status_code == 200
+    assert (await me(client, user))["brokerage"] == "  "

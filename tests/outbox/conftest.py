@@ -1,0 +1,69 @@
+"""Helpers for the outbox tests: write jobs as the onboarding transaction does, read them back."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import select
+
+from controlcenter.config import Config
+from controlcenter.db import Database, utcnow
+from controlcenter.outbox.models import OutboxJob
+
+# Small numbers so retries and leases play out in well under a second.
+FAST = {
+    "outbox_poll_interval_s": 0.02,
+    "outbox_base_backoff_s": 0.02,
+    "outbox_max_backoff_s": 0.1,
+    "outbox_settings_recheck_s": 0.05,
+    "outbox_shutdown_grace_s": 2.0,
+}
+
+
+def fast_config(config: Config, **overrides: Any) -> Config:
+    return config.model_copy(update={**FAST, **overrides})
+
+
+async def add_job(
+    db: Database, kind: str, payload: dict[str, Any], *, age_s: float = 0.0, **fields: Any
+) -> str:
+    created = utcnow() - timedelta(seconds=age_s)
+    job = OutboxJob(
+        kind=kind, payload=payload, created_at=created, next_attempt_at=created, **fields
+    )
+    async with db.write() as session:
+        session.add(job)
+    return job.id
+
+
+async def get_job(db: Database, job_id: str) -> OutboxJob:
+    async with db.read() as session:
+        job = await session.get(OutboxJob, job_id)
+    assert job is not None
+    return job
+
+
+async def all_jobs(db: Database) -> list[OutboxJob]:
+    async with db.read() as session:
+        return list((await session.scalars(select(OutboxJob))).all())
+
+
+async def wait_for(condition: Callable[[], Awaitable[bool] | bool], within: float = 10.0) -> None:
+    """Poll `condition` (sync or async) until true; fail the test after `within` seconds."""
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        result = condition()
+        if inspect.isawaitable(result):
+            result = await result
+        if result:
+            return
+        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.02)
+
+
+async def job_status(db: Database, job_id: str) -> str:
+    return (await get_job(db, job_id)).status

@@ -1,0 +1,270 @@
+"""The three onboarding jobs delivered to the operator's location at the loopback fake CRM."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from structlog.testing import capture_logs
+
+from controlcenter.auth.models import User
+from controlcenter.config import Config
+from controlcenter.db import Database
+from controlcenter.onboarding.models import Onboarding
+from controlcenter.outbox.delivery import CrmDelivery, custom_field_key
+from controlcenter.outbox.kinds import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
+from controlcenter.outbox.models import DEAD, DONE, PENDING
+from controlcenter.outbox.worker import OutboxWorker
+from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.fakes.crm import FakeCrm
+from tests.outbox.conftest import add_job, all_jobs, fast_config, get_job, wait_for
+from tests.outbox.operator import (
+    COMPLETE_TAG,
+    HIGH_GCI_TAG,
+    Operator,
+    operator_location,
+    save_settings,
+)
+
+
+def worker_for(server: RunningServer, config: Config | None = None) -> OutboxWorker:
+    services = server.services
+    config = config or fast_config(services.config)
+    return OutboxWorker(services.db, config, CrmDelivery(services).handlers())
+
+
+@pytest.fixture
+async def operator(fake_crm: FakeCrm, server: RunningServer, users: UserFactory) -> Operator:
+    op = operator_location(fake_crm)
+    admin = await users.create("super_admin")
+    await save_settings(server.services, op.settings(), admin.id)
+    return op
+
+
+async def broker(server: RunningServer, users: UserFactory, **answers: object) -> AppUser:
+    user = await users.create()
+    async with server.db.write() as db:
+        row = await db.get(User, user.id)
+        assert row is not None
+        row.name = "Dana Broker"
+        row.brokerage = "Acme Commercial"
+        db.add(Onboarding(userId=user.id, **answers))
+    return user
+
+
+def upserts(fake: FakeCrm) -> list[dict[str, object]]:
+    return [call.body for call in fake.calls_to("POST", "/contacts/upsert")]
+
+
+async def test_onboarding_complete_tags_the_broker_keeping_existing_tags(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm, operator: Operator
+) -> None:
+    user = await broker(server, users)
+    existing = fake_crm.add_contact(operator.location_id, email=user.email, tags=["vip"])
+    job_id = await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": user.id})
+    assert await worker_for(server).run_once() == 1
+    assert (await get_job(server.db, job_id)).status == DONE
+    [contact] = fake_crm.contacts(operator.location_id)
+    assert contact["id"] == existing["id"]  # found by e-mail, not created again
+    assert contact["tags"] == ["vip", COMPLETE_TAG]
+    assert contact["name"] == "Dana Broker" and contact["companyName"] == "Acme Commercial"
+    [tag_call] = fake_crm.calls_to("POST", f"/contacts/{existing['id']}/tags")
+    assert tag_call.body == {"tags": [COMPLETE_TAG]}
+    assert tag_call.location_id == operator.location_id
+
+
+async def test_high_gci_tags_the_broker_and_passes_the_value(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm, operator: Operator
+) -> None:
+    user = await broker(server, users, gciLast12Months="$250k+")
+    await add_job(server.db, TAG_HIGH_GCI, {"userId": user.id, "gci": "$250k+"})
+    assert await worker_for(server).run_once() == 1
+    [contact] = fake_crm.contacts(operator.location_id)
+    assert contact["email"] == user.email and contact["tags"] == [HIGH_GCI_TAG]
+    [body] = upserts(fake_crm)
+    assert body["customFields"] == [{"key": "contact.gci_last_12_months", "field_value": "$250k+"}]
+
+
+async def test_sync_sends_the_latest_answers(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm, operator: Operator
+) -> None:
+    user = await broker(
+        server,
+        users,
+        yearsInBusiness="5-10",
+        usingOtherCrm=False,
+        goalsSelected=json.dumps(["more leads", "automation"]),
+    )
+    await add_job(server.db, SYNC_USER, {"userId": user.id})
+    async with server.db.write() as db:  # changed after the job was written: the latest wins
+        row = await db.get(Onboarding, (await _onboarding_id(server.db, user.id)))
+        assert row is not None
+        row.yearsInBusiness = "10+"
+    assert await worker_for(server).run_once() == 1
+    [body] = upserts(fake_crm)
+    assert body == {
+        "email": user.email,
+        "name": "Dana Broker",
+        "companyName": "Acme Commercial",
+        "locationId": operator.location_id,
+        "customFields": [
+            {"key": "contact.years_in_business", "field_value": "10+"},
+            {"key": "contact.using_other_crm", "field_value": "No"},
+            {"key": "contact.goals_selected", "field_value": ["more leads", "automation"]},
+        ],
+    }
+    [contact] = fake_crm.contacts(operator.location_id)
+    assert contact["email"] == user.email and contact["tags"] == []
+
+
+async def _onboarding_id(db: Database, user_id: str) -> str:
+    from sqlalchemy import select
+
+    async with db.read() as session:
+        found = await session.scalar(select(Onboarding.id).where(Onboarding.userId == user_id))
+    assert found is not None
+    return found
+
+
+def test_custom_field_keys() -> None:
+    assert custom_field_key("gciLast12Months") == "contact.gci_last_12_months"
+    assert custom_field_key("leadsPerMonthTarget") == "contact.leads_per_month_target"
+    assert custom_field_key("usingOtherCrm") == "contact.using_other_crm"
+
+
+async def test_all_three_jobs_are_idempotent(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm, operator: Operator
+) -> None:
+    user = await broker(server, users, gciLast12Months="100k")
+    payloads = [
+        (TAG_ONBOARDING_COMPLETE, {"userId": user.id}),
+        (TAG_HIGH_GCI, {"userId": user.id, "gci": "100k"}),
+        (SYNC_USER, {"userId": user.id}),
+    ]
+    for _ in range(2):  # delivered twice, as after a lost lease
+        for kind, payload in payloads:
+            await add_job(server.db, kind, payload)
+        await worker_for(server).run_once()
+    [contact] = fake_crm.contacts(operator.location_id)
+    assert sorted(contact["tags"]) == sorted([COMPLETE_TAG, HIGH_GCI_TAG])
+    assert all(job.status == DONE for job in await all_jobs(server.db))
+
+
+async def test_missing_settings_wait_then_deliver_once_saved(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm
+) -> None:
+    op = operator_location(fake_crm)
+    admin = await users.create("super_admin")
+    user = await broker(server, users)
+    partial = {"crmOwnerLocationId": op.location_id, "tagOnboardingComplete": COMPLETE_TAG}
+    await save_settings(server.services, partial, admin.id)
+    job_id = await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": user.id})
+    config = fast_config(server.services.config, outbox_settings_recheck_s=0.2)
+    worker = worker_for(server, config)
+    with capture_logs() as logs:
+        task = asyncio.create_task(worker.run())
+        await asyncio.sleep(0.5)  # a couple of re-checks
+        job = await get_job(server.db, job_id)
+        assert (job.status, job.attempts) == (PENDING, 0)
+        assert job.last_error == "missing settings: crmPrivateToken"
+        assert fake_crm.calls == []  # nothing sent without the credential
+        await save_settings(server.services, {"crmPrivateToken": op.token}, admin.id)
+
+        async def done() -> bool:
+            return (await get_job(server.db, job_id)).status == DONE
+
+        await wait_for(done)
+        await worker.stop()
+        await task
+    waiting = [e for e in logs if e["event"] == "outbox job waits for settings"]
+    assert waiting and all(e["missing"] == ["crmPrivateToken"] for e in waiting)
+    [contact] = fake_crm.contacts(op.location_id)
+    assert contact["tags"] == [COMPLETE_TAG]
+
+
+async def test_crm_down_for_a_while_then_delivered(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm, operator: Operator
+) -> None:
+    user = await broker(server, users)
+    job_id = await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": user.id})
+    fake_crm.outage(503)
+    worker = worker_for(server)
+    with capture_logs() as logs:
+        task = asyncio.create_task(worker.run())
+
+        async def failed_twice() -> bool:
+            return (await get_job(server.db, job_id)).attempts >= 2
+
+        await wait_for(failed_twice)
+        job = await get_job(server.db, job_id)
+        assert job.status == PENDING and job.last_error == "CRM error 503: Service Unavailable"
+        fake_crm.outage(None)
+
+        async def done() -> bool:
+            return (await get_job(server.db, job_id)).status == DONE
+
+        await wait_for(done)
+        await worker.stop()
+        await task
+    [contact] = fake_crm.contacts(operator.location_id)
+    assert contact["tags"] == [COMPLETE_TAG]
+    failures = [e for e in logs if e["event"] == "outbox delivery failed, will retry"]
+    assert failures and failures[0]["error"] == "CRM error 503: Service Unavailable"
+    assert operator.token not in repr(logs)
+
+
+async def test_unreachable_crm_until_max_age_marks_the_job_dead(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm, operator: Operator
+) -> None:
+    user = await broker(server, users)
+    job_id = await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": user.id})
+    fake_crm.refuse_connections()
+    config = fast_config(server.services.config, outbox_max_age_s=0.4)
+    worker = worker_for(server, config)
+    task = asyncio.create_task(worker.run())
+
+    async def dead() -> bool:
+        return (await get_job(server.db, job_id)).status == DEAD
+
+    await wait_for(dead)
+    await worker.stop()
+    await task
+    job = await get_job(server.db, job_id)
+    assert job.attempts >= 1 and job.last_error == "CRM unreachable (ConnectError)"
+
+
+async def test_a_wrong_token_is_retried_and_never_leaks(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm, operator: Operator
+) -> None:
+    admin = await users.create("super_admin")
+    wrong = "pit-wrong-token-0123456789abcdef"
+    await save_settings(server.services, {"crmPrivateToken": wrong}, admin.id)
+    user = await broker(server, users)
+    job_id = await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": user.id})
+    worker = worker_for(server)
+    with capture_logs() as logs:
+        await worker.run_once()
+    job = await get_job(server.db, job_id)
+    assert (job.status, job.attempts, job.last_error) == (PENDING, 1, "CRM error 401: Invalid JWT")
+    assert wrong not in repr(logs)
+    # The operator fixes the token; the next attempt delivers.
+    await save_settings(server.services, {"crmPrivateToken": operator.token}, admin.id)
+    async with server.db.write() as db:
+        from controlcenter.outbox.models import OutboxJob
+
+        row = await db.get(OutboxJob, job_id)
+        assert row is not None
+        row.next_attempt_at = job.created_at
+    assert await worker.run_once() == 1
+    assert (await get_job(server.db, job_id)).status == DONE
+
+
+async def test_a_job_for_a_deleted_user_is_dead_at_once(
+    server: RunningServer, fake_crm: FakeCrm, operator: Operator
+) -> None:
+    job_id = await add_job(server.db, SYNC_USER, {"userId": "no-such-user"})
+    await worker_for(server).run_once()
+    job = await get_job(server.db, job_id)
+    assert (job.status, job.last_error) == (DEAD, "user no-such-user no longer exists")
+    assert fake_crm.calls == []

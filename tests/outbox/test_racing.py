@@ -1,0 +1,75 @@
+"""Several workers over many jobs: each job reaches the CRM exactly once.
+
+On PostgreSQL the claim is SELECT ... FOR UPDATE SKIP LOCKED; on SQLite it is a BEGIN
+IMMEDIATE transaction. Each worker has its own services (engine, pool, CRM client pool), as
+separate processes would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+from structlog.testing import capture_logs
+
+from controlcenter.app import build_services
+from controlcenter.auth.models import User
+from controlcenter.outbox.delivery import CrmDelivery
+from controlcenter.outbox.kinds import TAG_ONBOARDING_COMPLETE
+from controlcenter.outbox.models import DONE
+from controlcenter.outbox.worker import OutboxWorker
+from tests.conftest import RunningServer, UserFactory
+from tests.fakes.crm import FakeCrm
+from tests.outbox.conftest import add_job, all_jobs, fast_config, wait_for
+from tests.outbox.operator import COMPLETE_TAG, operator_location, save_settings
+
+JOBS = 40
+
+
+async def test_racing_workers_deliver_each_job_exactly_once(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm
+) -> None:
+    operator = operator_location(fake_crm)
+    admin = await users.create("super_admin")
+    await save_settings(server.services, operator.settings(), admin.id)
+    # Plain rows: these brokers never sign in, so no password hashing slows the test.
+    brokers = [User(email=f"racer{n}@example.com", password_hash="-") for n in range(JOBS)]
+    async with server.db.write() as db:
+        db.add_all(brokers)
+    for broker in brokers:
+        await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": broker.id})
+
+    count = 2 if server.db.is_sqlite else 4
+    config = fast_config(server.services.config, outbox_concurrency=4)
+    services = [build_services(config) for _ in range(count)]
+    workers = [
+        OutboxWorker(s.db, config, CrmDelivery(s).handlers(), name=f"w{i}")
+        for i, s in enumerate(services)
+    ]
+    fake_crm.delay_s = 0.01  # keeps deliveries in flight while the others claim
+    with capture_logs() as logs:
+        tasks = [asyncio.create_task(worker.run()) for worker in workers]
+        try:
+
+            async def all_done() -> bool:
+                return all(job.status == DONE for job in await all_jobs(server.db))
+
+            await wait_for(all_done, within=60)
+        finally:
+            for worker in workers:
+                await worker.stop()
+            await asyncio.gather(*tasks)
+            for s in services:
+                await s.crm.aclose()
+                await s.db.dispose()
+    delivered_by = Counter(e["worker"] for e in logs if e["event"] == "outbox job delivered")
+    assert sum(delivered_by.values()) == JOBS
+    assert len(delivered_by) >= 2  # they really raced
+
+    upserted = Counter(call.body["email"] for call in fake_crm.calls_to("POST", "/contacts/upsert"))
+    assert upserted == dict.fromkeys((b.email for b in brokers), 1)
+    tag_calls = [call for call in fake_crm.calls if call.path.endswith("/tags")]
+    assert len(tag_calls) == JOBS
+    contacts = fake_crm.contacts(operator.location_id)
+    assert len(contacts) == JOBS
+    assert all(contact["tags"] == [COMPLETE_TAG] for contact in contacts)

@@ -1,0 +1,313 @@
+"""The fakes are not rubber stamps: raw requests the real APIs reject are rejected, and recorded."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.fakes.llm import ErrorReply, FakeAnthropic, FakeOpenAI, Reply, ToolUse
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=5) as client:
+        yield client
+
+
+def anthropic_body(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {"model": "claude-sonnet-5-5", "max_tokens": 100, "messages": messages, **extra}
+
+
+def user(*blocks: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "user", "content": list(blocks)}
+
+
+def assistant(*blocks: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": list(blocks)}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def tool_use(id_: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": id_, "name": "crm_search", "input": {}}
+
+
+def tool_result(id_: str) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": id_, "content": f"Tool {id_} result: 1"}
+
+
+async def post_anthropic(
+    http: httpx.AsyncClient, fake: FakeAnthropic, body: dict[str, Any]
+) -> httpx.Response:
+    return await http.post(
+        fake.url + "/v1/messages",
+        json=body,
+        headers={"x-api-key": fake.api_key, "anthropic-version": "2023-06-01"},
+    )
+
+
+async def test_anthropic_accepts_a_valid_tool_exchange(
+    http: httpx.AsyncClient, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.script(Reply(text="Done"))
+    body = anthropic_body(
+        [
+            user(text("Find Acme")),
+            assistant(text("Looking"), tool_use("toolu_1")),
+            user(tool_result("toolu_1")),
+        ],
+        system="s",
+        tools=[{"name": "crm_search", "description": "d", "input_schema": {"type": "object"}}],
+    )
+    response = await post_anthropic(http, fake_anthropic, body)
+    assert response.status_code == 200
+    data = response.json()
+    assert data["type"] == "message" and data["role"] == "assistant"
+    assert data["id"].startswith("msg_")
+    assert data["content"] == [{"type": "text", "text": "Done"}]
+    assert data["stop_reason"] == "end_turn"
+    assert data["model"] == "claude-sonnet-5-5"
+    assert set(data["usage"]) == {"input_tokens", "output_tokens"}
+    assert fake_anthropic.invalid == []
+
+
+@pytest.mark.parametrize(
+    ("messages", "extra", "expected"),
+    [
+        ([user(text(""))], {}, "text content blocks must be non-empty"),
+        ([user(text("  \n"))], {}, "text content blocks must be non-empty"),
+        ([user(text("a")), assistant(), user(text("b"))], {}, "must have non-empty content"),
+        ([], {}, "at least one message is required"),
+        ([assistant(text("a"))], {}, 'first message must use the "user" role'),
+        (
+            [user(text("a")), assistant(tool_use("toolu_1")), user(text("b"))],
+            {},
+            "`tool_use` ids were found without `tool_result` blocks immediately after: toolu_1",
+        ),
+        (
+            [user(text("a")), assistant(text("b")), user(tool_result("toolu_9"))],
+            {},
+            "unexpected `tool_use_id` found in `tool_result` blocks: toolu_9",
+        ),
+        (
+            [user(text("a")), assistant(tool_use("toolu_1"))],
+            {},
+            "`tool_use` ids were found without `tool_result` blocks",
+        ),
+        (
+            [user(text("a"))],
+            {"tools": [{"name": "crm.search", "input_schema": {"type": "object"}}]},
+            "String should match pattern '^[a-zA-Z0-9_-]{1,64}$'",
+        ),
+        (
+            [user(text("a"))],
+            {"tools": [{"name": "x" * 65, "input_schema": {"type": "object"}}]},
+            "String should match pattern",
+        ),
+        ([user(text("a"))], {"max_tokens": None}, "max_tokens: Field required"),
+    ],
+)
+async def test_anthropic_rejects_what_the_api_rejects(
+    http: httpx.AsyncClient,
+    fake_anthropic: FakeAnthropic,
+    messages: list[dict[str, Any]],
+    extra: dict[str, Any],
+    expected: str,
+) -> None:
+    body = anthropic_body(messages, **extra)
+    body = {k: v for k, v in body.items() if v is not None}
+
+    response = await post_anthropic(http, fake_anthropic, body)
+
+    assert response.status_code == 400
+    assert response.headers["request-id"].startswith("req_")
+    error = response.json()
+    assert error["type"] == "error"
+    assert error["error"]["type"] == "invalid_request_error"
+    assert expected in error["error"]["message"]
+    assert fake_anthropic.invalid == [error["error"]["message"]]
+
+
+async def test_anthropic_checks_key_and_version_headers(
+    http: httpx.AsyncClient, fake_anthropic: FakeAnthropic
+) -> None:
+    body = anthropic_body([user(text("a"))])
+    url = fake_anthropic.url + "/v1/messages"
+    wrong = await http.post(
+        url, json=body, headers={"x-api-key": "nope", "anthropic-version": "2023-06-01"}
+    )
+    assert wrong.status_code == 401
+    assert wrong.json()["error"] == {
+        "type": "authentication_error",
+        "message": "invalid x-api-key",
+    }
+    no_version = await http.post(url, json=body, headers={"x-api-key": fake_anthropic.api_key})
+    assert no_version.status_code == 400
+    assert fake_anthropic.invalid == ["anthropic-version header missing"]
+
+
+async def test_openai_accepts_a_valid_tool_exchange(
+    http: httpx.AsyncClient, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(Reply(tool_uses=[ToolUse("crm_search", {"q": 1}, id="call_9")]))
+    response = await post_openai(
+        http,
+        fake_openai,
+        [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "a"},
+            openai_calls("call_1", "call_2"),
+            {"role": "tool", "tool_call_id": "call_1", "content": "Tool call_1 result: 1"},
+            {"role": "tool", "tool_call_id": "call_2", "content": "Tool call_2 result: 2"},
+        ],
+        tools=[openai_tool("crm_search")],
+    )
+    assert response.status_code == 200
+    data = response.json()
+    assert data["object"] == "chat.completion"
+    [choice] = data["choices"]
+    assert choice["finish_reason"] == "tool_calls"
+    assert choice["message"]["content"] is None
+    assert choice["message"]["tool_calls"] == [
+        {
+            "id": "call_9",
+            "type": "function",
+            "function": {"name": "crm_search", "arguments": '{"q": 1}'},
+        }
+    ]
+    assert fake_openai.invalid == []
+
+
+def openai_calls(*ids: str) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": "crm_search", "arguments": "{}"}}
+            for i in ids
+        ],
+    }
+
+
+def openai_tool(name: str) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+
+
+async def post_openai(
+    http: httpx.AsyncClient,
+    fake: FakeOpenAI,
+    messages: list[dict[str, Any]],
+    key: str | None = None,
+    **extra: Any,
+) -> httpx.Response:
+    return await http.post(
+        fake.url + "/chat/completions",
+        json={"model": "gpt-5.5", "messages": messages, **extra},
+        headers={"Authorization": f"Bearer {key or fake.api_key}"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("messages", "extra", "expected"),
+    [
+        ([], {}, "Invalid 'messages': empty array"),
+        (
+            [{"role": "user", "content": "a"}, openai_calls("call_1", "call_2")],
+            {},
+            "did not have response messages: call_1, call_2",
+        ),
+        (
+            [
+                {"role": "user", "content": "a"},
+                openai_calls("call_1", "call_2"),
+                {"role": "tool", "tool_call_id": "call_1", "content": "x"},
+                {"role": "user", "content": "b"},
+            ],
+            {},
+            "did not have response messages: call_2",
+        ),
+        (
+            [
+                {"role": "user", "content": "a"},
+                {"role": "tool", "tool_call_id": "call_1", "content": "x"},
+            ],
+            {},
+            "messages with role 'tool' must be a response to a preceeding message",
+        ),
+        (
+            [{"role": "user", "content": "a"}, {"role": "assistant", "content": None}],
+            {},
+            "expected a string, got null",
+        ),
+        (
+            [{"role": "user", "content": "a"}],
+            {"tools": [openai_tool("crm.search")]},
+            "string does not match pattern",
+        ),
+        (
+            [{"role": "user", "content": "a"}],
+            {"tools": [openai_tool("x" * 65)]},
+            "Expected a string with maximum length 64",
+        ),
+        (
+            [{"role": "user", "content": "a"}],
+            {"tools": [openai_tool(f"t{i}") for i in range(129)]},
+            "Expected an array with maximum length 128, but got an array with length 129",
+        ),
+        ([{"role": "user", "content": "a"}], {"tools": []}, "Invalid 'tools': empty array"),
+    ],
+)
+async def test_openai_rejects_what_the_api_rejects(
+    http: httpx.AsyncClient,
+    fake_openai: FakeOpenAI,
+    messages: list[dict[str, Any]],
+    extra: dict[str, Any],
+    expected: str,
+) -> None:
+    response = await post_openai(http, fake_openai, messages, **extra)
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error"
+    assert expected in error["message"]
+    assert fake_openai.invalid == [error["message"]]
+
+
+async def test_openai_401_quotes_a_masked_key_like_the_real_api(
+    http: httpx.AsyncClient, fake_openai: FakeOpenAI
+) -> None:
+    key = "sk-proj-abcdefghijklmnop1234"
+    response = await post_openai(http, fake_openai, [{"role": "user", "content": "a"}], key=key)
+    assert response.status_code == 401
+    error = response.json()["error"]
+    assert error["code"] == "invalid_api_key"
+    assert error["type"] == "invalid_request_error"
+    assert error["message"].startswith("Incorrect API key provided: sk-*")
+    assert "1234." in error["message"]
+    assert key not in error["message"]
+
+
+async def test_script_order_responder_and_default(
+    http: httpx.AsyncClient, fake_openai: FakeOpenAI
+) -> None:
+    messages = [{"role": "user", "content": "a"}]
+
+    async def content() -> Any:
+        response = await post_openai(http, fake_openai, messages)
+        if response.status_code != 200:
+            return response.status_code, response.json()["error"]["message"]
+        return response.json()["choices"][0]["message"]["content"]
+
+    assert await content() == "OK"
+    fake_openai.script(Reply(text="one"), ErrorReply(503, "busy"), Reply(text="two"))
+    fake_openai.responder = lambda body: Reply(text=f"echo {len(body['messages'])}")
+    assert [await content() for _ in range(4)] == ["one", (503, "busy"), "two", "echo 1"]
+    assert len(fake_openai.requests) == 5
+    fake_openai.reset()
+    assert fake_openai.requests == [] and fake_openai.responder is None
+    assert await content() == "OK"

@@ -1,0 +1,469 @@
+"""Both providers through the real SDKs against their loopback fakes (CONTRACT 1, 5)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from controlcenter.config import Config
+from controlcenter.providers.anthropic import AnthropicProvider
+from controlcenter.providers.base import (
+    AssistantTurn,
+    Provider,
+    ProviderError,
+    ToolResultsTurn,
+    ToolSpec,
+    UserTurn,
+)
+from controlcenter.providers.openai import OpenAIProvider
+from controlcenter.providers.registry import build_providers, close_providers
+from controlcenter.tools.base import ToolCall, ToolResult
+from tests.fakes.llm import ErrorReply, FakeAnthropic, FakeOpenAI, Reply, ToolUse
+
+Case = tuple[Provider, FakeAnthropic | FakeOpenAI]
+
+SEARCH = ToolSpec(
+    "crm_search_contacts",
+    "Search the broker's contacts",
+    {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+)
+TAG = ToolSpec(
+    "crm_add_tag",
+    "Tag a contact",
+    {"type": "object", "properties": {"contactId": {"type": "string"}}},
+)
+
+
+def is_anthropic(fake: FakeAnthropic | FakeOpenAI) -> bool:
+    return isinstance(fake, FakeAnthropic)
+
+
+async def test_text_only_reply(case: Case) -> None:
+    provider, fake = case
+    fake.script(Reply(text="Hello, broker."))
+
+    reply = await provider.complete(
+        api_key=fake.api_key, system="You help brokers.", turns=[UserTurn("Hi")], tools=[]
+    )
+
+    assert reply.text == "Hello, broker."
+    assert reply.tool_calls == ()
+    [body] = fake.requests
+    assert "tools" not in body  # OpenAI rejects an empty tools array
+    if is_anthropic(fake):
+        assert body["model"] == "claude-sonnet-5-5"
+        assert body["max_tokens"] == 4096
+        assert body["system"] == "You help brokers."
+        assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}]
+    else:
+        assert body["model"] == "gpt-5.5"
+        assert body["max_completion_tokens"] == 4096
+        assert body["messages"] == [
+            {"role": "system", "content": "You help brokers."},
+            {"role": "user", "content": "Hi"},
+        ]
+    assert fake.invalid == []
+
+
+async def test_blank_system_prompt_is_left_out(case: Case) -> None:
+    provider, fake = case
+    await provider.complete(api_key=fake.api_key, system="  ", turns=[UserTurn("Hi")], tools=[])
+    [body] = fake.requests
+    if is_anthropic(fake):
+        assert "system" not in body
+    else:
+        assert [m["role"] for m in body["messages"]] == ["user"]
+    assert fake.invalid == []
+
+
+async def test_one_tool_call(case: Case) -> None:
+    provider, fake = case
+    fake.script(Reply(tool_uses=[ToolUse("crm_search_contacts", {"query": "Acme"})]))
+
+    reply = await provider.complete(
+        api_key=fake.api_key, system="s", turns=[UserTurn("Find Acme")], tools=[SEARCH, TAG]
+    )
+
+    assert reply.text == ""
+    [call] = reply.tool_calls
+    assert call.name == "crm_search_contacts"
+    assert call.arguments == {"query": "Acme"}
+    assert call.id.startswith("toolu_" if is_anthropic(fake) else "call_")
+    [body] = fake.requests
+    if is_anthropic(fake):
+        assert body["tools"] == [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in (SEARCH, TAG)
+        ]
+    else:
+        assert body["tools"] == [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.input_schema,
+                },
+            }
+            for t in (SEARCH, TAG)
+        ]
+    assert fake.invalid == []
+
+
+async def test_several_tool_calls_keep_their_order_and_ids(case: Case) -> None:
+    provider, fake = case
+    fake.script(
+        Reply(
+            text="Working on it.",
+            tool_uses=[
+                ToolUse("crm_search_contacts", {"query": "a"}, id="id_1"),
+                ToolUse("crm_add_tag", {"contactId": "c2"}, id="id_2"),
+                ToolUse("crm_search_contacts", {"query": "c"}, id="id_3"),
+            ],
+        )
+    )
+
+    reply = await provider.complete(
+        api_key=fake.api_key, system="s", turns=[UserTurn("Go")], tools=[SEARCH, TAG]
+    )
+
+    assert reply.text == "Working on it."
+    assert reply.tool_calls == (
+        ToolCall("id_1", "crm_search_contacts", {"query": "a"}),
+        ToolCall("id_2", "crm_add_tag", {"contactId": "c2"}),
+        ToolCall("id_3", "crm_search_contacts", {"query": "c"}),
+    )
+
+
+async def test_history_round_trip_in_native_form(case: Case) -> None:
+    """A second call carries the first: user, assistant calls, results, answer, new question."""
+    provider, fake = case
+    fake.script(
+        Reply(
+            text="Looking.",
+            tool_uses=[
+                ToolUse("crm_search_contacts", {"query": "Acme"}),
+                ToolUse("crm_add_tag", {"contactId": "c1"}),
+            ],
+        ),
+        Reply(text="Acme is tagged."),
+        Reply(text="You're welcome."),
+    )
+    first = await provider.complete(
+        api_key=fake.api_key, system="s", turns=[UserTurn("Tag Acme")], tools=[SEARCH, TAG]
+    )
+    results = (
+        ToolResult(first.tool_calls[0].id, True, {"contacts": [{"id": "c1"}]}),
+        ToolResult(first.tool_calls[1].id, False, error="Tag not found"),
+    )
+    turns = [
+        UserTurn("Tag Acme"),
+        AssistantTurn(first.text, first.tool_calls),
+        ToolResultsTurn(results),
+    ]
+    second = await provider.complete(
+        api_key=fake.api_key, system="s", turns=turns, tools=[SEARCH, TAG]
+    )
+    assert second.text == "Acme is tagged."
+    turns += [AssistantTurn(second.text), UserTurn("Thanks")]
+    third = await provider.complete(
+        api_key=fake.api_key, system="s", turns=turns, tools=[SEARCH, TAG]
+    )
+    assert third.text == "You're welcome."
+
+    assert fake.invalid == []
+    body = fake.requests[2]
+    [id1, id2] = [c.id for c in first.tool_calls]
+    line1 = f'Tool {id1} result: {{"contacts": [{{"id": "c1"}}]}}'
+    line2 = f"Tool {id2} error: Tag not found"
+    assert results[0].line() == line1 and results[1].line() == line2
+    if is_anthropic(fake):
+        assert body["messages"] == [
+            {"role": "user", "content": [{"type": "text", "text": "Tag Acme"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Looking."},
+                    {
+                        "type": "tool_use",
+                        "id": id1,
+                        "name": "crm_search_contacts",
+                        "input": {"query": "Acme"},
+                    },
+                    {
+                        "type": "tool_use",
+                        "id": id2,
+                        "name": "crm_add_tag",
+                        "input": {"contactId": "c1"},
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": id1, "content": line1},
+                    {"type": "tool_result", "tool_use_id": id2, "content": line2},
+                ],
+            },
+            {"role": "assistant", "content": [{"type": "text", "text": "Acme is tagged."}]},
+            {"role": "user", "content": [{"type": "text", "text": "Thanks"}]},
+        ]
+    else:
+        assert body["messages"] == [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "Tag Acme"},
+            {
+                "role": "assistant",
+                "content": "Looking.",
+                "tool_calls": [
+                    {
+                        "id": id1,
+                        "type": "function",
+                        "function": {
+                            "name": "crm_search_contacts",
+                            "arguments": '{"query": "Acme"}',
+                        },
+                    },
+                    {
+                        "id": id2,
+                        "type": "function",
+                        "function": {"name": "crm_add_tag", "arguments": '{"contactId": "c1"}'},
+                    },
+                ],
+            },
+            {"role": "tool", "tool_call_id": id1, "content": line1},
+            {"role": "tool", "tool_call_id": id2, "content": line2},
+            {"role": "assistant", "content": "Acme is tagged."},
+            {"role": "user", "content": "Thanks"},
+        ]
+
+
+async def test_blank_text_is_never_sent(case: Case) -> None:
+    """Calls without text, empty stored replies and blank user turns: the API accepts all."""
+    provider, fake = case
+    call = ToolCall("call_x1", "crm_search_contacts", {"query": "a"})
+    turns = [
+        UserTurn("First"),
+        AssistantTurn(""),  # a stored reply with no content
+        UserTurn("   "),
+        UserTurn("Second"),
+        AssistantTurn("", (call,)),
+        ToolResultsTurn((ToolResult("call_x1", True, []),)),
+    ]
+
+    await provider.complete(api_key=fake.api_key, system="s", turns=turns, tools=[SEARCH])
+
+    assert fake.invalid == []
+    [body] = fake.requests
+    if is_anthropic(fake):
+        # Same-role neighbours merge into one message, as the API would merge them.
+        assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
+        assert body["messages"][0]["content"] == [
+            {"type": "text", "text": "First"},
+            {"type": "text", "text": "Second"},
+        ]
+        assert [b["type"] for b in body["messages"][1]["content"]] == ["tool_use"]
+    else:
+        assert [m["role"] for m in body["messages"]] == [
+            "system",
+            "user",
+            "user",
+            "assistant",
+            "tool",
+        ]
+        assert body["messages"][3]["content"] is None
+        assert body["messages"][3]["tool_calls"][0]["id"] == "call_x1"
+
+
+async def test_unanswered_calls_and_stray_results_are_left_out(case: Case) -> None:
+    """A history cut short (calls whose results were never stored) still makes a valid request."""
+    provider, fake = case
+    dangling = ToolCall("call_gone", "crm_search_contacts", {"query": "a"})
+    turns = [
+        UserTurn("First"),
+        AssistantTurn("Let me check.", (dangling,)),
+        UserTurn("Never mind"),
+        ToolResultsTurn((ToolResult("call_stray", True, 1),)),
+        UserTurn("Hello?"),
+    ]
+
+    reply = await provider.complete(api_key=fake.api_key, system="s", turns=turns, tools=[SEARCH])
+
+    assert reply.text == "OK"
+    assert fake.invalid == []
+    assert "call_gone" not in str(fake.requests[0])
+    assert "call_stray" not in str(fake.requests[0])
+    assert "Let me check." in str(fake.requests[0])
+
+
+async def test_results_are_sent_in_the_order_of_their_calls(case: Case) -> None:
+    provider, fake = case
+    calls = (
+        ToolCall("call_a", "crm_search_contacts", {"query": "a"}),
+        ToolCall("call_b", "crm_search_contacts", {"query": "b"}),
+    )
+    results = (ToolResult("call_b", True, "B"), ToolResult("call_a", True, "A"))
+    turns = [UserTurn("Go"), AssistantTurn("", calls), ToolResultsTurn(results)]
+
+    await provider.complete(api_key=fake.api_key, system="s", turns=turns, tools=[SEARCH])
+
+    assert fake.invalid == []
+    sent = str(fake.requests[0])
+    assert sent.index('Tool call_a result: "A"') < sent.index('Tool call_b result: "B"')
+
+
+async def test_malformed_tool_arguments_become_an_empty_object(
+    providers: dict[str, Provider], fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.script(
+        Reply(
+            tool_uses=[
+                ToolUse("crm_search_contacts", {}, raw_arguments='{"query": "Ac'),
+                ToolUse("crm_add_tag", {}, raw_arguments='"c1"'),
+                ToolUse("crm_add_tag", {}, raw_arguments=""),
+            ]
+        )
+    )
+    reply = await providers["provider_b"].complete(
+        api_key=fake_openai.api_key, system="s", turns=[UserTurn("Go")], tools=[SEARCH, TAG]
+    )
+    assert [c.arguments for c in reply.tool_calls] == [{}, {}, {}]
+    assert [c.name for c in reply.tool_calls] == [
+        "crm_search_contacts",
+        "crm_add_tag",
+        "crm_add_tag",
+    ]
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+async def test_wrong_key_is_401_with_the_api_message_and_never_the_key(
+    case: Case, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider, fake = case
+    wrong_key = "sk-wrong-" + "k" * 40 + "WXYZ"
+    caplog.set_level(logging.DEBUG)
+
+    with pytest.raises(ProviderError) as caught:
+        await provider.complete(api_key=wrong_key, system="s", turns=[UserTurn("Hi")], tools=[])
+
+    error = caught.value
+    assert error.status_code == 401
+    if is_anthropic(fake):
+        assert error.message == "invalid x-api-key"
+    else:
+        assert error.message.startswith("Incorrect API key provided: [redacted].")
+        assert "*" not in error.message
+    for text in (error.message, str(error), repr(error), caplog.text):
+        assert wrong_key not in text
+        assert wrong_key[:12] not in text
+    assert error.__suppress_context__  # the SDK exception (which quotes the key) is not shown
+    assert fake.invalid == []
+
+
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [(429, "Rate limit reached for requests"), (500, "The server had an error")],
+)
+async def test_http_errors_carry_status_and_api_message(
+    case: Case, status: int, message: str
+) -> None:
+    provider, fake = case
+    fake.script(ErrorReply(status, message))
+
+    with pytest.raises(ProviderError) as caught:
+        await provider.complete(api_key=fake.api_key, system="s", turns=[UserTurn("Hi")], tools=[])
+
+    assert caught.value.status_code == status
+    assert caught.value.message == message
+    assert len(fake.requests) == 1  # provider_max_retries=0 in tests
+
+
+async def test_error_quoting_the_key_is_redacted(case: Case) -> None:
+    """Whatever an API or a proxy echoes, the key does not come back out."""
+    provider, fake = case
+    fake.script(ErrorReply(400, f"Bad header value {fake.api_key} for this endpoint"))
+
+    with pytest.raises(ProviderError) as caught:
+        await provider.complete(api_key=fake.api_key, system="s", turns=[UserTurn("Hi")], tools=[])
+
+    assert caught.value.status_code == 400
+    assert caught.value.message == "Bad header value [redacted] for this endpoint"
+
+
+async def test_timeout_is_an_error_without_status(case: Case) -> None:
+    provider, fake = case
+    fake.script(Reply(text="too late", delay_s=1.5))  # the providers' timeout is 0.5 s
+
+    with pytest.raises(ProviderError) as caught:
+        await provider.complete(api_key=fake.api_key, system="s", turns=[UserTurn("Hi")], tools=[])
+
+    assert caught.value.status_code is None
+    assert caught.value.message == "Request timed out."
+
+
+async def test_unreachable_server_is_an_error_without_status(unused_port_url: str) -> None:
+    providers = build_providers(
+        Config(
+            provider_a_base_url=unused_port_url,
+            provider_b_base_url=unused_port_url + "/v1",
+            provider_max_retries=0,
+            provider_timeout_s=2,
+        )
+    )
+    try:
+        for provider in providers.values():
+            with pytest.raises(ProviderError) as caught:
+                await provider.complete(
+                    api_key="sk-some-key-1234", system="s", turns=[UserTurn("Hi")], tools=[]
+                )
+            assert caught.value.status_code is None
+            assert caught.value.message == "Connection error."
+    finally:
+        await close_providers(providers)
+
+
+async def test_sdk_retries_come_from_config(
+    llm_config: dict[str, Any], fake_anthropic: FakeAnthropic, fake_openai: FakeOpenAI
+) -> None:
+    """With provider_max_retries=1 a 500 is retried once, then the retry's answer counts."""
+    providers = build_providers(
+        Config(**{**llm_config, "provider_max_retries": 1}, provider_timeout_s=5)
+    )
+    try:
+        for provider, fake in (
+            (providers["provider_a"], fake_anthropic),
+            (providers["provider_b"], fake_openai),
+        ):
+            fake.script(ErrorReply(500, "boom", headers={"retry-after-ms": "10"}), Reply(text="ok"))
+            reply = await provider.complete(
+                api_key=fake.api_key, system="s", turns=[UserTurn("Hi")], tools=[]
+            )
+            assert reply.text == "ok"
+            assert len(fake.requests) == 2
+    finally:
+        await close_providers(providers)
+
+
+# -- clients ------------------------------------------------------------------------------------
+
+
+async def test_one_client_per_key_sharing_one_connection_pool(case: Case) -> None:
+    provider, fake = case
+    assert isinstance(provider, AnthropicProvider | OpenAIProvider)
+    other_key = "sk-other-" + "z" * 30
+
+    with pytest.raises(ProviderError):
+        await provider.complete(api_key=other_key, system="s", turns=[UserTurn("a")], tools=[])
+    await provider.complete(api_key=fake.api_key, system="s", turns=[UserTurn("b")], tools=[])
+    await provider.complete(api_key=fake.api_key, system="s", turns=[UserTurn("c")], tools=[])
+
+    first = provider._clients.get(fake.api_key)
+    assert provider._clients.get(fake.api_key) is first
+    second = provider._clients.get(other_key)
+    assert second is not first
+    assert first._client is second._client is provider._http
+    assert len(fake.requests) == 2  # the wrong key was refused before the body was read

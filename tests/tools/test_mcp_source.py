@@ -1,0 +1,105 @@
+"""The MCP source against a real MCP server on 127.0.0.1 (tests/fakes/mcp_server.py)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from controlcenter.tools.base import ToolCall, ToolContext, ToolError
+from controlcenter.tools.mcp_source import McpSource
+from controlcenter.tools.router import StaticSource, ToolRouter
+from tests.fakes.mcp_server import FakeMcp
+from tests.tools.test_router import make_tool
+
+CONTEXT = ToolContext(user_id="u1", crm=None)
+
+
+def source_for(url: str | None, ttl_s: float = 30.0, timeout_s: float = 5.0) -> McpSource:
+    async def server_url() -> str | None:
+        return url
+
+    return McpSource(server_url, ttl_s=ttl_s, timeout_s=timeout_s)
+
+
+async def test_lists_the_servers_tools_with_their_schemas(fake_mcp: FakeMcp) -> None:
+    tools = await source_for(fake_mcp.url).list_tools()
+    by_name = {t.name: t for t in tools}
+    assert set(by_name) == {
+        "lookup_listing",
+        "echo_text",
+        "fail_always",
+        "mls.search",
+        "contact_notes",
+    }
+    lookup = by_name["lookup_listing"]
+    assert lookup.description == "Look up a listing by its MLS number."
+    assert lookup.input_schema["required"] == ["mls_number"]
+    assert lookup.input_schema["properties"]["mls_number"]["type"] == "string"
+
+
+async def test_calls_return_structured_results_and_errors(fake_mcp: FakeMcp) -> None:
+    box = await ToolRouter([source_for(fake_mcp.url)]).toolbox()
+    ok = await box.execute(ToolCall("c1", "lookup_listing", {"mls_number": "A1"}), CONTEXT)
+    assert ok.to_json() == {
+        "toolCallId": "c1",
+        "success": True,
+        "result": {"mlsNumber": "A1", "price": 1250000, "status": "active"},
+    }
+    failed = await box.execute(ToolCall("c2", "fail_always", {"reason": "today"}), CONTEXT)
+    assert failed.success is False
+    assert failed.error == "Error executing tool fail_always: listing service unavailable today"
+    # Checked against the listed schema before the server is asked.
+    invalid = await box.execute(ToolCall("c3", "mls_search", {"city": 3}), CONTEXT)
+    assert invalid.error == "Invalid arguments: 3 is not of type 'string' (at city)"
+    # The dotted name is offered sanitised and called by its real name.
+    found = await box.execute(ToolCall("c4", "mls_search", {"city": "Austin"}), CONTEXT)
+    assert found.result == {"result": ["Austin tower", "Austin plaza"]}  # the server wraps lists
+    assert fake_mcp.calls == [
+        ("lookup_listing", {"mls_number": "A1"}),
+        ("fail_always", {"reason": "today"}),
+        ("mls.search", {"city": "Austin"}),
+    ]
+
+
+async def test_the_list_is_cached_per_url_for_the_ttl(fake_mcp: FakeMcp) -> None:
+    source = source_for(fake_mcp.url, ttl_s=0.3)
+    first = await source.list_tools()
+    assert await source.list_tools() is first
+    await asyncio.sleep(0.35)
+    again = await source.list_tools()
+    assert again is not first
+    assert [t.name for t in again] == [t.name for t in first]
+
+
+async def test_concurrent_chats_share_one_refresh(fake_mcp: FakeMcp) -> None:
+    source = source_for(fake_mcp.url)
+    lists = await asyncio.gather(*(source.list_tools() for _ in range(20)))
+    assert all(result is lists[0] for result in lists)
+
+
+async def test_a_server_that_is_down_means_no_mcp_tools(dead_url: str) -> None:
+    builtin = make_tool("contact_search")
+    router = ToolRouter([StaticSource([builtin]), source_for(dead_url)])
+    box = await router.toolbox()
+    assert [s.name for s in box.specs] == ["contact_search"]
+
+
+async def test_unset_url_lists_nothing_without_connecting() -> None:
+    assert await source_for(None).list_tools() == ()
+    assert await source_for("   ").list_tools() == ()
+
+
+async def test_a_call_to_a_server_gone_down_is_a_tool_error(
+    fake_mcp: FakeMcp, dead_url: str
+) -> None:
+    urls = [fake_mcp.url]
+
+    async def server_url() -> str | None:
+        return urls[0]
+
+    source = McpSource(server_url, ttl_s=30, timeout_s=5)
+    tools = {t.name: t for t in await source.list_tools()}
+    urls[0] = dead_url
+    with pytest.raises(ToolError, match=r"^MCP server error: ConnectError"):
+        await tools["echo_text"].handler({"text": "hi"}, CONTEXT)
