@@ -33,7 +33,7 @@ class WrkResult:
 
     def figure(self) -> str:
         if self.requests == 0:  # wrk reports zero latencies then, which would read as fast
-            return f"n/a: no request completed ({self.errors} errors)"
+            return f"n/a: no request completed in the window ({self.errors} errors)"
         rate = f"{self.rps:,.1f}" if self.rps < 10 else f"{self.rps:,.0f}"
         return f"{rate} req/s, p50 {ms(self.p50_s)}, p99 {ms(self.p99_s)}"
 
