@@ -64,6 +64,7 @@ async def close_services(services: Services) -> None:
     await services.chat_runs.drain(CHAT_DRAIN_S)
     await close_providers(dict(services.providers))
     await services.crm.aclose()
+    await services.tools.aclose()
     await services.db.dispose()
 
 

@@ -4,6 +4,12 @@ SQLite is the embedded default, so it is tuned to behave under concurrency: WAL 
 a busy timeout, and write transactions that start with BEGIN IMMEDIATE behind an in-process
 lock. A deferred transaction that reads and then writes can fail at once with "database is
 locked" when another writer got in between; taking the write lock up front avoids that.
+Reads start no transaction at all (autocommit): each SELECT sees a consistent snapshot of its
+own, and skipping BEGIN saves thread hand-offs on every read.
+
+On PostgreSQL the pool is sized for many concurrent short units of work (the chat path holds a
+connection only for a statement or two, never across a provider or tool call); connections are
+recycled by age instead of pinged on every checkout, which cost a round trip per unit of work.
 """
 
 from __future__ import annotations
@@ -68,6 +74,10 @@ def new_id() -> str:
 
 
 _IMMEDIATE = "controlcenter_immediate"
+_READ_ONLY = "controlcenter_read_only"
+POOL_SIZE = 20
+POOL_OVERFLOW = 80  # 100 per process, well under the test server's max_connections=400
+POOL_RECYCLE_S = 1800
 
 
 class Database:
@@ -80,7 +90,9 @@ class Database:
         if self.is_sqlite:
             kwargs["connect_args"] = {"timeout": 30}
         else:
-            kwargs.update(pool_size=20, max_overflow=20, pool_pre_ping=True)
+            kwargs.update(
+                pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW, pool_recycle=POOL_RECYCLE_S
+            )
         self.engine: AsyncEngine = create_async_engine(url, **kwargs)
         if self.is_sqlite:
             _tune_sqlite(self.engine)
@@ -92,6 +104,8 @@ class Database:
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
         async with self.sessions() as session:
+            if self.is_sqlite:
+                await session.connection(execution_options={_READ_ONLY: True})
             yield session
 
     @asynccontextmanager
@@ -125,5 +139,7 @@ def _tune_sqlite(engine: AsyncEngine) -> None:
 
     @event.listens_for(sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
-        immediate = conn.get_execution_options().get(_IMMEDIATE, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        options = conn.get_execution_options()
+        if options.get(_READ_ONLY, False):
+            return  # autocommit: see the module docstring
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get(_IMMEDIATE, False) else "BEGIN")

@@ -30,3 +30,9 @@ class Services:
 def get_services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
+
+
+async def services_dependency(request: Request) -> Services:
+    """`get_services` for `Depends`: async, so FastAPI resolves it on the event loop instead
+    of a thread-pool hop per request (sync callers keep `get_services`)."""
+    return get_services(request)

@@ -3,11 +3,14 @@ FastMCP) and served over streamable HTTP by LoopbackServer.
 
 Tools: `lookup_listing` (structured result), `echo_text` (plain text), `fail_always` (a tool
 error), `mls.search` (a name that needs sanitising for the providers), `contact_notes` (a name
-in the priority group). `calls` records every call the server received, in order.
+in the priority group). `calls` records every call the server received, in order;
+`methods` the JSON-RPC method of every request message, in order.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +27,7 @@ MCP_PATH = "/mcp"
 class FakeMcp:
     server: LoopbackServer
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    methods: list[str] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -31,6 +35,7 @@ class FakeMcp:
 
     def reset(self) -> None:
         self.calls.clear()
+        self.methods.clear()
 
 
 def build_fake_mcp() -> FakeMcp:
@@ -66,7 +71,30 @@ def build_fake_mcp() -> FakeMcp:
         streamable_http_path=MCP_PATH,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    fake.server = LoopbackServer(asgi, uvicorn_options={"lifespan": "on"})
+
+    async def recording(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await asgi(scope, receive, send)
+            return
+        body = b""
+
+        async def peek() -> Any:
+            nonlocal body
+            message = await receive()
+            if message["type"] != "http.request":
+                return message
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                with contextlib.suppress(ValueError):
+                    parsed = json.loads(body)
+                    for item in parsed if isinstance(parsed, list) else [parsed]:
+                        if isinstance(item, dict) and "method" in item:
+                            fake.methods.append(item["method"])
+            return message
+
+        await asgi(scope, peek, send)
+
+    fake.server = LoopbackServer(recording, uvicorn_options={"lifespan": "on"})
     return fake
 
 

@@ -62,6 +62,24 @@ async def test_calls_return_structured_results_and_errors(fake_mcp: FakeMcp) -> 
     ]
 
 
+async def test_calls_share_one_session_and_close_with_the_source(fake_mcp: FakeMcp) -> None:
+    source = source_for(fake_mcp.url)
+    tools = {t.name: t for t in await source.list_tools()}
+    echo = tools["echo_text"].handler
+    results = await asyncio.gather(*(echo({"text": str(i)}, CONTEXT) for i in range(10)))
+    assert results == [{"result": f"echo: {i}"} for i in range(10)]
+    assert await echo({"text": "again"}, CONTEXT) == {"result": "echo: again"}
+    assert len(fake_mcp.calls) == 11
+    # One connection set-up (a discover probe or an initialize handshake) for all of them.
+    setup = [m for m in fake_mcp.methods if m != "tools/call"]
+    assert fake_mcp.methods.count("tools/call") == 11
+    assert setup.count("tools/list") == 1
+    assert len(setup) <= 3, setup
+    await source.aclose()
+    with pytest.raises(ToolError, match=r"^MCP server error: RuntimeError: the MCP source is cl"):
+        await echo({"text": "late"}, CONTEXT)
+
+
 async def test_the_list_is_cached_per_url_for_the_ttl(fake_mcp: FakeMcp) -> None:
     source = source_for(fake_mcp.url, ttl_s=0.3)
     first = await source.list_tools()

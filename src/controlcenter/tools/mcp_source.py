@@ -5,16 +5,28 @@ The list is cached for `mcp_cache_ttl_s` per URL, failures included, so a server
 or slow costs one attempt per TTL instead of one per chat. An unreachable server means "no MCP
 tools" (logged), never a failed chat; a failed call is a ToolError, which the router turns
 into a failed ToolResult the model can read.
+
+All MCP traffic goes through one long-lived HTTP client (building one loads the CA bundle,
+which dominated the event loop under load) and one MCP session per URL, shared by concurrent
+calls, so a call costs one request instead of a connection plus a handshake. A session that
+fails is dropped and the next call opens a fresh one; a call that fails because its session
+was gone before the request ran (connect error, "Session terminated") is retried once on a
+fresh session, since the server cannot have run it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
+import httpx2
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 
 from controlcenter.logs import get_logger
@@ -23,6 +35,8 @@ from controlcenter.tools.base import Tool, ToolContext, ToolError
 log = get_logger(__name__)
 
 MCP_SERVER_URL_SETTING = "mcpServerUrl"
+
+_T = TypeVar("_T")
 
 
 class McpSource:
@@ -38,6 +52,19 @@ class McpSource:
         self._timeout_s = timeout_s
         self._cached: tuple[str, float, tuple[Tool, ...]] | None = None
         self._lock = asyncio.Lock()
+        self._http: httpx2.AsyncClient | None = None
+        self._session: _Session | None = None
+        self._closed = False
+
+    async def aclose(self) -> None:
+        """Close the session and the HTTP client (at shutdown)."""
+        self._closed = True
+        session, self._session = self._session, None
+        if session is not None:
+            await session.aclose()
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
 
     async def list_tools(self) -> Sequence[Tool]:
         url = (await self._server_url() or "").strip()
@@ -62,24 +89,57 @@ class McpSource:
 
     async def _fetch(self, url: str) -> tuple[Tool, ...]:
         try:
-            async with asyncio.timeout(self._timeout_s), self._client(url) as client:
-                tools: list[Tool] = []
-                cursor: str | None = None
-                while True:
-                    page = await client.list_tools(cursor=cursor)
-                    tools.extend(
-                        self._tool(t.name, t.description, t.input_schema) for t in page.tools
-                    )
-                    cursor = page.next_cursor
-                    if not cursor:
-                        return tuple(tools)
+            return await self._with_session(url, self._list_all)
         except Exception as exc:
             # The URL may carry credentials: log what failed, not where.
             log.warning("MCP server unavailable; offering no MCP tools", error=_describe(exc))
             return ()
 
-    def _client(self, url: str) -> Client:
-        return Client(url, read_timeout_seconds=self._timeout_s, cache=None)
+    async def _list_all(self, client: Client) -> tuple[Tool, ...]:
+        tools: list[Tool] = []
+        cursor: str | None = None
+        while True:
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(self._tool(t.name, t.description, t.input_schema) for t in page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tuple(tools)
+
+    async def _with_session(self, url: str, work: Callable[[Client], Awaitable[_T]]) -> _T:
+        """Run `work` on the shared session for `url`, within the timeout."""
+        async with asyncio.timeout(self._timeout_s):
+            session = self._session_for(url)
+            reused = session.opened
+            try:
+                return await work(await session.client())
+            except Exception as exc:
+                if isinstance(exc, MCPError) and not _session_gone(exc):
+                    raise  # the server answered: the session is fine
+                self._drop(session)
+                if not (reused and _session_gone(exc)):
+                    raise
+            return await work(await self._session_for(url).client())
+
+    def _session_for(self, url: str) -> _Session:
+        if self._closed:
+            raise RuntimeError("the MCP source is closed")
+        session = self._session
+        if session is not None and session.url == url and not session.failed:
+            return session
+        if session is not None:
+            self._drop(session)
+        if self._http is None:
+            self._http = httpx2.AsyncClient(
+                timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+                limits=httpx2.Limits(max_connections=100, max_keepalive_connections=100),
+            )
+        self._session = _Session(url, self._http, self._timeout_s)
+        return self._session
+
+    def _drop(self, session: _Session) -> None:
+        if self._session is session:
+            self._session = None
+        session.close_soon()
 
     def _tool(self, name: str, description: str | None, schema: dict[str, Any]) -> Tool:
         async def call(arguments: dict[str, Any], context: ToolContext) -> Any:
@@ -91,13 +151,70 @@ class McpSource:
         url = (await self._server_url() or "").strip()
         if not url:
             raise ToolError("The MCP server is no longer configured")
+
+        async def call(client: Client) -> CallToolResult:
+            return await client.call_tool(name, arguments)
+
         try:
-            async with asyncio.timeout(self._timeout_s), self._client(url) as client:
-                result = await client.call_tool(name, arguments)
+            result = await self._with_session(url, call)
         except Exception as exc:
             log.warning("MCP tool call failed", tool=name, error=_describe(exc))
             raise ToolError(f"MCP server error: {_describe(exc)}") from exc
         return _result_value(result)
+
+
+class _Session:
+    """One MCP session, held open by a task of its own: anyio's cancel scopes inside the
+    client must be left by the task that entered them, while calls come from many chats."""
+
+    def __init__(self, url: str, http: httpx2.AsyncClient, timeout_s: float) -> None:
+        self.url = url
+        self.failed = False
+        self._ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        self._task = asyncio.create_task(self._run(http, timeout_s))
+
+    @property
+    def opened(self) -> bool:
+        return self._ready.done() and not self._ready.cancelled() and not self._ready.exception()
+
+    async def client(self) -> Client:
+        # Shielded: one caller's timeout must not cancel the connection the others wait for.
+        return await asyncio.shield(self._ready)
+
+    async def _run(self, http: httpx2.AsyncClient, timeout_s: float) -> None:
+        transport = streamable_http_client(self.url, http_client=http)
+        try:
+            async with Client(transport, read_timeout_seconds=timeout_s, cache=None) as client:
+                self._ready.set_result(client)
+                await self._stop.wait()
+        except Exception as exc:
+            if not self._ready.done():
+                self._ready.set_exception(exc)
+        finally:
+            self.failed = True
+            if not self._ready.done():
+                self._ready.cancel()
+
+    def close_soon(self) -> None:
+        self.failed = True
+        self._stop.set()
+
+    async def aclose(self) -> None:
+        self.close_soon()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(self._task), 5)
+        if not self._task.done():
+            self._task.cancel()
+
+
+def _session_gone(exc: BaseException) -> bool:
+    """Whether the request never reached a live session, so the server cannot have run it."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    if isinstance(exc, MCPError):
+        return exc.message == "Session terminated"
+    return isinstance(exc, httpx2.ConnectError)
 
 
 def _result_value(result: CallToolResult) -> Any:

@@ -166,6 +166,13 @@ class ToolRouter:
         self._sources.remove(source)
         self._memo = None
 
+    async def aclose(self) -> None:
+        """Close the sources that hold connections (at shutdown)."""
+        for source in self._sources:
+            close = getattr(source, "aclose", None)
+            if close is not None:
+                await close()
+
     async def tools(self) -> list[Tool]:
         """Every known tool, first source first, one per name."""
         return _merge([await source.list_tools() for source in self._sources])

@@ -1,0 +1,164 @@
+"""Concurrent chat streams against the fake provider, the service's memory while they are open.
+
+The fake provider answers in 200 ms; replies 1 and 2 ask for a cheap tool of the fake MCP
+server, reply 3 is text, so the ideal chat takes 3 x 200 ms. The provider and the MCP server
+run in processes of their own, the chats come from a client process of their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.deploy import Deployment, Options
+from bench.fakes import FakeProc
+from bench.procs import PYTHON, ROOT, Profiler, RssSampler, rss_kib
+from bench.results import Row, ms, pct
+from bench.seed import save_settings, seed_accounts
+
+PROVIDER_DELAY_S = 0.2
+PROVIDER_CALLS = 3
+IDEAL_S = PROVIDER_DELAY_S * PROVIDER_CALLS
+CHAT_USERS = 100
+TARGET_START_S = 0.050
+TARGET_TOTAL = 1.05
+TARGET_STREAM_KIB = 100
+
+
+@dataclass
+class Level:
+    chats: int
+    records: list[dict[str, Any]]
+    samples: list[tuple[float, int]]
+    idle_kib: int
+
+    @property
+    def errors(self) -> list[str]:
+        return [r["error"] for r in self.records if r.get("error")]
+
+    def latencies(self, key: str) -> list[float]:
+        return sorted(r[key] - r["start"] for r in self.records if key in r)
+
+    @property
+    def peak_kib(self) -> int:
+        return max((kib for _, kib in self.samples), default=self.idle_kib)
+
+    def open_at_peak(self) -> int:
+        """Streams open (headers received, not yet ended) when the RSS peaked."""
+        if not self.samples:
+            return 0
+        t_peak = max(self.samples, key=lambda s: s[1])[0]
+        return sum(
+            1
+            for r in self.records
+            if "headers" in r and r["headers"] <= t_peak <= r.get("end", float("inf"))
+        )
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    index = min(len(values) - 1, max(0, round(q / 100 * len(values) + 0.5) - 1))
+    return values[index]
+
+
+def run(deployment: Deployment, options: Options) -> list[Row]:
+    levels = (1, 100, 300) if options.quick else (1, 100, 1000)
+    with tempfile.TemporaryDirectory(prefix="bench-chat-") as tmp:
+        work = Path(tmp)
+        with FakeProc("llm", work, PROVIDER_DELAY_S) as llm, FakeProc("mcp", work) as mcp:
+            accounts = asyncio.run(
+                seed_accounts(deployment.database_url, deployment.secret_key, "chat", CHAT_USERS)
+            )
+            (admin,) = asyncio.run(
+                seed_accounts(
+                    deployment.database_url, deployment.secret_key, "admin", 1, role="super_admin"
+                )
+            )
+            settings = {"providerAApiKey": llm.info["api_key"], "mcpServerUrl": mcp.info["url"]}
+            asyncio.run(
+                save_settings(deployment.database_url, deployment.fernet_key, settings, admin.id)
+            )
+            tokens = work / "tokens.json"
+            tokens.write_text(json.dumps([a.session for a in accounts]))
+            env = {
+                "PROVIDER_A_BASE_URL": llm.info["url"],
+                "PROVIDER_MAX_RETRIES": "0",
+                "PROVIDER_TIMEOUT_S": "60",
+                "MCP_TIMEOUT_S": "30",
+            }
+            service, url = deployment.service(env)
+            with service:
+                service.wait_http(url + "/healthz")
+                _client(url, tokens, 2, work)  # warm-up: imports, pools, the MCP tool list
+                results = []
+                for chats in levels:
+                    idle = rss_kib(service.pid)
+                    with (
+                        RssSampler(service.pid) as sampler,
+                        Profiler(service.pid, options.profile_dir, f"chat-{chats}"),
+                    ):
+                        records = _client(url, tokens, chats, work)
+                    results.append(Level(chats, records, sampler.samples, idle))
+    return _rows(deployment.db_kind, results)
+
+
+def _client(url: str, tokens: Path, chats: int, work: Path) -> list[dict[str, Any]]:
+    out = work / f"chat-{chats}.json"
+    argv = [PYTHON, "-m", "bench.chat_client", "--url", url, "--tokens", str(tokens)]
+    argv += ["--chats", str(chats), "--timeout", "120", "--out", str(out)]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    if done.returncode != 0:
+        raise RuntimeError(f"chat client failed:\n{done.stderr[-3000:]}")
+    records: list[dict[str, Any]] = json.loads(out.read_text())
+    return records
+
+
+def _rows(db: str, levels: list[Level]) -> list[Row]:
+    rows: list[Row] = []
+    for level in levels:
+        n = level.chats
+        starts, totals = level.latencies("message_start"), level.latencies("complete")
+        s50, s99 = percentile(starts, 50), percentile(starts, 99)
+        t50, t99 = percentile(totals, 50), percentile(totals, 99)
+        errors = level.errors
+        note = f"{len(errors)} errors, first: {errors[0]}" if errors else ""
+        start_row = Row(
+            db,
+            f"chat x{n}: to message_start",
+            f"p50 {ms(s50)}, p99 {ms(s99)}",
+            baseline=f"target {ms(TARGET_START_S)}",
+            note=note,
+        )
+        total_row = Row(
+            db,
+            f"chat x{n}: total",
+            f"p50 {ms(t50)}, p99 {ms(t99)}; {len(errors)} errors",
+            baseline=f"ideal {ms(IDEAL_S)}",
+            ratio=f"p50 +{pct(t50 / IDEAL_S - 1)}, p99 +{pct(t99 / IDEAL_S - 1)}",
+        )
+        if n == 100:
+            start_row.target, start_row.met = "p99 < 50 ms", s99 < TARGET_START_S and not errors
+            total_row.target = "p99 within 5% of ideal"
+            total_row.met = t99 <= IDEAL_S * TARGET_TOTAL and not errors
+        rows += [start_row, total_row]
+        if n == max(lv.chats for lv in levels):
+            grown = level.peak_kib - level.idle_kib
+            per_stream = grown / n
+            rows.append(
+                Row(
+                    db,
+                    f"chat x{n}: service memory",
+                    f"peak RSS {level.peak_kib / 1024:.0f} MiB, {per_stream:.0f} KiB per stream",
+                    baseline=f"idle RSS {level.idle_kib / 1024:.0f} MiB",
+                    ratio=f"{level.open_at_peak()} open at peak",
+                    target=f"0 errors, < {TARGET_STREAM_KIB} KiB/stream",
+                    met=not errors and per_stream < TARGET_STREAM_KIB,
+                )
+            )
+    return rows

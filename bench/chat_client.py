@@ -1,0 +1,92 @@
+"""The chat load: N concurrent chats from one client process with httpx + httpx-sse.
+
+    python -m bench.chat_client --url URL --tokens FILE --chats N --out FILE
+
+Each chat is one POST with its own stream, sent by a task of its own; all start together.
+Written to --out: one record per chat with monotonic timestamps (comparable across processes
+on Linux), so the caller can line them up with its memory samples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from httpx_sse import aconnect_sse
+
+CHAT_PATH = "/api/v1/control-center/chat"
+EXPECTED_TOOL_CALLS = 2
+
+
+async def one_chat(http: httpx.AsyncClient, token: str, index: int) -> dict[str, Any]:
+    record: dict[str, Any] = {"start": time.monotonic(), "error": None}
+    body = {"message": f"Bench chat {index}: what is new?", "provider": "provider_a"}
+    headers = {"Authorization": f"Bearer {token}"}
+    try:
+        async with aconnect_sse(http, "POST", CHAT_PATH, json=body, headers=headers) as source:
+            record["headers"] = time.monotonic()
+            if source.response.status_code != 200:
+                await source.response.aread()
+                record["error"] = f"HTTP {source.response.status_code}"
+                return record
+            async for event in source.aiter_sse():
+                data = json.loads(event.data)
+                kind = data.get("type")
+                if kind == "message_start":
+                    record["message_start"] = time.monotonic()
+                elif kind == "error":
+                    record["error"] = f"error event: {data.get('error')}"
+                    return record
+                elif kind == "message_complete":
+                    record["complete"] = time.monotonic()
+                    message = data["message"]
+                    results = message.get("toolResults") or []
+                    if len(results) != EXPECTED_TOOL_CALLS or not all(
+                        r.get("success") for r in results
+                    ):
+                        record["error"] = f"tool results: {results!r}"[:200]
+        record["end"] = time.monotonic()
+        if "complete" not in record and record["error"] is None:
+            record["error"] = "stream ended without message_complete"
+    except Exception as exc:  # every failure is a figure of the run, not a crash
+        record["error"] = f"{type(exc).__name__}: {exc}"[:200]
+    return record
+
+
+async def run(url: str, tokens: list[str], chats: int, limit_s: float) -> list[dict[str, Any]]:
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=limit_s) as http:
+        tasks = [
+            asyncio.create_task(one_chat(http, tokens[i % len(tokens)], i)) for i in range(chats)
+        ]
+        await asyncio.wait(tasks, timeout=limit_s)
+        records = []
+        for task in tasks:
+            if task.done():
+                records.append(task.result())
+            else:
+                task.cancel()
+                records.append({"start": 0.0, "error": f"not done after {limit_s}s"})
+        return records
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.chat_client")
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--tokens", required=True, help="JSON list of session JWTs")
+    parser.add_argument("--chats", type=int, required=True)
+    parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    tokens = json.loads(Path(args.tokens).read_text())
+    records = asyncio.run(run(args.url, tokens, args.chats, args.timeout))
+    Path(args.out).write_text(json.dumps(records))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""`python -m bench` (what `make bench` runs): every measurement, one table.
+
+    make bench BENCH_ARGS="--only dashboard,chat --db sqlite --quick --record"
+
+PostgreSQL runs in a child process under scripts/with-postgres.sh (a throwaway server on
+127.0.0.1); its rows come back as JSON and join the same table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench import chat, dashboard, onboarding
+from bench.deploy import Deployment, Options
+from bench.procs import PYTHON, ROOT
+from bench.results import Row, table
+from bench.system import machine
+
+Section = Callable[[Deployment, Options], list[Row]]
+
+SECTIONS: dict[str, Section] = {
+    "dashboard": dashboard.run,
+    "chat": chat.run,
+    "onboarding": onboarding.run,
+}
+DBS = ("sqlite", "postgres")
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument(
+        "--only",
+        default=",".join(SECTIONS),
+        help=f"comma-separated sections among {', '.join(SECTIONS)} (default: all)",
+    )
+    parser.add_argument("--db", choices=[*DBS, "both"], default="both")
+    parser.add_argument("--quick", action="store_true", help="shorter runs, for a smoke test")
+    parser.add_argument("--record", action="store_true", help="append the run to BENCHMARKS.md")
+    parser.add_argument("--profile", metavar="DIR", help="write py-spy profiles of the service")
+    parser.add_argument("--child-json", help=argparse.SUPPRESS)  # the PostgreSQL child's output
+    args = parser.parse_args(argv)
+    args.sections = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = set(args.sections) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown section(s): {', '.join(sorted(unknown))}")
+    return args
+
+
+def run_sections(db_kind: str, args: argparse.Namespace) -> list[Row]:
+    rows: list[Row] = []
+    for name in args.sections:
+        started = time.monotonic()
+        print(f"bench: {db_kind} {name} ...", flush=True)
+        try:
+            deployment = Deployment.create(db_kind, os.environ.get("TEST_DATABASE_URL"))
+            profile = Path(args.profile) / db_kind if args.profile else None
+            rows += SECTIONS[name](deployment, Options(args.quick, profile))
+        except Exception as exc:
+            traceback.print_exc()
+            rows.append(Row(db_kind, name, "n/a", note=f"failed: {exc!r}"[:300]))
+        print(f"bench: {db_kind} {name} done in {time.monotonic() - started:.0f}s", flush=True)
+    return rows
+
+
+def run_postgres(args: argparse.Namespace) -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="bench-pg-") as tmp:
+        out = Path(tmp) / "rows.json"
+        argv = [str(ROOT / "scripts" / "with-postgres.sh"), PYTHON, "-m", "bench"]
+        argv += ["--db", "postgres", "--only", ",".join(args.sections), "--child-json", str(out)]
+        if args.quick:
+            argv.append("--quick")
+        if args.profile:
+            argv += ["--profile", str(Path(args.profile).resolve())]
+        done = subprocess.run(argv, cwd=ROOT, check=False, timeout=900)
+        if done.returncode != 0 or not out.exists():
+            return [Row("postgres", "all", "n/a", note=f"child exited {done.returncode}")]
+        return [Row.from_json(r) for r in json.loads(out.read_text())]
+
+
+def record(rows: list[Row], args: argparse.Namespace) -> None:
+    info = machine()
+    path = ROOT / "BENCHMARKS.md"
+    head = path.read_text() if path.exists() else "# Benchmarks\n"
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    entry = (
+        f"\n## Run of {when}\n\n"
+        f"Machine: {info['nproc']} CPUs ({info['cpu']}), {info['ram']} RAM, "
+        f"Python {info['python']}, Linux {info['kernel']}. "
+        f"Arguments: `{' '.join(sys.argv[1:]) or '(none)'}`.\n\n{table(rows)}\n"
+    )
+    path.write_text(head.rstrip("\n") + "\n" + entry)
+    print(f"bench: recorded in {path}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    if args.child_json:
+        rows = run_sections(args.db, args)
+        Path(args.child_json).write_text(json.dumps([r.to_json() for r in rows]))
+        return
+    started = time.monotonic()
+    rows = []
+    if args.db in ("sqlite", "both"):
+        rows += run_sections("sqlite", args)
+    if args.db in ("postgres", "both"):
+        rows += run_postgres(args)
+    print()
+    print(table(rows))
+    print(f"\nbench: {time.monotonic() - started:.0f}s in all")
+    if args.record:
+        record(rows, args)

@@ -1,0 +1,136 @@
+"""Dashboard index throughput and latency under wrk, against a bare Starlette app."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from bench.deploy import Deployment, Options, bare_app
+from bench.procs import Profiler
+from bench.results import Row, ms, pct
+from bench.seed import seed_accounts
+from bench.system import ensure_debian_tool
+
+LUA = Path(__file__).with_name("report.lua")
+CONNECTIONS = 64
+
+
+@dataclass(frozen=True)
+class WrkResult:
+    rps: float
+    p50_s: float
+    p99_s: float
+    requests: int
+    errors: int
+
+    def figure(self) -> str:
+        if self.requests == 0:  # wrk reports zero latencies then, which would read as fast
+            return f"n/a: no request completed in the window ({self.errors} errors)"
+        rate = f"{self.rps:,.1f}" if self.rps < 10 else f"{self.rps:,.0f}"
+        return f"{rate} req/s, p50 {ms(self.p50_s)}, p99 {ms(self.p99_s)}"
+
+
+def wrk(url: str, headers: Mapping[str, str], seconds: float) -> WrkResult:
+    """One wrk run at 64 connections from one thread (the second core serves)."""
+    argv = [ensure_debian_tool("wrk"), "-t1", f"-c{CONNECTIONS}", f"-d{max(1, round(seconds))}s"]
+    argv += ["--timeout", "10s", "-s", str(LUA)]
+    for name, value in headers.items():
+        argv += ["-H", f"{name}: {value}"]
+    argv.append(url)
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 30, check=True)
+    line = next((x for x in out.stdout.splitlines() if x.startswith("BENCH_JSON ")), None)
+    if line is None:
+        raise RuntimeError(f"wrk printed no report:\n{out.stdout}\n{out.stderr}")
+    data = json.loads(line.removeprefix("BENCH_JSON "))
+    errors = sum(data[k] for k in ("connect", "read", "write", "status", "timeout"))
+    return WrkResult(
+        rps=data["requests"] / (data["duration_us"] / 1e6),
+        p50_s=data["p50_us"] / 1e6,
+        p99_s=data["p99_us"] / 1e6,
+        requests=data["requests"],
+        errors=errors,
+    )
+
+
+def _basic(user: str, secret: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{secret}".encode()).decode()
+
+
+def run(deployment: Deployment, options: Options) -> list[Row]:
+    seconds = 3 if options.quick else 8
+    db = deployment.db_kind
+    (account,) = asyncio.run(
+        seed_accounts(deployment.database_url, deployment.secret_key, "dash", 1)
+    )
+    app_id = "dashboard"
+    path = f"/ocs/v2.php/apps/{app_id}/api"
+    ocs = {"OCS-APIRequest": "true"}
+    modes = {
+        "bearer (session JWT)": {"Authorization": f"Bearer {account.session}"},
+        "basic + API token": {"Authorization": _basic(account.email, account.api_token)},
+        "basic + password": {"Authorization": _basic(account.email, account.password)},
+    }
+    service, service_url = deployment.service()
+    results: dict[str, WrkResult] = {}
+    with service:
+        service.wait_http(service_url + "/healthz")
+        first = httpx.get(service_url + path, headers={**ocs, **modes["bearer (session JWT)"]})
+        if first.status_code != 200:
+            return [Row(db, "dashboard index", "n/a", note=f"answered {first.status_code}")]
+        body = first.text
+        for mode, headers in modes.items():
+            check = httpx.get(service_url + path, headers={**ocs, **headers}, timeout=30)
+            if check.status_code != 200:
+                results[mode] = WrkResult(0, 0, 0, 0, 1)
+                continue
+            wrk(service_url + path, {**ocs, **headers}, 1)  # warm-up
+            # Argon2 makes every password request cost ~tens of ms: a shorter run suffices.
+            with Profiler(service.pid, options.profile_dir, f"dashboard-{mode.split()[0]}"):
+                results[mode] = wrk(
+                    service_url + path,
+                    {**ocs, **headers},
+                    seconds / 2 if "password" in mode else seconds,
+                )
+    bare, bare_url = bare_app(path, body)
+    with bare:
+        bare.wait_http(bare_url + "/healthz")
+        wrk(bare_url + path, ocs, 1)
+        baseline = wrk(bare_url + path, ocs, seconds)
+
+    rows = [Row(db, "dashboard: bare Starlette", baseline.figure(), note=_errors(baseline))]
+    bearer = results["bearer (session JWT)"]
+    for mode, result in results.items():
+        ratio = result.rps / baseline.rps if baseline.rps else 0.0
+        row = Row(
+            db,
+            f"dashboard: {mode}",
+            result.figure(),
+            baseline=f"bare {baseline.rps:,.0f} req/s",
+            ratio=pct(ratio),
+            note=_errors(result),
+        )
+        if mode.startswith("bearer"):
+            row.target, row.met = ">= 50% of bare", ratio >= 0.5 and not result.errors
+        elif "token" in mode:
+            vs_bearer = result.rps / bearer.rps if bearer.rps else 0.0
+            row.baseline += f"; bearer {bearer.rps:,.0f} req/s"
+            row.ratio += f" of bare; {pct(vs_bearer)} of bearer"
+            row.target, row.met = ">= 80% of bearer", vs_bearer >= 0.8 and not result.errors
+        rows.append(row)
+    return rows
+
+
+def _errors(result: WrkResult) -> str:
+    return f"{result.errors} errors of {result.requests:,} requests" if result.errors else ""
+
+
+def wrk_available() -> bool:
+    return shutil.which("wrk") is not None

@@ -1,0 +1,83 @@
+"""A throwaway deployment of the service: database, keys, var dir, and how to start it."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cryptography.fernet import Fernet
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from bench.procs import BIN, PYTHON, Proc, free_port
+
+# The same server settings for the service and its baseline: one worker, uvicorn's defaults
+# otherwise, as `controlcenter serve` passes them (host, port, workers, log level, proxy headers).
+WORKERS = 1
+LOG_LEVEL = "warning"
+
+
+@dataclass(frozen=True)
+class Options:
+    quick: bool = False  # shorter runs, for a smoke test
+    profile_dir: Path | None = None  # py-spy profiles of the service under load go here
+
+
+@dataclass
+class Deployment:
+    db_kind: str  # "sqlite" or "postgres"
+    database_url: str
+    var_dir: Path
+    secret_key: str = field(default_factory=lambda: secrets.token_urlsafe(48))
+    fernet_key: str = field(default_factory=lambda: Fernet.generate_key().decode())
+
+    @classmethod
+    def create(cls, db_kind: str, postgres_url: str | None = None) -> Deployment:
+        var_dir = Path(tempfile.mkdtemp(prefix=f"bench-{db_kind}-"))
+        if db_kind == "sqlite":
+            url = f"sqlite+aiosqlite:///{var_dir / 'controlcenter.db'}"
+        else:
+            if not postgres_url:
+                raise RuntimeError("postgres run without TEST_DATABASE_URL")
+            url = postgres_url
+            asyncio.run(_reset_postgres(url))
+        return cls(db_kind=db_kind, database_url=url, var_dir=var_dir)
+
+    def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        return {
+            "DATABASE_URL": self.database_url,
+            "SECRET_KEY": self.secret_key,
+            "SETTINGS_ENCRYPTION_KEY": self.fernet_key,
+            "VAR_DIR": str(self.var_dir),
+            "LOG_LEVEL": LOG_LEVEL.upper(),
+            **(extra or {}),
+        }
+
+    def service(self, extra_env: Mapping[str, str] | None = None) -> tuple[Proc, str]:
+        """`controlcenter serve` on a free port (migrations, API and outbox worker)."""
+        port = free_port()
+        argv = [str(BIN / "controlcenter"), "serve", "--host", "127.0.0.1", "--port", str(port)]
+        argv += ["--workers", str(WORKERS)]
+        return Proc("service", argv, self.env(extra_env)), f"http://127.0.0.1:{port}"
+
+
+def bare_app(path: str, body: str) -> tuple[Proc, str]:
+    """The bare Starlette baseline under the same uvicorn settings as the service."""
+    port = free_port()
+    argv = [PYTHON, "-m", "uvicorn", "bench.bare:app", "--host", "127.0.0.1"]
+    argv += ["--port", str(port), "--workers", str(WORKERS), "--log-level", LOG_LEVEL]
+    argv += ["--proxy-headers"]
+    env = {"BENCH_BARE_PATH": path, "BENCH_BARE_BODY": body}
+    return Proc("bare", argv, env), f"http://127.0.0.1:{port}"
+
+
+async def _reset_postgres(url: str) -> None:
+    engine = create_async_engine(url)
+    async with engine.begin() as conn:
+        await conn.execute(text("DROP SCHEMA public CASCADE"))
+        await conn.execute(text("CREATE SCHEMA public"))
+    await engine.dispose()

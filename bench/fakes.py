@@ -1,0 +1,126 @@
+"""The outside systems of a run, each in its own process so that none competes with the
+service's event loop (nor with each other's): the project's own loopback fakes from tests/fakes,
+started and scripted for benchmarking.
+
+    python -m bench.fakes llm --info FILE --delay 0.2
+    python -m bench.fakes mcp --info FILE
+    python -m bench.fakes crm --info FILE --delay 5
+
+Each writes a JSON description (its URL, its credentials) to FILE once it serves, then runs
+until it is terminated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.procs import PYTHON, Proc
+
+LLM_API_KEY = "sk-ant-api03-bench-" + "k" * 40
+BENCH_TOOL = "echo_text"  # a cheap tool of the fake MCP server
+TOOL_ROUNDS = 2  # replies 1 and 2 ask for the tool, reply 3 is text
+
+
+def _tool_results(body: dict[str, Any]) -> int:
+    """How many tool results the request carries (Anthropic's `tool_result` blocks)."""
+    count = 0
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, list):
+            count += sum(1 for b in content if isinstance(b, dict) and b["type"] == "tool_result")
+    return count
+
+
+def serve_llm(delay_s: float) -> dict[str, Any]:
+    from tests.fakes.llm import FakeAnthropic, Reply, ToolUse
+
+    fake = FakeAnthropic(LLM_API_KEY)
+
+    def responder(body: dict[str, Any]) -> Reply:
+        done = _tool_results(body)
+        if done < TOOL_ROUNDS:
+            tool = ToolUse(BENCH_TOOL, {"text": f"round {done + 1}"})
+            return Reply(text=f"Looking that up ({done + 1}).", tool_uses=[tool], delay_s=delay_s)
+        return Reply(text="Here is what I found.", delay_s=delay_s)
+
+    fake.responder = responder
+    # The fake keeps every request for tests to inspect; a benchmark has no use for them.
+    fake.requests = _Discard()
+    fake.start()
+    return {"url": fake.url, "api_key": LLM_API_KEY}
+
+
+class _Discard(list[Any]):
+    def append(self, item: Any) -> None:
+        pass
+
+
+def serve_mcp() -> dict[str, Any]:
+    from tests.fakes.mcp_server import build_fake_mcp
+
+    fake = build_fake_mcp()
+    fake.calls = _Discard()
+    fake.server.start()
+    return {"url": fake.url}
+
+
+def serve_crm(delay_s: float) -> dict[str, Any]:
+    from tests.fakes.crm import FakeCrm
+
+    fake = FakeCrm()
+    location = fake.add_location(name="Operator")["id"]
+    token = fake.private_token(location)
+    fake.delay_s = delay_s
+    fake.calls = _Discard()
+    fake.start()
+    return {"url": fake.url, "location_id": location, "private_token": token}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.fakes")
+    parser.add_argument("kind", choices=["llm", "mcp", "crm"])
+    parser.add_argument("--info", required=True)
+    parser.add_argument("--delay", type=float, default=0.0)
+    args = parser.parse_args()
+    if args.kind == "llm":
+        info = serve_llm(args.delay)
+    elif args.kind == "mcp":
+        info = serve_mcp()
+    else:
+        info = serve_crm(args.delay)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    Path(args.info + ".tmp").write_text(json.dumps(info))
+    Path(args.info + ".tmp").rename(args.info)
+    stop.wait()
+
+
+class FakeProc(Proc):
+    """A fake in its own process; `info` is what it wrote once serving."""
+
+    def __init__(self, kind: str, info_dir: Path, delay_s: float = 0.0) -> None:
+        self.info_file = info_dir / f"fake-{kind}.json"
+        argv = [PYTHON, "-m", "bench.fakes", kind, "--info", str(self.info_file)]
+        super().__init__(f"fake-{kind}", [*argv, "--delay", str(delay_s)])
+        self.info: dict[str, Any] = {}
+
+    def start(self) -> FakeProc:
+        super().start()
+        deadline = time.monotonic() + 30
+        while not self.info_file.exists():
+            assert self.popen is not None
+            if self.popen.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} did not start:\n{self.output()}")
+            time.sleep(0.05)
+        self.info = json.loads(self.info_file.read_text())
+        return self
+
+
+if __name__ == "__main__":
+    main()

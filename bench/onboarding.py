@@ -1,0 +1,123 @@
+"""Onboarding POST latency while the CRM takes 5 s to answer and the outbox worker delivers.
+
+Each POST writes the record and its outbox jobs; the worker of `controlcenter serve` delivers
+them to the fake CRM (its own process) while the load goes on. The baseline, measured in the
+same run at the same concurrency, is GET /api/v1/onboarding: the same session check and
+one read, without the write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import text
+
+from bench.chat import percentile
+from bench.deploy import Deployment, Options
+from bench.fakes import FakeProc
+from bench.procs import Profiler
+from bench.results import Row, ms
+from bench.seed import Account, save_settings, seed_accounts
+from controlcenter.db import Database
+
+CRM_DELAY_S = 5.0
+CONCURRENCY = 16
+TARGET_S = 0.050
+PATH = "/api/v1/onboarding"
+BODY = {
+    "yearsInBusiness": "10+",
+    "gciLast12Months": "100k-250k",
+    "usingOtherCrm": False,
+    "goalsSelected": ["more leads", "automation"],
+    "brokerageName": "Bench Realty",
+}
+
+
+async def _load(url: str, accounts: list[Account], post: bool) -> tuple[list[float], list[str]]:
+    latencies: list[float] = []
+    errors: list[str] = []
+    queue = list(accounts)
+    limits = httpx.Limits(max_connections=CONCURRENCY)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=30) as http:
+
+        async def worker() -> None:
+            while queue:
+                account = queue.pop()
+                headers = {"Authorization": f"Bearer {account.session}"}
+                started = time.perf_counter()
+                try:
+                    if post:
+                        response = await http.post(PATH, json=BODY, headers=headers)
+                    else:
+                        response = await http.get(PATH, headers=headers)
+                    latencies.append(time.perf_counter() - started)
+                    data: Any = response.json()
+                    if response.status_code != 200 or (post and data.get("success") is not True):
+                        errors.append(f"HTTP {response.status_code}: {response.text[:100]}")
+                except Exception as exc:
+                    errors.append(f"{type(exc).__name__}: {exc}"[:200])
+
+        await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(CONCURRENCY))), 300)
+    return sorted(latencies), errors
+
+
+async def _delivered(database_url: str) -> tuple[int, int]:
+    database = Database(database_url)
+    try:
+        async with database.read() as db:
+            rows = await db.execute(text("SELECT status, count(*) FROM outbox_jobs GROUP BY 1"))
+            counts = {status: n for status, n in rows.all()}
+    finally:
+        await database.dispose()
+    return counts.get("done", 0), sum(counts.values())
+
+
+def run(deployment: Deployment, options: Options) -> list[Row]:
+    db_kind = deployment.db_kind
+    posts = 60 if options.quick else 300
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-onboarding-") as tmp,
+        FakeProc("crm", Path(tmp), CRM_DELAY_S) as crm,
+    ):
+        url_db, key = deployment.database_url, deployment.secret_key
+        accounts = asyncio.run(seed_accounts(url_db, key, "onb", posts))
+        (admin,) = asyncio.run(seed_accounts(url_db, key, "admin", 1, role="super_admin"))
+        settings = {
+            "crmOwnerLocationId": crm.info["location_id"],
+            "crmPrivateToken": crm.info["private_token"],
+            "tagOnboardingComplete": "onboarding-complete",
+            "tagHighGCI": "high-gci",
+        }
+        asyncio.run(save_settings(url_db, deployment.fernet_key, settings, admin.id))
+        service, url = deployment.service(
+            {"CRM_BASE_URL": crm.info["url"], "OUTBOX_POLL_INTERVAL_S": "0.2"}
+        )
+        with service:
+            service.wait_http(url + "/healthz")
+            asyncio.run(_load(url, accounts[:CONCURRENCY], post=False))  # warm-up
+            base, base_errors = asyncio.run(_load(url, accounts, post=False))
+            with Profiler(service.pid, options.profile_dir, "onboarding-post"):
+                lat, errors = asyncio.run(_load(url, accounts, post=True))
+            time.sleep(CRM_DELAY_S + 2)  # let the worker finish the first deliveries
+            done, total = asyncio.run(_delivered(url_db))
+    p50, p99 = percentile(lat, 50), percentile(lat, 99)
+    note = f"{len(errors)} errors, first: {errors[0]}" if errors else ""
+    if base_errors:
+        note += f" baseline errors: {base_errors[0]}"
+    return [
+        Row(
+            db_kind,
+            f"onboarding POST x{posts} @{CONCURRENCY}, CRM 5 s",
+            f"p50 {ms(p50)}, p99 {ms(p99)}; {len(errors)} errors; outbox {done}/{total} delivered",
+            baseline=f"GET p50 {ms(percentile(base, 50))}, p99 {ms(percentile(base, 99))}",
+            ratio=f"p99 x{p99 / percentile(base, 99):.1f}" if base else "",
+            target="p99 < 50 ms",
+            met=p99 < TARGET_S and not errors,
+            note=note,
+        )
+    ]

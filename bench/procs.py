@@ -1,0 +1,208 @@
+"""Subprocesses of a benchmark run: the service, the bare baseline, the fakes, the clients.
+
+Every process is started with its own output files, waited for with a bounded deadline, and
+stopped by its own pid (terminate, then kill), whatever happens to the run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import httpx
+
+PYTHON = sys.executable
+BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class Proc:
+    """One subprocess whose stdout/stderr go to files (read back on failure)."""
+
+    def __init__(self, name: str, argv: Sequence[str], env: Mapping[str, str] | None = None):
+        self.name = name
+        self.argv = list(argv)
+        self.env = {**os.environ, **(env or {})}
+        self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in stop()
+            prefix=f"bench-{name}-", suffix=".log", delete=False
+        )
+        self.popen: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.popen is not None
+        return self.popen.pid
+
+    def start(self) -> Self:
+        self.popen = subprocess.Popen(
+            self.argv,
+            env=self.env,
+            cwd=ROOT,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        return self
+
+    def output(self, tail: int = 4000) -> str:
+        self._log.flush()
+        text = Path(self._log.name).read_text(errors="replace")
+        return text[-tail:]
+
+    def wait_http(self, url: str, timeout: float = 60.0) -> None:
+        """Return once `url` answers (any status); fail with the process's output otherwise."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.popen is not None
+            if self.popen.poll() is not None:
+                raise RuntimeError(f"{self.name} exited early:\n{self.output()}")
+            try:
+                httpx.get(url, timeout=1.0)
+                return
+            except httpx.TransportError:
+                time.sleep(0.05)
+        raise TimeoutError(f"{self.name} did not answer {url} in {timeout}s:\n{self.output()}")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.popen is not None and self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(timeout)
+        self._log.close()
+        Path(self._log.name).unlink(missing_ok=True)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def rss_kib(pid: int) -> int:
+    """Resident set size of `pid` now, in KiB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+class RssSampler:
+    """Samples a process's RSS every `interval` seconds in a thread: (monotonic time, KiB)."""
+
+    def __init__(self, pid: int, interval: float = 0.02) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.samples: list[tuple[float, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.samples.append((time.monotonic(), rss_kib(self.pid)))
+            except (OSError, RuntimeError):
+                return
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    @property
+    def peak(self) -> int:
+        return max((kib for _, kib in self.samples), default=0)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time used so far by `pid` (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class Profiler:
+    """py-spy sampling `pid` while the block runs: collapsed stacks (`<name>.txt`, the input of
+    any flame graph tool) and a summary of the hottest functions (`<name>.top.txt`).
+
+    Does nothing when `out_dir` is None, so a section can always wrap its measurement in it.
+    """
+
+    def __init__(self, pid: int, out_dir: Path | None, name: str) -> None:
+        self.pid = pid
+        self.out_dir = out_dir
+        self.name = name
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> Self:
+        if self.out_dir is not None:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            argv = [str(BIN / "py-spy"), "record", "-p", str(self.pid), "-r", "200", "-f", "raw"]
+            argv += ["-o", str(self.out_dir / f"{self.name}.txt")]
+            self._proc = subprocess.Popen(
+                argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is None or self.out_dir is None:
+            return
+        self._proc.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+        try:
+            self._proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            return
+        raw = self.out_dir / f"{self.name}.txt"
+        if raw.exists():
+            (self.out_dir / f"{self.name}.top.txt").write_text(summarise(raw.read_text()))
+
+
+def summarise(collapsed: str, top: int = 40) -> str:
+    """Self and inclusive sample counts per function, from collapsed stacks."""
+    own: dict[str, int] = {}
+    inclusive: dict[str, int] = {}
+    total = 0
+    for line in collapsed.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        n = int(count)
+        total += n
+        frames = stack.split(";")
+        own[frames[-1]] = own.get(frames[-1], 0) + n
+        for frame in set(frames):
+            inclusive[frame] = inclusive.get(frame, 0) + n
+    lines = [f"{total} samples", "", "self:"]
+    lines += [f"{n:7d} {f}" for f, n in sorted(own.items(), key=lambda x: -x[1])[:top]]
+    lines += ["", "inclusive:"]
+    lines += [f"{n:7d} {f}" for f, n in sorted(inclusive.items(), key=lambda x: -x[1])[:top]]
+    return "\n".join(lines) + "\n"

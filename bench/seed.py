@@ -1,0 +1,72 @@
+"""Accounts and settings for a run, written with the service's own functions before it starts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from controlcenter.admin_settings.store import SettingsStore
+from controlcenter.auth.models import User
+from controlcenter.auth.passwords import hash_password
+from controlcenter.auth.service import create_api_token, normalise_email, start_session
+from controlcenter.db import Database
+from controlcenter.migrate import upgrade
+
+PASSWORD = "bench-password-0123456789"  # a throwaway account on a temp database
+SESSION_TTL_S = 3600
+
+
+@dataclass(frozen=True)
+class Account:
+    id: str
+    email: str
+    password: str
+    session: str  # session JWT, sent as `Authorization: Bearer`
+    api_token: str
+
+
+async def seed_accounts(
+    database_url: str,
+    jwt_key: str,
+    prefix: str,
+    count: int,
+    *,
+    role: str = "user",
+    crm_location_id: str | None = None,
+) -> list[Account]:
+    """`count` users sharing one password (Argon2 hashed once: hashing is slow by design)."""
+    upgrade(database_url)
+    password_hash = hash_password(PASSWORD)
+    database = Database(database_url)
+    accounts: list[Account] = []
+    try:
+        async with database.write() as db:
+            for i in range(count):
+                email = normalise_email(f"{prefix}{i}@bench.example.com")
+                user = User(
+                    email=email,
+                    name=f"Bench {prefix} {i}",
+                    role=role,
+                    password_hash=password_hash,
+                    crm_location_id=crm_location_id,
+                )
+                db.add(user)
+                await db.flush()
+                session = await start_session(db, user, key=jwt_key, ttl_s=SESSION_TTL_S)
+                token = await create_api_token(db, user, "bench")
+                accounts.append(Account(user.id, email, PASSWORD, session, token))
+    finally:
+        await database.dispose()
+    return accounts
+
+
+async def save_settings(
+    database_url: str, fernet_key: str, values: Mapping[str, str], user_id: str
+) -> None:
+    database = Database(database_url)
+    try:
+        store = SettingsStore(database, fernet_key)
+        async with database.write() as db:
+            await store.save(db, values, user_id)
+    finally:
+        await database.dispose()
