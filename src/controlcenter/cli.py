@@ -80,7 +80,8 @@ def serve(
     if _with_db(count_users) == 0:
         typer.echo(
             "No users yet. Create the first super administrator with:\n"
-            "  uv run controlcenter users create --email you@example.com --role super_admin\n"
+            "  python3 -m uv run controlcenter users create"
+            " --email you@example.com --role super_admin\n"
             "(it prints a generated password; add --password-stdin to choose one)"
         )
     uvicorn.run(
