@@ -27,12 +27,8 @@ class Services:
     chat_runs: ChatRuns = field(default_factory=ChatRuns)
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
+    """The app's services. Async, so `Depends` resolves it on the event loop instead of a
+    thread-pool hop per request."""
     services: Services = request.app.state.services
     return services
-
-
-async def services_dependency(request: Request) -> Services:
-    """`get_services` for `Depends`: async, so FastAPI resolves it on the event loop instead
-    of a thread-pool hop per request (sync callers keep `get_services`)."""
-    return get_services(request)

@@ -9,7 +9,7 @@ from fastapi import Depends, Request
 from controlcenter.auth.models import SUPER_ADMIN
 from controlcenter.auth.service import Principal, principal_from_bearer, principal_from_jwt
 from controlcenter.errors import ApiError
-from controlcenter.services import Services, services_dependency
+from controlcenter.services import Services, get_services
 
 SESSION_COOKIE = "session"
 
@@ -23,7 +23,7 @@ def bearer_token(request: Request) -> str | None:
 
 
 async def optional_principal(
-    request: Request, services: Annotated[Services, Depends(services_dependency)]
+    request: Request, services: Annotated[Services, Depends(get_services)]
 ) -> Principal | None:
     """The caller from `Authorization: Bearer` (preferred) or the `session` cookie.
 
@@ -60,4 +60,4 @@ async def require_super_admin(
 
 CurrentUser = Annotated[Principal, Depends(require_user)]
 SuperAdmin = Annotated[Principal, Depends(require_super_admin)]
-ServicesDep = Annotated[Services, Depends(services_dependency)]
+ServicesDep = Annotated[Services, Depends(get_services)]

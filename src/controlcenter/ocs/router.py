@@ -130,7 +130,7 @@ SECURITY_SCHEMES: dict[str, Any] = {
 async def api_index(app_id: str, request: Request) -> Response:
     headers = request.headers
     fmt: Format = choose_format(request.query_params.get("format"), headers.get("accept"))
-    services = get_services(request)
+    services = await get_services(request)
     config = services.config
     if app_id != config.app_id:
         return Response(_NOT_FOUND[fmt], status_code=404, media_type=media_type(fmt))
