@@ -467,7 +467,7 @@ async def test_one_client_per_key_sharing_one_connection_pool(case: Case) -> Non
     assert provider._clients.get(fake.api_key) is first
     second = provider._clients.get(other_key)
     assert second is not first
-    assert first._client is second._client is provider._http
+    assert first._client is second._client is provider._clients.http
     assert len(fake.requests) == 2  # the wrong key was refused before the body was read
 
 

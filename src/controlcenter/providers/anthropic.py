@@ -22,7 +22,7 @@ from controlcenter.providers.base import (
     Turn,
     UserTurn,
 )
-from controlcenter.providers.clients import POOL_LIMITS, ClientCache
+from controlcenter.providers.clients import POOL_LIMITS, PooledClients
 from controlcenter.providers.history import (
     CONNECTION_MESSAGE,
     EMPTY_MESSAGE,
@@ -49,17 +49,12 @@ class AnthropicProvider:
     ) -> None:
         self._model = model
         self._max_tokens = max_tokens
-        self._http = anthropic.DefaultAsyncHttpxClient(limits=POOL_LIMITS, timeout=timeout_s)
-        # The base client's key is never sent: every call goes through a copy with the real key.
-        self._base = anthropic.AsyncAnthropic(
-            api_key="unset",
+        self._clients = PooledClients(
+            anthropic.AsyncAnthropic,
+            anthropic.DefaultAsyncHttpxClient(limits=POOL_LIMITS, timeout=timeout_s),
             base_url=base_url,
-            timeout=timeout_s,
+            timeout_s=timeout_s,
             max_retries=max_retries,
-            http_client=self._http,
-        )
-        self._clients: ClientCache[anthropic.AsyncAnthropic] = ClientCache(
-            lambda key: self._base.with_options(api_key=key)
         )
 
     async def complete(
@@ -104,7 +99,7 @@ class AnthropicProvider:
         return ProviderReply(text=text, tool_calls=calls)
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        await self._clients.aclose()
 
 
 def to_messages(turns: Sequence[Turn]) -> list[MessageParam]:

@@ -21,7 +21,7 @@ from controlcenter.providers.base import (
     Turn,
     UserTurn,
 )
-from controlcenter.providers.clients import POOL_LIMITS, ClientCache
+from controlcenter.providers.clients import POOL_LIMITS, PooledClients
 from controlcenter.providers.history import (
     CONNECTION_MESSAGE,
     EMPTY_MESSAGE,
@@ -47,17 +47,12 @@ class OpenAIProvider:
     ) -> None:
         self._model = model
         self._max_tokens = max_tokens
-        self._http = openai.DefaultAsyncHttpxClient(limits=POOL_LIMITS, timeout=timeout_s)
-        # The base client's key is never sent: every call goes through a copy with the real key.
-        self._base = openai.AsyncOpenAI(
-            api_key="unset",
+        self._clients = PooledClients(
+            openai.AsyncOpenAI,
+            openai.DefaultAsyncHttpxClient(limits=POOL_LIMITS, timeout=timeout_s),
             base_url=base_url,
-            timeout=timeout_s,
+            timeout_s=timeout_s,
             max_retries=max_retries,
-            http_client=self._http,
-        )
-        self._clients: ClientCache[openai.AsyncOpenAI] = ClientCache(
-            lambda key: self._base.with_options(api_key=key)
         )
 
     async def complete(
@@ -108,7 +103,7 @@ class OpenAIProvider:
         return ProviderReply(text=message.content or message.refusal or "", tool_calls=calls)
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        await self._clients.aclose()
 
 
 def to_messages(system: str, turns: Sequence[Turn]) -> list[ChatCompletionMessageParam]:
