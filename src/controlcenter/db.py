@@ -1,11 +1,13 @@
 """Engine, sessions and the declarative base.
 
 SQLite is the embedded default, so it is tuned to behave under concurrency: WAL journal,
-a busy timeout, and write transactions that start with BEGIN IMMEDIATE behind an in-process
-lock. A deferred transaction that reads and then writes can fail at once with "database is
-locked" when another writer got in between; taking the write lock up front avoids that.
-Reads start no transaction at all (autocommit): each SELECT sees a consistent snapshot of its
-own, and skipping BEGIN saves thread hand-offs on every read.
+connections that run on the event loop's thread (`sqlite_driver`), and write transactions that
+start with BEGIN IMMEDIATE behind an in-process lock. A deferred transaction that reads and
+then writes can fail at once with "database is locked" when another writer got in between;
+taking the write lock up front avoids that. When another process holds it, the attempt fails
+at once and is retried after an asynchronous sleep, so the loop never waits in SQLite's busy
+handler. Reads start no transaction at all (autocommit): each SELECT sees a consistent
+snapshot of its own.
 
 On PostgreSQL the pool is sized for many concurrent short units of work (the chat path holds a
 connection only for a statement or two, never across a provider or tool call); connections are
@@ -22,7 +24,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import DateTime, MetaData, event
-from sqlalchemy.engine import Dialect
+from sqlalchemy.engine import Dialect, make_url
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -32,6 +35,9 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.types import TypeDecorator
+
+from controlcenter.lookups import Lookups
+from controlcenter.sqlite_driver import BUSY_TIMEOUT_MS, inline_creator
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -60,9 +66,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return as_utc(value)
 
 
 def utcnow() -> datetime:
@@ -75,9 +79,10 @@ def new_id() -> str:
 
 _IMMEDIATE = "controlcenter_immediate"
 _READ_ONLY = "controlcenter_read_only"
-POOL_SIZE = 20
-POOL_OVERFLOW = 80  # 100 per process, well under the test server's max_connections=400
+POOL_SIZE = 64  # kept open: a smaller pool than the load opens and closes connections
+POOL_OVERFLOW = 36  # 100 per process, within PostgreSQL's default max_connections
 POOL_RECYCLE_S = 1800
+WRITE_LOCK_WAIT_S = 30.0  # how long a writer waits for another process's write transaction
 
 
 class Database:
@@ -87,12 +92,14 @@ class Database:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         kwargs: dict[str, Any] = {"echo": echo}
+        self._lookups = Lookups(url)  # first: it refuses an in-memory SQLite database
+        # SQLite's inline connections cost no thread, so it holds as many as PostgreSQL:
+        # a pool smaller than the concurrency opens and closes connections all the time.
+        kwargs.update(pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
         if self.is_sqlite:
-            kwargs["connect_args"] = {"timeout": 30}
+            kwargs["async_creator"] = inline_creator(str(make_url(url).database))
         else:
-            kwargs.update(
-                pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW, pool_recycle=POOL_RECYCLE_S
-            )
+            kwargs["pool_recycle"] = POOL_RECYCLE_S
         self.engine: AsyncEngine = create_async_engine(url, **kwargs)
         if self.is_sqlite:
             _tune_sqlite(self.engine)
@@ -115,12 +122,50 @@ class Database:
             async with self.sessions() as session, session.begin():
                 yield session
             return
-        async with self._write_lock, self.sessions() as session, session.begin():
-            await session.connection(execution_options={_IMMEDIATE: True})
-            yield session
+        async with self._write_lock:
+            session = await self._begin_immediate()
+            async with session:
+                try:
+                    yield session
+                except BaseException:
+                    await session.rollback()
+                    raise
+                await session.commit()
+
+    async def _begin_immediate(self) -> AsyncSession:
+        """A session holding SQLite's write lock, waited for without blocking the loop."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + WRITE_LOCK_WAIT_S
+        delay = 0.001
+        while True:
+            session = self.sessions()
+            try:
+                await session.connection(execution_options={_IMMEDIATE: True})
+                return session
+            except OperationalError as exc:
+                await session.close()
+                if "locked" not in str(exc.orig) or loop.time() >= deadline:
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+    async def lookup(self, sql: str, *params: Any) -> tuple[Any, ...] | None:
+        """The first row of a read-only statement written with `?` placeholders, or None: the
+        per-request lookups (`lookups`). Values come as the driver gives them (see `as_utc`)."""
+        return await self._lookups.one(sql, *params)
 
     async def dispose(self) -> None:
+        await self._lookups.close()
         await self.engine.dispose()
+
+
+def as_utc(value: datetime | str | None) -> datetime | None:
+    """A timestamp from `Database.lookup` as an aware UTC datetime (SQLite gives UTC text)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _tune_sqlite(engine: AsyncEngine) -> None:
@@ -132,7 +177,7 @@ def _tune_sqlite(engine: AsyncEngine) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
@@ -142,4 +187,12 @@ def _tune_sqlite(engine: AsyncEngine) -> None:
         options = conn.get_execution_options()
         if options.get(_READ_ONLY, False):
             return  # autocommit: see the module docstring
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get(_IMMEDIATE, False) else "BEGIN")
+        if not options.get(_IMMEDIATE, False):
+            conn.exec_driver_sql("BEGIN")
+            return
+        # Fail at once when another process writes: `Database.write` retries asynchronously.
+        conn.exec_driver_sql("PRAGMA busy_timeout=0")
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        finally:
+            conn.exec_driver_sql(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")

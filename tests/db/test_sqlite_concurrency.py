@@ -1,5 +1,6 @@
-"""SQLite under concurrent writers: WAL, a busy timeout and BEGIN IMMEDIATE mean no writer ever
-gets "database is locked", within one process (200 asyncio tasks) or across processes.
+"""SQLite under concurrent writers: WAL, BEGIN IMMEDIATE and an asynchronous wait for the write
+lock mean no writer ever gets "database is locked", within one process (200 asyncio tasks) or
+across processes, and a writer waiting for another process never stalls the event loop.
 
 These run on their own SQLite file whichever database the rest of the suite uses, since the
 behaviour under test is SQLite's.
@@ -18,6 +19,7 @@ import pytest
 from sqlalchemy import text
 
 from controlcenter.db import Database
+from controlcenter.sqlite_driver import BUSY_TIMEOUT_MS
 from tests.db.counter import create_schema, increment
 
 TASKS = 200
@@ -36,7 +38,7 @@ async def test_wal_and_busy_timeout_on_every_connection(database: Database) -> N
     try:
         async with database.read() as db:
             assert (await db.execute(text("PRAGMA journal_mode"))).scalar_one() == "wal"
-            assert (await db.execute(text("PRAGMA busy_timeout"))).scalar_one() == 30000
+            assert (await db.execute(text("PRAGMA busy_timeout"))).scalar_one() == BUSY_TIMEOUT_MS
             assert (await db.execute(text("PRAGMA foreign_keys"))).scalar_one() == 1
     finally:
         await database.dispose()
@@ -109,3 +111,54 @@ async def test_writers_in_several_processes_at_once(database: Database, repo_roo
             "SELECT count(*) FROM writes WHERE who LIKE 'process-%'"
         ).fetchone()
         assert by_process == (PROCESSES * WRITES_PER_PROCESS,)
+
+
+HOLD_S = 1.0
+LOCKER = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("UPDATE counter SET n = n + 1000 WHERE id = 1")
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+conn.execute("COMMIT")
+"""
+
+
+async def test_a_writer_waits_for_another_process_without_stalling_the_loop(
+    database: Database,
+) -> None:
+    path = database.url.removeprefix("sqlite+aiosqlite:///")
+    locker = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", LOCKER, path, str(HOLD_S), stdout=subprocess.PIPE
+    )
+    loop = asyncio.get_running_loop()
+    gaps: list[float] = []
+
+    async def tick() -> None:
+        last = loop.time()
+        while True:
+            await asyncio.sleep(0.005)
+            now = loop.time()
+            gaps.append(now - last)
+            last = now
+
+    try:
+        assert locker.stdout is not None
+        assert await asyncio.wait_for(locker.stdout.readline(), timeout=60) == b"locked\n"
+        ticker = asyncio.create_task(tick())
+        started = loop.time()
+        await increment(database, "after-the-lock")
+        waited = loop.time() - started
+        ticker.cancel()
+        assert await locker.wait() == 0
+        async with database.read() as db:
+            n = (await db.execute(text("SELECT n FROM counter"))).scalar_one()
+    finally:
+        if locker.returncode is None:
+            locker.kill()
+            await locker.wait()
+        await database.dispose()
+    assert n == 1001  # the other process's update and ours, neither lost
+    assert waited > HOLD_S / 2  # it did wait for the lock...
+    assert max(gaps) < HOLD_S / 4  # ...while the loop went on serving

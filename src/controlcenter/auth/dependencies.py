@@ -35,11 +35,10 @@ async def optional_principal(
     if not token and not cookie:
         return None
     key = services.config.jwt_key
-    async with services.db.read() as db:
-        if token:
-            return await principal_from_bearer(db, token, key=key)
-        assert cookie is not None
-        return await principal_from_jwt(db, cookie, key=key)
+    if token:
+        return await principal_from_bearer(services.db, token, key=key)
+    assert cookie is not None
+    return await principal_from_jwt(services.db, cookie, key=key)
 
 
 async def require_user(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.auth.models import ROLES, ApiToken, Session, User
@@ -18,7 +20,7 @@ from controlcenter.auth.tokens import (
     new_api_token,
     parse_basic,
 )
-from controlcenter.db import utcnow
+from controlcenter.db import Database, as_utc, utcnow
 
 
 class UserExistsError(Exception):
@@ -76,77 +78,86 @@ async def revoke_session(db: AsyncSession, session_id: str) -> None:
         session.revoked_at = utcnow()
 
 
-async def principal_from_jwt(db: AsyncSession, token: str, *, key: str) -> Principal | None:
+# Authentication runs on every request, so its lookups go straight to the driver
+# (`Database.lookup`): one indexed statement each, no ORM (see docs/foundation.md).
+_USER_BY_SESSION = (
+    "SELECT s.expires_at, s.revoked_at,"
+    " u.id, u.email, u.name, u.role, u.brokerage, u.password_hash, u.crm_location_id"
+    " FROM sessions s"
+    " JOIN users u ON u.id = s.user_id WHERE s.id = ? AND s.user_id = ?"
+)
+_USER_BY_TOKEN = (
+    "SELECT u.id, u.email, u.name, u.role, u.brokerage, u.password_hash, u.crm_location_id"  # noqa: S105
+    " FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?"
+)
+# One statement answers both "who is this" and "is the secret one of their tokens", so the
+# token path (what scripts and clients use) never pays for Argon2.
+_USER_AND_TOKEN_BY_EMAIL = (
+    "SELECT u.id, u.email, u.name, u.role, u.brokerage, u.password_hash, u.crm_location_id,"  # noqa: S105
+    " t.id"
+    " FROM users u"
+    " LEFT JOIN api_tokens t ON t.user_id = u.id AND t.token_hash = ?"
+    " WHERE u.email = ? LIMIT 1"
+)
+_USER_FIELDS = ("id", "email", "name", "role", "brokerage", "password_hash", "crm_location_id")
+
+
+def _user(values: Sequence[Any]) -> User:
+    """A detached `User` from the `u.*` columns of the statements above."""
+    return User(**dict(zip(_USER_FIELDS, values, strict=True)))
+
+
+async def principal_from_jwt(database: Database, token: str, *, key: str) -> Principal | None:
     claims = decode_session(key, token)
     if claims is None:
         return None
-    row = (
-        await db.execute(
-            select(Session, User)
-            .join(User, User.id == Session.user_id)
-            .where(Session.id == claims.session_id, Session.user_id == claims.user_id)
-        )
-    ).first()
+    row = await database.lookup(_USER_BY_SESSION, claims.session_id, claims.user_id)
     if row is None:
         return None
-    session, user = row
-    if session.revoked_at is not None or session.expires_at <= utcnow():
+    expires_at = as_utc(row[0])
+    if row[1] is not None or expires_at is None or expires_at <= utcnow():
         return None
-    return Principal(user=user, session_id=session.id)
+    return Principal(user=_user(row[2:]), session_id=claims.session_id)
 
 
-async def principal_from_api_token(db: AsyncSession, token: str) -> Principal | None:
-    user = await db.scalar(
-        select(User)
-        .join(ApiToken, ApiToken.user_id == User.id)
-        .where(ApiToken.token_hash == hash_api_token(token))
-    )
-    return Principal(user=user, session_id=None) if user is not None else None
+async def principal_from_api_token(database: Database, token: str) -> Principal | None:
+    row = await database.lookup(_USER_BY_TOKEN, hash_api_token(token))
+    return Principal(user=_user(row), session_id=None) if row is not None else None
 
 
-async def principal_from_bearer(db: AsyncSession, token: str, *, key: str) -> Principal | None:
+async def principal_from_bearer(database: Database, token: str, *, key: str) -> Principal | None:
     """A bearer credential is a session JWT or an API token."""
     if looks_like_jwt(token):
-        return await principal_from_jwt(db, token, key=key)
-    return await principal_from_api_token(db, token)
+        return await principal_from_jwt(database, token, key=key)
+    return await principal_from_api_token(database, token)
 
 
-async def principal_from_basic(db: AsyncSession, email: str, secret: str) -> Principal | None:
-    """HTTP basic: the user's e-mail with their password or one of their API tokens.
-
-    One query answers both "who is this" and "is the secret one of their tokens", so the
-    token path (what scripts and clients use) never pays for Argon2.
-    """
-    row = (
-        await db.execute(
-            select(User, ApiToken.id)
-            .outerjoin(
-                ApiToken,
-                and_(ApiToken.user_id == User.id, ApiToken.token_hash == hash_api_token(secret)),
-            )
-            .where(User.email == normalise_email(email))
-            .limit(1)
-        )
-    ).first()
-    user, token_id = (row[0], row[1]) if row is not None else (None, None)
-    if user is not None and token_id is not None:
+async def principal_from_basic(database: Database, email: str, secret: str) -> Principal | None:
+    """HTTP basic: the user's e-mail with their password or one of their API tokens."""
+    row = await database.lookup(
+        _USER_AND_TOKEN_BY_EMAIL, hash_api_token(secret), normalise_email(email)
+    )
+    if row is None:
+        await verify_password(None, secret)  # the same time for an unknown e-mail
+        return None
+    user = _user(row[:-1])
+    if row[-1] is not None or await verify_password(user.password_hash, secret):
         return Principal(user=user, session_id=None)
-    ok = await verify_password(user.password_hash if user else None, secret)
-    return Principal(user=user, session_id=None) if ok and user is not None else None
+    return None
 
 
 async def principal_from_authorization(
-    db: AsyncSession, header: str, *, key: str
+    database: Database, header: str, *, key: str
 ) -> Principal | None:
     """An `Authorization` header value: `Basic` (e-mail and password or API token) or `Bearer`."""
     scheme, _, value = header.strip().partition(" ")
     scheme = scheme.lower()
     if scheme == "bearer" and value.strip():
-        return await principal_from_bearer(db, value.strip(), key=key)
+        return await principal_from_bearer(database, value.strip(), key=key)
     if scheme == "basic":
         credentials = parse_basic(value)
         if credentials is not None:
-            return await principal_from_basic(db, *credentials)
+            return await principal_from_basic(database, *credentials)
     return None
 
 

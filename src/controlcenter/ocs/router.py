@@ -134,13 +134,12 @@ async def api_index(app_id: str, request: Request) -> Response:
     config = services.config
     if app_id != config.app_id:
         return Response(_NOT_FOUND[fmt], status_code=404, media_type=media_type(fmt))
-    async with services.db.read() as db:
-        principal = await index_caller(
-            db,
-            authorization=headers.get("authorization"),
-            session_cookie=request.cookies.get(SESSION_COOKIE),
-            key=config.jwt_key,
-        )
+    principal = await index_caller(
+        services.db,
+        authorization=headers.get("authorization"),
+        session_cookie=request.cookies.get(SESSION_COOKIE),
+        key=config.jwt_key,
+    )
     if principal is None:
         return Response(_UNAUTHORISED[fmt], status_code=401, media_type=media_type(fmt))
     if headers.get("ocs-apirequest", "").strip().lower() != "true":

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from controlcenter.auth.models import User
 from controlcenter.auth.service import Principal, principal_from_authorization, principal_from_jwt
+from controlcenter.db import Database
 
 
 async def index_caller(
-    db: AsyncSession, *, authorization: str | None, session_cookie: str | None, key: str
+    database: Database, *, authorization: str | None, session_cookie: str | None, key: str
 ) -> Principal | None:
     """The caller from `Authorization` (basic or bearer) or, without one, the session cookie.
 
@@ -19,9 +18,9 @@ async def index_caller(
     `OCS-APIRequest` header, which is the CSRF protection for exactly that case).
     """
     if authorization:
-        return await principal_from_authorization(db, authorization, key=key)
+        return await principal_from_authorization(database, authorization, key=key)
     if session_cookie:
-        return await principal_from_jwt(db, session_cookie, key=key)
+        return await principal_from_jwt(database, session_cookie, key=key)
     return None
 
 
