@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from controlcenter.db import Database
 from controlcenter.migrate import upgrade
 from controlcenter.models import Base
 from controlcenter.services import Services
+from tests.fakes.server import listening_socket
 
 TEST_SECRET_KEY = "test-secret-key-" + "x" * 48
 
@@ -109,9 +109,7 @@ class RunningServer:
 @pytest.fixture(scope="session")
 async def server(config: Config) -> AsyncIterator[RunningServer]:
     app = create_app(config)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock = listening_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
     uv_server = uvicorn.Server(
         uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")

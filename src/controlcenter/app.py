@@ -22,6 +22,7 @@ from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
 from controlcenter.errors import ApiError
 from controlcenter.logs import configure_logging, get_logger
+from controlcenter.ocs.index import IndexFastPath
 from controlcenter.ocs.router import document_security
 from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.router import router as onboarding_router
@@ -96,6 +97,7 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         redoc_url=None,
     )
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
+    app.add_middleware(IndexFastPath)  # outermost of ours: GET never meets the body limit
     _install_error_handlers(app)
     for router in (
         health.router,

@@ -1,7 +1,7 @@
 """The dashboard API index (SPEC 4.1, CONTRACT section 4), answered as Nextcloud's OCS does.
 
-Kept free of FastAPI dependencies and body parsing: it is the hot path that gets benchmarked,
-and every answer except the 200 is pre-rendered.
+The route documents the index and answers HEAD and other methods; GET, the hot path that
+gets benchmarked, is answered by `ocs.index.IndexFastPath` in front of the framework.
 """
 
 from __future__ import annotations
@@ -10,25 +10,12 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request, Response
 
-from controlcenter.auth.dependencies import SESSION_COOKIE
-from controlcenter.ocs.envelope import (
-    NOT_FOUND,
-    NOT_LOGGED_IN,
-    Format,
-    choose_format,
-    envelope,
-    media_type,
-    render,
-)
-from controlcenter.ocs.service import index_caller, index_message
+from controlcenter.ocs.index import answer_index
 from controlcenter.services import get_services
 
 router = APIRouter()
 
 PATH = "/ocs/v2.php/apps/{app_id}/api"
-_CSRF_FAILED = b'{"message":"CSRF check failed"}'
-_UNAUTHORISED = {fmt: render(envelope(997, NOT_LOGGED_IN, []), fmt) for fmt in ("json", "xml")}
-_NOT_FOUND = {fmt: render(envelope(404, NOT_FOUND, []), fmt) for fmt in ("json", "xml")}
 
 
 def _ocs_schema(data: dict[str, Any]) -> dict[str, Any]:
@@ -128,25 +115,10 @@ SECURITY_SCHEMES: dict[str, Any] = {
     openapi_extra=_OPENAPI,
 )
 async def api_index(app_id: str, request: Request) -> Response:
-    headers = request.headers
-    fmt: Format = choose_format(request.query_params.get("format"), headers.get("accept"))
+    # GET normally never gets here: `IndexFastPath` answers it in front of the framework.
+    # This route answers HEAD and the other methods, and documents the index in /openapi.json.
     services = await get_services(request)
-    config = services.config
-    if app_id != config.app_id:
-        return Response(_NOT_FOUND[fmt], status_code=404, media_type=media_type(fmt))
-    principal = await index_caller(
-        services.db,
-        authorization=headers.get("authorization"),
-        session_cookie=request.cookies.get(SESSION_COOKIE),
-        key=config.jwt_key,
-    )
-    if principal is None:
-        return Response(_UNAUTHORISED[fmt], status_code=401, media_type=media_type(fmt))
-    if headers.get("ocs-apirequest", "").strip().lower() != "true":
-        # Nextcloud's security middleware answers this in JSON whatever format was asked.
-        return Response(_CSRF_FAILED, status_code=412, media_type="application/json")
-    body = render(envelope(200, "OK", {"message": index_message(principal.user)}), fmt)
-    return Response(body, status_code=200, media_type=media_type(fmt))
+    return await answer_index(services, app_id, request.headers, request.query_params)
 
 
 def document_security(app: FastAPI) -> None:
