@@ -40,7 +40,11 @@ class Lookups:
     async def one(self, sql: str, *params: Any) -> tuple[Any, ...] | None:
         """The first row of `sql` (written with `?` placeholders), or None."""
         if self._sqlite_path is not None:
-            row: tuple[Any, ...] | None = self._sqlite_connection().execute(sql, params).fetchone()
+            cursor = self._sqlite_connection().execute(sql, params)
+            try:
+                row: tuple[Any, ...] | None = cursor.fetchone()
+            finally:
+                cursor.close()  # ends the statement, so no read snapshot outlives the lookup
             return row
         pool = self._postgres or await self._open_postgres()
         record = await pool.fetchrow(_numbered(sql), *params)
