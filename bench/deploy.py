@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptography.fernet import Fernet
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
+from tests.dbtools import reset_postgres
 
 from bench.procs import BIN, PYTHON, Proc, free_port
 
@@ -44,7 +43,7 @@ class Deployment:
             if not postgres_url:
                 raise RuntimeError("postgres run without TEST_DATABASE_URL")
             url = postgres_url
-            asyncio.run(_reset_postgres(url))
+            asyncio.run(reset_postgres(url))
         return cls(db_kind=db_kind, database_url=url, var_dir=var_dir)
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -73,11 +72,3 @@ def bare_app(path: str, body: str) -> tuple[Proc, str]:
     argv += ["--proxy-headers"]
     env = {"BENCH_BARE_PATH": path, "BENCH_BARE_BODY": body}
     return Proc("bare", argv, env), f"http://127.0.0.1:{port}"
-
-
-async def _reset_postgres(url: str) -> None:
-    engine = create_async_engine(url)
-    async with engine.begin() as conn:
-        await conn.execute(text("DROP SCHEMA public CASCADE"))
-        await conn.execute(text("CREATE SCHEMA public"))
-    await engine.dispose()

@@ -18,8 +18,6 @@ import pytest
 import uvicorn
 from cryptography.fernet import Fernet
 from fastapi import FastAPI
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from controlcenter.app import create_app
 from controlcenter.auth import passwords
@@ -29,6 +27,7 @@ from controlcenter.db import Database
 from controlcenter.migrate import upgrade
 from controlcenter.models import Base
 from controlcenter.services import Services
+from tests.dbtools import reset_postgres
 from tests.fakes.server import listening_socket
 
 TEST_SECRET_KEY = "test-secret-key-" + "x" * 48
@@ -52,19 +51,11 @@ def _database_kind() -> str:
 def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     url = os.environ.get("TEST_DATABASE_URL")
     if url:
-        asyncio.run(_reset_postgres(url))
+        asyncio.run(reset_postgres(url))
     else:
         url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('db') / 'test.db'}"
     upgrade(url)
     return url
-
-
-async def _reset_postgres(url: str) -> None:
-    engine = create_async_engine(url)
-    async with engine.begin() as conn:
-        await conn.execute(text("DROP SCHEMA public CASCADE"))
-        await conn.execute(text("CREATE SCHEMA public"))
-    await engine.dispose()
 
 
 @pytest.fixture(scope="session")

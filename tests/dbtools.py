@@ -1,4 +1,5 @@
-"""Database helpers for tests: a snapshot of every row, and a failure injected by a trigger."""
+"""Database helpers for tests and benchmarks: an empty PostgreSQL schema, a snapshot of every
+row, and a failure injected by a trigger."""
 
 from __future__ import annotations
 
@@ -7,9 +8,19 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from controlcenter.db import Database
 from controlcenter.models import Base
+
+
+async def reset_postgres(url: str) -> None:
+    """Drop everything in the database at `url` (a throwaway test or benchmark server)."""
+    engine = create_async_engine(url)
+    async with engine.begin() as conn:
+        await conn.execute(text("DROP SCHEMA public CASCADE"))
+        await conn.execute(text("CREATE SCHEMA public"))
+    await engine.dispose()
 
 
 async def snapshot(db: Database) -> dict[str, list[str]]:
