@@ -80,26 +80,23 @@ async def revoke_session(db: AsyncSession, session_id: str) -> None:
 
 # Authentication runs on every request, so its lookups go straight to the driver
 # (`Database.lookup`): one indexed statement each, no ORM (see docs/foundation.md).
+_USER_FIELDS = ("id", "email", "name", "role", "brokerage", "password_hash", "crm_location_id")
+_U = ", ".join(f"u.{field}" for field in _USER_FIELDS)  # constant: no input reaches the SQL
 _USER_BY_SESSION = (
-    "SELECT s.expires_at, s.revoked_at,"
-    " u.id, u.email, u.name, u.role, u.brokerage, u.password_hash, u.crm_location_id"
-    " FROM sessions s"
+    f"SELECT s.expires_at, s.revoked_at, {_U} FROM sessions s"  # noqa: S608
     " JOIN users u ON u.id = s.user_id WHERE s.id = ? AND s.user_id = ?"
 )
 _USER_BY_TOKEN = (
-    "SELECT u.id, u.email, u.name, u.role, u.brokerage, u.password_hash, u.crm_location_id"  # noqa: S105
-    " FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?"
+    f"SELECT {_U} FROM api_tokens t"  # noqa: S608
+    " JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?"
 )
 # One statement answers both "who is this" and "is the secret one of their tokens", so the
 # token path (what scripts and clients use) never pays for Argon2.
 _USER_AND_TOKEN_BY_EMAIL = (
-    "SELECT u.id, u.email, u.name, u.role, u.brokerage, u.password_hash, u.crm_location_id,"  # noqa: S105
-    " t.id"
-    " FROM users u"
+    f"SELECT {_U}, t.id FROM users u"  # noqa: S608
     " LEFT JOIN api_tokens t ON t.user_id = u.id AND t.token_hash = ?"
     " WHERE u.email = ? LIMIT 1"
 )
-_USER_FIELDS = ("id", "email", "name", "role", "brokerage", "password_hash", "crm_location_id")
 
 
 def _user(values: Sequence[Any]) -> User:

@@ -4,12 +4,12 @@ in: `IndexFastPath` for GET, the FastAPI route for the other methods. Every answ
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from starlette.datastructures import Headers, QueryParams
 from starlette.requests import cookie_parser
 from starlette.responses import Response
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from controlcenter.auth.dependencies import SESSION_COOKIE
@@ -25,7 +25,8 @@ from controlcenter.ocs.envelope import (
 from controlcenter.ocs.service import index_caller, index_message
 from controlcenter.services import Services
 
-_PATH = re.compile(r"/ocs/v2\.php/apps/(?P<app_id>[^/]+)/api")
+PATH = "/ocs/v2.php/apps/{app_id}/api"
+_PATH = compile_path(PATH)[0]  # the regex Starlette's route matches with
 _CSRF_FAILED = b'{"message":"CSRF check failed"}'
 _UNAUTHORISED = {fmt: render(envelope(997, NOT_LOGGED_IN, []), fmt) for fmt in ("json", "xml")}
 _NOT_FOUND = {fmt: render(envelope(404, NOT_FOUND, []), fmt) for fmt in ("json", "xml")}
@@ -71,7 +72,7 @@ class IndexFastPath:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "GET":
-            match = _PATH.fullmatch(scope["path"])
+            match = _PATH.match(scope["path"])
             if match is not None:
                 query = QueryParams(scope["query_string"]) if scope["query_string"] else {}
                 services: Services = scope["app"].state.services

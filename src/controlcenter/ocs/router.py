@@ -10,12 +10,10 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request, Response
 
-from controlcenter.ocs.index import answer_index
+from controlcenter.ocs.index import PATH, answer_index
 from controlcenter.services import get_services
 
 router = APIRouter()
-
-PATH = "/ocs/v2.php/apps/{app_id}/api"
 
 
 def _ocs_schema(data: dict[str, Any]) -> dict[str, Any]:
