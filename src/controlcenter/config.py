@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Literal
 
 from cryptography.fernet import Fernet
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from controlcenter.lookups import check_database_url
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./var/controlcenter.db"
 
@@ -21,6 +23,7 @@ class Config(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
     database_url: str = DEFAULT_DATABASE_URL
+    _check_database_url = field_validator("database_url")(check_database_url)
     secret_key: str | None = Field(default=None, repr=False)
     settings_encryption_key: str | None = Field(default=None, repr=False)
     app_id: str = "dashboard"

@@ -36,7 +36,7 @@ from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.types import TypeDecorator
 
-from controlcenter.lookups import Lookups
+from controlcenter.lookups import POSTGRES_LOOKUP_CONNECTIONS, Lookups
 from controlcenter.sqlite_driver import BUSY_TIMEOUT_MS, inline_creator
 
 NAMING = {
@@ -79,8 +79,9 @@ def new_id() -> str:
 
 _IMMEDIATE = "controlcenter_immediate"
 _READ_ONLY = "controlcenter_read_only"
+CONNECTIONS_PER_PROCESS = 100  # PostgreSQL's default max_connections, lookups included
 POOL_SIZE = 64  # kept open: a smaller pool than the load opens and closes connections
-POOL_OVERFLOW = 36  # 100 per process, within PostgreSQL's default max_connections
+POOL_OVERFLOW = CONNECTIONS_PER_PROCESS - POOL_SIZE - POSTGRES_LOOKUP_CONNECTIONS
 POOL_RECYCLE_S = 1800
 WRITE_LOCK_WAIT_S = 30.0  # how long a writer waits for another process's write transaction
 

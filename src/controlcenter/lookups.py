@@ -21,13 +21,18 @@ from controlcenter.sqlite_driver import BUSY_TIMEOUT_MS
 POSTGRES_LOOKUP_CONNECTIONS = 10
 
 
+def check_database_url(url: str) -> str:
+    """`url`, unless it names an in-memory SQLite database: the lookups keep a connection of
+    their own, and a second connection to ":memory:" is a second, empty database."""
+    if url.startswith("sqlite") and make_url(url).database in (None, "", ":memory:"):
+        raise ValueError("SQLite must be a file database, not in-memory")
+    return url
+
+
 class Lookups:
     def __init__(self, url: str) -> None:
-        parsed = make_url(url)
-        self._sqlite_path = (parsed.database or "") if url.startswith("sqlite") else None
-        if self._sqlite_path in ("", ":memory:"):
-            # A second connection to ":memory:" would be a second, empty database.
-            raise ValueError("SQLite must be a file database, not in-memory")
+        parsed = make_url(check_database_url(url))
+        self._sqlite_path = parsed.database if url.startswith("sqlite") else None
         self._postgres_dsn = (
             None
             if self._sqlite_path is not None
