@@ -19,12 +19,18 @@ from typing import Any
 
 from sqlalchemy import select
 
+from controlcenter.admin_settings.usable import credential_problem
 from controlcenter.auth.models import User
 from controlcenter.crm.client import CrmClient
 from controlcenter.crm.errors import CrmError
 from controlcenter.crm.transport import redact
 from controlcenter.onboarding.models import ARRAY_FIELDS, BOOLEAN_FIELDS, FIELDS, Onboarding
-from controlcenter.outbox.errors import DeliveryError, MissingSettings, PermanentError
+from controlcenter.outbox.errors import (
+    DeliveryError,
+    MissingSettings,
+    PermanentError,
+    UnusableSettings,
+)
 from controlcenter.outbox.kinds import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
 from controlcenter.outbox.worker import ClaimedJob, Handler
 from controlcenter.services import Services
@@ -105,6 +111,10 @@ class CrmDelivery:
         if missing:
             raise MissingSettings(missing)
         values = {name: values[name].strip() for name in needed}
+        problem = credential_problem(values[TOKEN])
+        if problem is not None:
+            # It could never travel in the Authorization header: wait for a usable one.
+            raise UnusableSettings(TOKEN, problem)
         client = CrmClient(self._services.crm, token=values[TOKEN], location_id=values[LOCATION])
         return client, values
 

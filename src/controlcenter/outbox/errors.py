@@ -17,6 +17,18 @@ class MissingSettings(Exception):
         super().__init__("missing settings: " + ", ".join(self.names))
 
 
+class UnusableSettings(MissingSettings):
+    """A setting delivery needs is stored but cannot be used as it is (CONTRACT 8: a
+    credential that is not printable ASCII): the job waits exactly as for a missing one."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__([name])
+        self.args = (f"unusable setting: {name} ({reason})",)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class DeliveryError(Exception):
     """The delivery failed; the message is logged and kept as `last_error` (never a secret).
 

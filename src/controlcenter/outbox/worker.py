@@ -67,6 +67,9 @@ class OutboxWorker:
         self._name = name
         self._stopping = asyncio.Event()
         self._inflight: dict[asyncio.Task[None], ClaimedJob] = {}
+        # Jobs seen waiting for settings, with why: logged when they start and stop waiting,
+        # not on every recheck.
+        self._waiting: dict[str, str] = {}
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -195,6 +198,7 @@ class OutboxWorker:
     async def _deliver(self, job: ClaimedJob) -> None:
         fields = {"job_id": job.id, "kind": job.kind, "worker": self._name}
         handler = self._handlers.get(job.kind)
+        waiting = False
         try:
             if handler is None:
                 raise PermanentError(f"unknown job kind {job.kind!r}")
@@ -202,13 +206,17 @@ class OutboxWorker:
             async with asyncio.timeout(self._config.outbox_lease_s / 2):
                 await handler(job)
         except MissingSettings as exc:
+            waiting = True
             retry_in = self._config.outbox_settings_recheck_s
-            log.warning(
-                "outbox job waits for settings",
-                missing=list(exc.names),
-                retry_in_s=retry_in,
-                **fields,
-            )
+            if self._waiting.get(job.id) != str(exc):
+                self._waiting[job.id] = str(exc)
+                log.warning(
+                    "outbox job waits for settings",
+                    missing=list(exc.names),
+                    problem=str(exc),
+                    retry_in_s=retry_in,
+                    **fields,
+                )
             await self._finish(
                 job,
                 next_attempt_at=utcnow() + timedelta(seconds=retry_in),
@@ -236,6 +244,8 @@ class OutboxWorker:
                 delivered_at=utcnow(),
                 last_error=None,
             )
+        if not waiting and self._waiting.pop(job.id, None) is not None:
+            log.info("outbox job stops waiting for settings", **fields)
 
     async def _failed(
         self, job: ClaimedJob, message: str, *, retryable: bool, fields: dict[str, Any]
