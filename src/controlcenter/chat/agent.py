@@ -7,6 +7,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from controlcenter.admin_settings.usable import UnusableSettingError, check_credential
 from controlcenter.auth.models import User
 from controlcenter.chat import events
 from controlcenter.chat.conversations import (
@@ -14,6 +15,7 @@ from controlcenter.chat.conversations import (
     save_assistant_message,
     start_turn,
 )
+from controlcenter.chat.schemas import API_KEY_SETTINGS
 from controlcenter.chat.stream import EventChannel
 from controlcenter.crm.broker import broker_client
 from controlcenter.logs import get_logger
@@ -60,6 +62,10 @@ async def run_chat(services: Services, turn: ChatTurn, channel: EventChannel) ->
         code = str(exc.status_code) if exc.status_code is not None else None
         log.warning("provider error", provider=turn.provider, status=code)
         channel.send(events.error(_redact(exc.message, turn.api_key) or UNEXPECTED, code))
+    except UnusableSettingError as exc:
+        # An operator's mistake, not a bug: one line naming the setting, no traceback.
+        log.warning("chat refused: configuration error", setting=exc.name, problem=exc.reason)
+        channel.send(events.error(str(exc)))
     except Exception as exc:
         # The traceback is logged as text so that the key can be taken out of it as well.
         trace = "".join(traceback.format_exception(exc))
@@ -70,6 +76,8 @@ async def run_chat(services: Services, turn: ChatTurn, channel: EventChannel) ->
 
 
 async def _process(services: Services, turn: ChatTurn, channel: EventChannel) -> None:
+    # Before anything is saved: a key that cannot travel in a header fails every call.
+    check_credential(API_KEY_SETTINGS[turn.provider], turn.api_key)
     started = await start_turn(
         services.db,
         user_id=turn.user.id,

@@ -8,6 +8,7 @@ never from the model, so one broker cannot reach another's data.
 
 from __future__ import annotations
 
+from controlcenter.admin_settings.usable import check_credential
 from controlcenter.auth.models import User
 from controlcenter.crm.client import AgencyLocationToken, CrmClient
 from controlcenter.logs import get_logger
@@ -19,7 +20,10 @@ AGENCY_SETTINGS = ("crmAgencyApiKey", "crmAgencyId")
 
 
 async def broker_client(services: Services, user: User) -> CrmClient | None:
-    """The client scoped to the user's linked location; None when it cannot be built."""
+    """The client scoped to the user's linked location; None when it cannot be built.
+
+    Raises UnusableSettingError when the agency key cannot be sent in a header (CONTRACT 8).
+    """
     location_id = (user.crm_location_id or "").strip()
     if not location_id:
         return None
@@ -33,5 +37,6 @@ async def broker_client(services: Services, user: User) -> CrmClient | None:
             missing=[name for name in AGENCY_SETTINGS if not values.get(name, "").strip()],
         )
         return None
+    check_credential("crmAgencyApiKey", agency_key)  # a clear chat error, not a codec trace
     token = AgencyLocationToken(services.crm, agency_key, company_id, location_id)
     return CrmClient(services.crm, token=token, location_id=location_id)

@@ -29,6 +29,7 @@ from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TI
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 
+from controlcenter.admin_settings.usable import OnceReporter, UnusableSettingError, url_problem
 from controlcenter.logs import get_logger
 from controlcenter.tools.base import Tool, ToolContext, ToolError
 
@@ -55,6 +56,7 @@ class McpSource:
         self._http: httpx2.AsyncClient | None = None
         self._session: _Session | None = None
         self._closed = False
+        self._config_errors = OnceReporter()
 
     async def aclose(self) -> None:
         """Close the session and the HTTP client (at shutdown)."""
@@ -70,6 +72,12 @@ class McpSource:
         url = (await self._server_url() or "").strip()
         if not url:
             return ()
+        problem = url_problem(url)
+        if problem is not None:
+            # Logged once while it lasts (not per chat); the chats go on without MCP tools.
+            self._config_errors.problem(UnusableSettingError(MCP_SERVER_URL_SETTING, problem))
+            return ()
+        self._config_errors.fine(MCP_SERVER_URL_SETTING)
         cached = self._fresh(url)
         if cached is not None:
             return cached
@@ -151,6 +159,9 @@ class McpSource:
         url = (await self._server_url() or "").strip()
         if not url:
             raise ToolError("The MCP server is no longer configured")
+        problem = url_problem(url)
+        if problem is not None:
+            raise ToolError(str(UnusableSettingError(MCP_SERVER_URL_SETTING, problem)))
 
         async def call(client: Client) -> CallToolResult:
             return await client.call_tool(name, arguments)
