@@ -256,6 +256,13 @@ def _nonblank_text(value: Any) -> bool:
     return isinstance(value, str) and value.strip() != ""
 
 
+def _blank_text(where: str, text: Any) -> str:
+    """The API's two messages: one for an empty text block, one for a whitespace-only one."""
+    if text:
+        return f"{where}: text content blocks must contain non-whitespace text"
+    return f"{where}: text content blocks must be non-empty"
+
+
 def _validate_anthropic(body: Any, models: set[str]) -> None:
     if not isinstance(body, dict):
         raise Invalid("body: Input should be an object")
@@ -273,7 +280,7 @@ def _validate_anthropic(body: Any, models: set[str]) -> None:
                 if not isinstance(block, dict) or block.get("type") != "text":
                     raise Invalid(f"system.{i}: Input should be a text block")
                 if not _nonblank_text(block.get("text")):
-                    raise Invalid("system: text content blocks must be non-empty")
+                    raise Invalid(_blank_text("system", block.get("text")))
         elif not isinstance(system, str):
             raise Invalid("system: Input should be a valid string")
     _validate_anthropic_tools(body.get("tools"))
@@ -397,7 +404,7 @@ def _anthropic_blocks(content: Any, index: int, *, last: bool) -> list[dict[str,
             if not isinstance(block.get("text"), str):
                 raise Invalid(f"{where}.content.{j}.text.text: Field required")
             if not _nonblank_text(block["text"]):
-                raise Invalid("messages: text content blocks must be non-empty")
+                raise Invalid(_blank_text("messages", block["text"]))
         elif kind == "tool_use":
             if not isinstance(block.get("id"), str) or not block["id"]:
                 raise Invalid(f"{where}.content.{j}.tool_use.id: Field required")
@@ -417,7 +424,7 @@ def _anthropic_blocks(content: Any, index: int, *, last: bool) -> list[dict[str,
                     if not isinstance(part, dict) or part.get("type") != "text":
                         raise Invalid(f"{where}.content.{j}.tool_result.content: invalid block")
                     if not _nonblank_text(part.get("text")):
-                        raise Invalid("messages: text content blocks must be non-empty")
+                        raise Invalid(_blank_text("messages", part.get("text")))
             elif result is not None and not isinstance(result, str):
                 raise Invalid(f"{where}.content.{j}.tool_result.content: Input should be a string")
         else:

@@ -84,7 +84,7 @@ async def test_anthropic_accepts_a_valid_tool_exchange(
     ("messages", "extra", "expected"),
     [
         ([user(text(""))], {}, "text content blocks must be non-empty"),
-        ([user(text("  \n"))], {}, "text content blocks must be non-empty"),
+        ([user(text("  \n"))], {}, "text content blocks must contain non-whitespace text"),
         ([user(text("a")), assistant(), user(text("b"))], {}, "must have non-empty content"),
         ([], {}, "at least one message is required"),
         ([assistant(text("a"))], {}, 'first message must use the "user" role'),
@@ -409,3 +409,121 @@ async def test_script_order_responder_and_default(
     fake_openai.reset()
     assert fake_openai.requests == [] and fake_openai.responder is None
     assert await content() == "OK"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"max_tokens": 10, "messages": [user(text("a"))]}, "model: Field required"),
+        (
+            anthropic_body(
+                [user(text("a")), assistant(tool_use("t1")), assistant(tool_result("t1"))]
+            ),
+            "`tool_result` blocks are only allowed in user messages",
+        ),
+        (
+            anthropic_body(
+                [
+                    user(text("a")),
+                    assistant(tool_use("t1")),
+                    user(tool_result("t1"), tool_result("t1")),
+                ]
+            ),
+            "each `tool_use_id` must be answered once",
+        ),
+        (
+            anthropic_body(
+                [user(text("a"))],
+                tools=[{"name": "x", "description": 5, "input_schema": {"type": "object"}}],
+            ),
+            "tools.0.custom.description: Input should be a valid string",
+        ),
+        (
+            anthropic_body([user(text("a")), assistant(text("b")), user(tool_use("t1"))]),
+            "only allowed in assistant",
+        ),
+    ],
+)
+async def test_anthropic_rejects_more_of_what_the_api_rejects(
+    http: httpx.AsyncClient, fake_anthropic: FakeAnthropic, body: dict[str, Any], expected: str
+) -> None:
+    response = await post_anthropic(http, fake_anthropic, body)
+    assert response.status_code == 400
+    assert expected in response.json()["error"]["message"]
+    assert fake_anthropic.invalid == [response.json()["error"]["message"]]
+
+
+async def test_anthropic_refuses_no_key_and_a_body_that_is_not_json(
+    http: httpx.AsyncClient, fake_anthropic: FakeAnthropic
+) -> None:
+    url = fake_anthropic.url + "/v1/messages"
+    no_key = await http.post(url, json=anthropic_body([user(text("a"))]))
+    assert no_key.status_code == 401
+    assert no_key.json()["error"] == {
+        "type": "authentication_error",
+        "message": "x-api-key header is required",
+    }
+    headers = {"x-api-key": fake_anthropic.api_key, "anthropic-version": "2023-06-01"}
+    broken = await http.post(url, content=b"{nope", headers=headers)
+    assert broken.status_code == 400
+    assert broken.json()["error"]["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected", "param"),
+    [
+        (
+            {"messages": [{"role": "user", "content": "a"}]},
+            "you must provide a model parameter",
+            "model",
+        ),
+        (
+            {
+                "model": "gpt-5.5",
+                "messages": [{"role": "user", "content": "a"}],
+                "max_completion_tokens": 0,
+            },
+            "integer below minimum value",
+            "max_completion_tokens",
+        ),
+        (
+            {
+                "model": "gpt-5.5",
+                "messages": [{"role": "user", "content": "a"}],
+                "tools": [{"type": "function", "function": {"name": "f", "parameters": []}}],
+            },
+            "Invalid schema for function 'f': [] is not of type 'object', 'boolean'.",
+            "tools[0].function.parameters",
+        ),
+    ],
+)
+async def test_openai_rejects_more_of_what_the_api_rejects(
+    http: httpx.AsyncClient,
+    fake_openai: FakeOpenAI,
+    body: dict[str, Any],
+    expected: str,
+    param: str,
+) -> None:
+    response = await http.post(
+        fake_openai.url + "/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {fake_openai.api_key}"},
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert expected in error["message"] and error["param"] == param
+    assert fake_openai.invalid == [error["message"]]
+
+
+async def test_openai_refuses_no_key_and_a_body_that_is_not_json(
+    http: httpx.AsyncClient, fake_openai: FakeOpenAI
+) -> None:
+    url = fake_openai.url + "/chat/completions"
+    no_key = await http.post(url, json={"model": "gpt-5.5", "messages": []})
+    assert no_key.status_code == 401
+    assert no_key.json()["error"]["message"].startswith("You didn't provide an API key.")
+    broken = await http.post(
+        url, content=b"{nope", headers={"Authorization": f"Bearer {fake_openai.api_key}"}
+    )
+    assert broken.status_code == 400
+    assert broken.json()["error"]["message"].startswith("We could not parse the JSON body")
