@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from controlcenter.crm.tools import crm_tools
 from controlcenter.tools.base import Tool, ToolCall, ToolContext
@@ -194,3 +195,15 @@ async def test_arguments_are_checked_against_the_schema_as_published() -> None:
     assert ran == []
     ok = await box.execute(ToolCall("c3", "book", {"phone": "+15550100"}), CONTEXT)
     assert ok.success and ran == [{"phone": "+15550100"}]
+
+
+async def test_a_tool_not_offered_is_logged_once_however_often_its_source_relists() -> None:
+    class Relisting:
+        async def list_tools(self) -> list[Tool]:  # a fresh list each time, as after a TTL
+            return [Tool("odd", "", {"type": "string"}, make_tool("odd").handler)]
+
+    router = ToolRouter([Relisting()])
+    with capture_logs() as logs:
+        for _ in range(3):
+            assert (await router.toolbox()).specs == ()
+    assert [e["tool"] for e in logs if e["event"].startswith("tool not offered")] == ["odd"]

@@ -114,14 +114,18 @@ class _Entry:
 class Toolbox:
     """The tools of one chat: what the provider is offered, and how its calls are run."""
 
-    def __init__(self, tools: Sequence[Tool]) -> None:
+    def __init__(self, tools: Sequence[Tool], *, reported: set[str] | None = None) -> None:
+        """`reported`: names already logged as not offered (kept by the router, so a source
+        that relists its tools every few seconds does not repeat the warning)."""
+        reported = set() if reported is None else reported
         schemas: dict[str, dict[str, Any]] = {}
         for tool in tools:
             schema = offered_schema(tool.input_schema)
-            if schema is None:
-                log.warning("tool not offered: its input schema accepts no object", tool=tool.name)
-            else:
+            if schema is not None:
                 schemas[tool.name] = schema
+            elif tool.name not in reported:
+                reported.add(tool.name)
+                log.warning("tool not offered: its input schema accepts no object", tool=tool.name)
         ordered = order_tools([t for t in tools if t.name in schemas])
         names = provider_names([t.name for t in ordered])
         self.specs: tuple[ToolSpec, ...] = tuple(
@@ -166,6 +170,7 @@ class ToolRouter:
     def __init__(self, sources: Sequence[ToolSource] = ()) -> None:
         self._sources: list[ToolSource] = list(sources)
         self._memo: tuple[tuple[Sequence[Tool], ...], Toolbox] | None = None
+        self._not_offered: set[str] = set()
 
     @property
     def sources(self) -> tuple[ToolSource, ...]:
@@ -196,7 +201,7 @@ class ToolRouter:
         memo = self._memo
         if memo is not None and _same(memo[0], lists):
             return memo[1]
-        box = Toolbox(_merge(lists))
+        box = Toolbox(_merge(lists), reported=self._not_offered)
         self._memo = (lists, box)
         return box
 
