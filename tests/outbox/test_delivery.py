@@ -151,24 +151,35 @@ async def test_all_three_jobs_are_idempotent(
     assert all(job.status == DONE for job in await all_jobs(server.db))
 
 
-async def test_missing_settings_wait_then_deliver_once_saved(
-    server: RunningServer, users: UserFactory, fake_crm: FakeCrm
+@pytest.mark.parametrize(
+    ("token", "expected"),
+    [
+        (None, "missing settings: crmPrivateToken"),
+        *[
+            (bad, "unusable setting: crmPrivateToken (a credential must be printable ASCII)")
+            for bad in ("pit-ünïcødé-token-0001", "pit-token\n-0001", "pit\x00token")
+        ],
+    ],
+)
+async def test_missing_or_unusable_settings_wait_then_deliver_once_saved(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm, token: str | None, expected: str
 ) -> None:
+    """The job waits without using attempts; a credential that cannot travel in a header is a
+    configuration error naming the setting (CONTRACT 8), never a traceback per attempt."""
     op = operator_location(fake_crm)
     admin = await users.create("super_admin")
     user = await broker(server, users)
-    partial = {"crmOwnerLocationId": op.location_id, "tagOnboardingComplete": COMPLETE_TAG}
-    await save_settings(server.services, partial, admin.id)
+    values = {**op.settings(), "crmPrivateToken": token or ""}
+    await save_settings(server.services, {k: v for k, v in values.items() if v}, admin.id)
     job_id = await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": user.id})
-    config = fast_config(server.services.config, outbox_settings_recheck_s=0.2)
+    config = fast_config(server.services.config, outbox_settings_recheck_s=0.05)
     worker = worker_for(server, config)
     with capture_logs() as logs:
         task = asyncio.create_task(worker.run())
-        await asyncio.sleep(0.5)  # a couple of re-checks
+        await asyncio.sleep(0.5)  # about ten re-checks
         job = await get_job(server.db, job_id)
-        assert (job.status, job.attempts) == (PENDING, 0)
-        assert job.last_error == "missing settings: crmPrivateToken"
-        assert fake_crm.calls == []  # nothing sent without the credential
+        assert (job.status, job.attempts, job.last_error) == (PENDING, 0, expected)
+        assert fake_crm.calls == []  # nothing sent without a usable credential
         await save_settings(server.services, {"crmPrivateToken": op.token}, admin.id)
 
         async def done() -> bool:
@@ -180,47 +191,14 @@ async def test_missing_settings_wait_then_deliver_once_saved(
     # One line when it starts waiting and one when it stops, however many re-checks between.
     [waiting] = [e for e in logs if e["event"] == "outbox job waits for settings"]
     assert waiting["missing"] == ["crmPrivateToken"] and waiting["job_id"] == job_id
+    assert waiting["problem"] == expected
     [resumed] = [e for e in logs if e["event"] == "outbox job stops waiting for settings"]
     assert resumed["job_id"] == job_id
-    [contact] = fake_crm.contacts(op.location_id)
-    assert contact["tags"] == [COMPLETE_TAG]
-
-
-@pytest.mark.parametrize("token", ["pit-ünïcødé-token-0001", "pit-token\n-0001", "pit\x00token"])
-async def test_an_unusable_credential_waits_with_one_configuration_error(
-    server: RunningServer, users: UserFactory, fake_crm: FakeCrm, token: str
-) -> None:
-    """CONTRACT 8: a credential that cannot travel in a header is a configuration error named
-    once, and the job waits for a usable one instead of failing with a traceback per attempt."""
-    op = operator_location(fake_crm)
-    admin = await users.create("super_admin")
-    user = await broker(server, users)
-    await save_settings(server.services, {**op.settings(), "crmPrivateToken": token}, admin.id)
-    job_id = await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": user.id})
-    config = fast_config(server.services.config, outbox_settings_recheck_s=0.05)
-    worker = worker_for(server, config)
-    with capture_logs() as logs:
-        task = asyncio.create_task(worker.run())
-        await asyncio.sleep(0.5)  # about ten re-checks
-        job = await get_job(server.db, job_id)
-        assert (job.status, job.attempts) == (PENDING, 0)
-        expected = "unusable setting: crmPrivateToken (a credential must be printable ASCII)"
-        assert job.last_error == expected
-        assert fake_crm.calls == []
-        await save_settings(server.services, {"crmPrivateToken": op.token}, admin.id)
-
-        async def done() -> bool:
-            return (await get_job(server.db, job_id)).status == DONE
-
-        await wait_for(done)
-        await worker.stop()
-        await task
-    [waiting] = [e for e in logs if e["event"] == "outbox job waits for settings"]
-    assert waiting["problem"] == expected and waiting["missing"] == ["crmPrivateToken"]
     assert [e["event"] for e in logs if e["log_level"] in ("error", "critical")] == []
     assert not any("exc_info" in e or "traceback" in e for e in logs)
-    assert all(token not in str(e) for e in logs)
-    assert len([e for e in logs if e["event"] == "outbox job stops waiting for settings"]) == 1
+    assert token is None or all(token not in str(e) for e in logs)
+    [contact] = fake_crm.contacts(op.location_id)
+    assert contact["tags"] == [COMPLETE_TAG]
 
 
 async def test_crm_down_for_a_while_then_delivered(
