@@ -73,6 +73,12 @@ ENDPOINTS = [
         anonymous=FORBIDDEN,
         super_admin_only=True,
     ),
+    Endpoint(
+        "DELETE",
+        "/api/v1/admin/settings/tagDFYRequested",
+        anonymous=FORBIDDEN,
+        super_admin_only=True,
+    ),
     Endpoint("GET", "/healthz", anonymous=200),
     Endpoint("GET", "/readyz", anonymous=200),
     Endpoint("GET", "/openapi.json", anonymous=200),
