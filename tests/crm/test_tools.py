@@ -111,9 +111,9 @@ async def test_get_contacts_searches_own_location_only(
     fake_crm.add_contact(location.id, firstName="Omar", email="omar@x.example")
     found = await run("contacts_get-contacts", {"query": "dana"}, location)
     assert [c["id"] for c in found["contacts"]] == [dana["id"]]
-    assert found["meta"]["total"] == 1
+    assert found["total"] == 1
     everyone = await run("contacts_get-contacts", {"limit": 1}, location)
-    assert len(everyone["contacts"]) == 1 and everyone["meta"]["total"] == 2
+    assert len(everyone["contacts"]) == 1 and everyone["total"] == 2
 
 
 async def test_get_contact(location: Location, dana: dict[str, Any]) -> None:
@@ -133,16 +133,23 @@ async def test_create_contact_and_duplicate_refused(
     assert len(fake_crm.contacts(location.id)) == 2
     with pytest.raises(ToolError, match="does not allow duplicated contacts"):
         await run("contacts_create-contact", {"email": "dana@northpier.example"}, location)
-    with pytest.raises(ValidationError):  # neither e-mail nor phone
+    with pytest.raises(ToolError, match="needs an e-mail or a phone"):
         await run("contacts_create-contact", {"firstName": "Nobody"}, location)
+    with pytest.raises(ToolError, match="needs an e-mail or a phone"):
+        await run("contacts_upsert-contact", {"city": "Oakland"}, location)
+    assert len(fake_crm.contacts(location.id)) == 2
 
 
 async def test_update_contact(location: Location, dana: dict[str, Any]) -> None:
     answer = await run(
-        "contacts_update-contact", {"contactId": dana["id"], "companyName": "Pier 9"}, location
+        "contacts_update-contact", {"contactId": dana["id"], "city": "Oakland"}, location
     )
-    assert answer["contact"]["companyName"] == "Pier 9"
+    assert answer["contact"]["city"] == "Oakland"
     assert answer["contact"]["tags"] == ["tenant-rep"]
+    with pytest.raises(ValidationError):  # UpdateContactDto does not declare companyName
+        await run(
+            "contacts_update-contact", {"contactId": dana["id"], "companyName": "X"}, location
+        )
     with pytest.raises(ToolError, match="The CRM refused the request: email must be an email"):
         await run("contacts_update-contact", {"contactId": dana["id"], "email": "x@"}, location)
 
@@ -208,7 +215,8 @@ async def test_conversations(fake_crm: FakeCrm, location: Location, dana: dict[s
     messages = await run(
         "conversations_get-messages", {"conversationId": conversation["id"]}, location
     )
-    assert messages["messages"]["messages"][0]["body"] == "Is the dock height 4 ft?"
+    assert messages["messages"][0]["body"] == "Is the dock height 4 ft?"
+    assert messages["nextPage"] is False and messages["lastMessageId"]
     with pytest.raises(ToolError, match="Conversation not found"):
         await run("conversations_get-messages", {"conversationId": "nope"}, location)
 
@@ -359,7 +367,9 @@ async def test_fetch_templates(fake_crm: FakeCrm, location: Location) -> None:
     fake_crm.add_template(location.id, "Listing announcement")
     fake_crm.add_template(location.id, "Monthly newsletter")
     found = await run("emails_fetch-template", {"search": "listing"}, location)
-    assert [t["name"] for t in found["builders"]] == ["Listing announcement"]
+    assert [t["name"] for t in found["templates"]] == ["Listing announcement"]
+    nothing = await run("emails_fetch-template", {"search": "no such"}, location)
+    assert nothing == {"templates": []}
 
 
 async def test_payments(fake_crm: FakeCrm, location: Location, dana: dict[str, Any]) -> None:
