@@ -71,10 +71,14 @@ def serve_mcp() -> dict[str, Any]:
 
 
 def serve_crm(delay_s: float) -> dict[str, Any]:
+    from controlcenter.onboarding.models import FIELDS
+    from controlcenter.outbox.delivery import custom_field_key
     from tests.fakes.crm import FakeCrm
 
     fake = FakeCrm()
     location = fake.add_location(name="Operator")["id"]
+    for name in FIELDS:  # the custom fields docs/outbox.md asks the operator to create
+        fake.add_custom_field(location, name, key=custom_field_key(name))
     token = fake.private_token(location)
     fake.delay_s = delay_s
     fake.calls = _Discard()
