@@ -10,7 +10,9 @@ import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 
-from controlcenter.crm.tools import NOT_CONNECTED, crm_tools
+from controlcenter.crm.tools import NOT_CONNECTED, OPERATION_IDS, crm_tools
+from controlcenter.crm.tools.conversations import page_of_messages
+from controlcenter.crm.tools.emails import templates_of
 from controlcenter.tools.base import Tool, ToolContext, ToolError
 from tests.crm.conftest import Location
 from tests.fakes.crm import FakeCrm
@@ -232,6 +234,15 @@ async def test_send_a_new_message(
     assert sent["messageId"] and sent["conversationId"]
     bodies = [m["body"] for m in fake_crm.state.messages.values()]
     assert bodies == ["Tour confirmed for 2pm"]
+    [call] = fake_crm.calls_to("POST", "/conversations/messages")
+    assert call.body["subType"] == "SMS" and call.body["status"] == "pending"
+    with pytest.raises(ToolError, match="Give the text to send"):
+        await run(
+            "conversations_send-a-new-message", {"type": "SMS", "contactId": dana["id"]}, location
+        )
+    with pytest.raises(ToolError, match="Give a calendarId"):
+        await run("calendars_get-calendar-events", {}, location)
+    assert len(fake_crm.calls_to("POST", "/conversations/messages")) == 1
     no_phone = fake_crm.add_contact(location.id, email="nophone@x.example")
     with pytest.raises(ToolError, match="Missing phone number"):
         await run(
@@ -418,3 +429,25 @@ async def test_another_locations_records_are_unreachable(
             "contacts_update-contact", {"contactId": theirs["id"], "firstName": "X"}, location
         )
     assert fake_crm.contact(theirs["id"])["firstName"] is None  # type: ignore[index]
+
+
+def test_answers_in_another_wrapper_reach_the_model_in_the_described_shape() -> None:
+    page = {"lastMessageId": "m2", "nextPage": False, "messages": [{"id": "m1"}]}
+    assert page_of_messages({"messages": page}) == page
+    assert page_of_messages(page) == page
+    one = {"id": "t1", "name": "Listing"}
+    assert templates_of(one) == [one]
+    assert templates_of([one]) == [one]
+    assert templates_of({"builders": [one], "total": [{"total": 1}]}) == [one]
+    assert templates_of({}) == [] and templates_of(None) == []
+
+
+def test_no_schema_has_a_top_level_combinator() -> None:
+    for tool in crm_tools():
+        assert not {"anyOf", "oneOf", "allOf", "not"} & set(tool.input_schema), tool.name
+
+
+def test_every_tool_cites_its_highlevel_operation() -> None:
+    assert set(OPERATION_IDS) == set(TOOLS)
+    assert OPERATION_IDS["contacts_get-contacts"] == "search-contacts-advanced"
+    assert OPERATION_IDS["calendars_get-free-slots"] == "get-slots"
