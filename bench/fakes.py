@@ -71,9 +71,10 @@ def serve_mcp() -> dict[str, Any]:
 
 
 def serve_crm(delay_s: float) -> dict[str, Any]:
+    from tests.fakes.crm import FakeCrm
+
     from controlcenter.onboarding.models import FIELDS
     from controlcenter.outbox.delivery import custom_field_key
-    from tests.fakes.crm import FakeCrm
 
     fake = FakeCrm()
     location = fake.add_location(name="Operator")["id"]

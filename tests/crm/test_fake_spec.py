@@ -82,6 +82,15 @@ class Case:
     message: list[str]  # the 422 answer's `message`
 
 
+def new_deal(w: World) -> dict[str, Any]:
+    return {
+        "locationId": w.location,
+        "pipelineId": w.pipeline,
+        "name": "Deal",
+        "contactId": w.contact,
+    }
+
+
 def ms(days: float) -> int:
     return int((datetime.now(UTC) + timedelta(days=days)).timestamp() * 1000)
 
@@ -206,25 +215,8 @@ CASES: dict[str, Case] = {
         ["property location_id should not exist"],
     ),
     "create-opportunity": Case(
-        lambda w: Ask(
-            "/opportunities/",
-            body={
-                "locationId": w.location,
-                "pipelineId": w.pipeline,
-                "name": "Deal",
-                "status": "open",
-                "contactId": w.contact,
-            },
-        ),
-        lambda w: Ask(
-            "/opportunities/",
-            body={
-                "locationId": w.location,
-                "pipelineId": w.pipeline,
-                "name": "Deal",
-                "contactId": w.contact,
-            },
-        ),
+        lambda w: Ask("/opportunities/", body={**new_deal(w), "status": "open"}),
+        lambda w: Ask("/opportunities/", body=new_deal(w)),
         ["status should not be empty"],
     ),
     "update-opportunity": Case(
