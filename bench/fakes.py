@@ -71,15 +71,11 @@ def serve_mcp() -> dict[str, Any]:
 
 
 def serve_crm(delay_s: float) -> dict[str, Any]:
-    from tests.fakes.crm import FakeCrm
-
-    from controlcenter.onboarding.models import FIELDS
-    from controlcenter.outbox.delivery import custom_field_key
+    from tests.fakes.crm import FakeCrm, define_onboarding_fields
 
     fake = FakeCrm()
     location = fake.add_location(name="Operator")["id"]
-    for name in FIELDS:  # the custom fields docs/outbox.md asks the operator to create
-        fake.add_custom_field(location, name, key=custom_field_key(name))
+    define_onboarding_fields(fake, location)
     token = fake.private_token(location)
     fake.delay_s = delay_s
     fake.calls = _Discard()

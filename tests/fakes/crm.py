@@ -1227,6 +1227,16 @@ DEMO_OPERATOR_LOCATION_ID = "demoOperator00000001"
 DEMO_OPERATOR_TOKEN = "pit-demo-operator-000000000000"
 
 
+def define_onboarding_fields(fake: FakeCrm, location_id: str) -> dict[str, str]:
+    """The contact custom fields docs/outbox.md asks the operator to create, one per onboarding
+    answer; their ids by key."""
+    from controlcenter.onboarding.models import FIELDS
+    from controlcenter.outbox.delivery import custom_field_key
+
+    keys = [custom_field_key(name) for name in FIELDS]
+    return {key: fake.add_custom_field(location_id, key, key=key)["id"] for key in keys}
+
+
 def seed_demo(fake: FakeCrm) -> dict[str, str]:
     """A brokerage sub-account with contacts, deals, a calendar and a conversation."""
     fake.add_agency(DEMO_COMPANY_ID, DEMO_AGENCY_TOKEN)
@@ -1235,6 +1245,7 @@ def seed_demo(fake: FakeCrm) -> dict[str, str]:
         DEMO_OPERATOR_LOCATION_ID, company_id=DEMO_COMPANY_ID, name="Control Center Operator"
     )
     fake.private_token(DEMO_OPERATOR_LOCATION_ID, DEMO_OPERATOR_TOKEN)
+    define_onboarding_fields(fake, DEMO_OPERATOR_LOCATION_ID)
     loc = DEMO_LOCATION_ID
     dana = fake.add_contact(
         loc,

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controlcenter.onboarding.models import FIELDS
-from controlcenter.outbox.delivery import custom_field_key
 from controlcenter.services import Services
-from tests.fakes.crm import FakeCrm
+from tests.fakes.crm import FakeCrm, define_onboarding_fields
 
 COMPLETE_TAG = "onboarding-complete"
 HIGH_GCI_TAG = "high-gci"
@@ -35,10 +33,8 @@ def operator_location(fake: FakeCrm, *, fields: bool = True) -> Operator:
     """The operator's location, with the custom fields docs/outbox.md asks the operator to
     create (one per onboarding answer) unless `fields` is False."""
     location_id = fake.add_location()["id"]
-    keys = [custom_field_key(name) for name in FIELDS] if fields else []
-    ids = {
-        key: fake.add_custom_field(location_id, key, key=key)["id"] for key in [*keys, REFERRAL_KEY]
-    }
+    ids = define_onboarding_fields(fake, location_id) if fields else {}
+    ids[REFERRAL_KEY] = fake.add_custom_field(location_id, "Referral", key=REFERRAL_KEY)["id"]
     return Operator(location_id=location_id, token=fake.private_token(location_id), field_ids=ids)
 
 
