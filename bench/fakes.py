@@ -71,10 +71,11 @@ def serve_mcp() -> dict[str, Any]:
 
 
 def serve_crm(delay_s: float) -> dict[str, Any]:
-    from tests.fakes.crm import FakeCrm
+    from tests.fakes.crm import FakeCrm, define_onboarding_fields
 
     fake = FakeCrm()
     location = fake.add_location(name="Operator")["id"]
+    define_onboarding_fields(fake, location)
     token = fake.private_token(location)
     fake.delay_s = delay_s
     fake.calls = _Discard()

@@ -20,6 +20,7 @@ from controlcenter.auth.service import (
 from controlcenter.config import Config
 from controlcenter.db import Database
 from controlcenter.migrate import upgrade
+from controlcenter.tools_cli import app as tools_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Control Center service.")
 db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
@@ -28,6 +29,7 @@ tokens_app = typer.Typer(no_args_is_help=True, help="API tokens (app passwords).
 app.add_typer(db_app, name="db")
 app.add_typer(users_app, name="users")
 app.add_typer(tokens_app, name="tokens")
+app.add_typer(tools_app, name="tools")
 
 T = TypeVar("T")
 

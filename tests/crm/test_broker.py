@@ -69,7 +69,7 @@ async def test_client_is_bound_to_the_users_location(
     assert len(exchange) == 1
     assert exchange[0].token_kind == "agency"
     assert exchange[0].body == {"companyId": "company0000000000001", "locationId": agency["first"]}
-    listing = fake_crm.calls_to("GET", "/contacts/")[0]
+    listing = fake_crm.calls_to("POST", "/contacts/search")[0]
     assert listing.token_kind == "location" and listing.location_id == agency["first"]
 
 

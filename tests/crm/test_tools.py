@@ -10,7 +10,9 @@ import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 
-from controlcenter.crm.tools import NOT_CONNECTED, crm_tools
+from controlcenter.crm.tools import NOT_CONNECTED, OPERATION_IDS, crm_tools
+from controlcenter.crm.tools.conversations import page_of_messages
+from controlcenter.crm.tools.emails import templates_of
 from controlcenter.tools.base import Tool, ToolContext, ToolError
 from tests.crm.conftest import Location
 from tests.fakes.crm import FakeCrm
@@ -111,9 +113,9 @@ async def test_get_contacts_searches_own_location_only(
     fake_crm.add_contact(location.id, firstName="Omar", email="omar@x.example")
     found = await run("contacts_get-contacts", {"query": "dana"}, location)
     assert [c["id"] for c in found["contacts"]] == [dana["id"]]
-    assert found["meta"]["total"] == 1
+    assert found["total"] == 1
     everyone = await run("contacts_get-contacts", {"limit": 1}, location)
-    assert len(everyone["contacts"]) == 1 and everyone["meta"]["total"] == 2
+    assert len(everyone["contacts"]) == 1 and everyone["total"] == 2
 
 
 async def test_get_contact(location: Location, dana: dict[str, Any]) -> None:
@@ -133,16 +135,23 @@ async def test_create_contact_and_duplicate_refused(
     assert len(fake_crm.contacts(location.id)) == 2
     with pytest.raises(ToolError, match="does not allow duplicated contacts"):
         await run("contacts_create-contact", {"email": "dana@northpier.example"}, location)
-    with pytest.raises(ValidationError):  # neither e-mail nor phone
+    with pytest.raises(ToolError, match="needs an e-mail or a phone"):
         await run("contacts_create-contact", {"firstName": "Nobody"}, location)
+    with pytest.raises(ToolError, match="needs an e-mail or a phone"):
+        await run("contacts_upsert-contact", {"city": "Oakland"}, location)
+    assert len(fake_crm.contacts(location.id)) == 2
 
 
 async def test_update_contact(location: Location, dana: dict[str, Any]) -> None:
     answer = await run(
-        "contacts_update-contact", {"contactId": dana["id"], "companyName": "Pier 9"}, location
+        "contacts_update-contact", {"contactId": dana["id"], "city": "Oakland"}, location
     )
-    assert answer["contact"]["companyName"] == "Pier 9"
+    assert answer["contact"]["city"] == "Oakland"
     assert answer["contact"]["tags"] == ["tenant-rep"]
+    with pytest.raises(ValidationError):  # UpdateContactDto does not declare companyName
+        await run(
+            "contacts_update-contact", {"contactId": dana["id"], "companyName": "X"}, location
+        )
     with pytest.raises(ToolError, match="The CRM refused the request: email must be an email"):
         await run("contacts_update-contact", {"contactId": dana["id"], "email": "x@"}, location)
 
@@ -208,7 +217,8 @@ async def test_conversations(fake_crm: FakeCrm, location: Location, dana: dict[s
     messages = await run(
         "conversations_get-messages", {"conversationId": conversation["id"]}, location
     )
-    assert messages["messages"]["messages"][0]["body"] == "Is the dock height 4 ft?"
+    assert messages["messages"][0]["body"] == "Is the dock height 4 ft?"
+    assert messages["nextPage"] is False and messages["lastMessageId"]
     with pytest.raises(ToolError, match="Conversation not found"):
         await run("conversations_get-messages", {"conversationId": "nope"}, location)
 
@@ -224,6 +234,15 @@ async def test_send_a_new_message(
     assert sent["messageId"] and sent["conversationId"]
     bodies = [m["body"] for m in fake_crm.state.messages.values()]
     assert bodies == ["Tour confirmed for 2pm"]
+    [call] = fake_crm.calls_to("POST", "/conversations/messages")
+    assert call.body["subType"] == "SMS" and call.body["status"] == "pending"
+    with pytest.raises(ToolError, match="Give the text to send"):
+        await run(
+            "conversations_send-a-new-message", {"type": "SMS", "contactId": dana["id"]}, location
+        )
+    with pytest.raises(ToolError, match="Give a calendarId"):
+        await run("calendars_get-calendar-events", {}, location)
+    assert len(fake_crm.calls_to("POST", "/conversations/messages")) == 1
     no_phone = fake_crm.add_contact(location.id, email="nophone@x.example")
     with pytest.raises(ToolError, match="Missing phone number"):
         await run(
@@ -359,7 +378,9 @@ async def test_fetch_templates(fake_crm: FakeCrm, location: Location) -> None:
     fake_crm.add_template(location.id, "Listing announcement")
     fake_crm.add_template(location.id, "Monthly newsletter")
     found = await run("emails_fetch-template", {"search": "listing"}, location)
-    assert [t["name"] for t in found["builders"]] == ["Listing announcement"]
+    assert [t["name"] for t in found["templates"]] == ["Listing announcement"]
+    nothing = await run("emails_fetch-template", {"search": "no such"}, location)
+    assert nothing == {"templates": []}
 
 
 async def test_payments(fake_crm: FakeCrm, location: Location, dana: dict[str, Any]) -> None:
@@ -408,3 +429,25 @@ async def test_another_locations_records_are_unreachable(
             "contacts_update-contact", {"contactId": theirs["id"], "firstName": "X"}, location
         )
     assert fake_crm.contact(theirs["id"])["firstName"] is None  # type: ignore[index]
+
+
+def test_answers_in_another_wrapper_reach_the_model_in_the_described_shape() -> None:
+    page = {"lastMessageId": "m2", "nextPage": False, "messages": [{"id": "m1"}]}
+    assert page_of_messages({"messages": page}) == page
+    assert page_of_messages(page) == page
+    one = {"id": "t1", "name": "Listing"}
+    assert templates_of(one) == [one]
+    assert templates_of([one]) == [one]
+    assert templates_of({"builders": [one], "total": [{"total": 1}]}) == [one]
+    assert templates_of({}) == [] and templates_of(None) == []
+
+
+def test_no_schema_has_a_top_level_combinator() -> None:
+    for tool in crm_tools():
+        assert not {"anyOf", "oneOf", "allOf", "not"} & set(tool.input_schema), tool.name
+
+
+def test_every_tool_cites_its_highlevel_operation() -> None:
+    assert set(OPERATION_IDS) == set(TOOLS)
+    assert OPERATION_IDS["contacts_get-contacts"] == "search-contacts-advanced"
+    assert OPERATION_IDS["calendars_get-free-slots"] == "get-slots"

@@ -1,8 +1,10 @@
 """A loopback fake of HighLevel's LeadConnector API v2, in memory, as a real HTTP server.
 
-It validates what the real API validates (the bearer token and what it may reach, the
-`Version` header of each endpoint family, the location, required and unknown fields) and
-answers in the real API's shapes, including its NestJS-style errors
+Every request is checked against the operation it implements as HighLevel's OpenAPI
+description declares it (tests/fakes/crm_spec.py: path and method, `Version`, required and
+declared query parameters and body properties, their types), then against what the real API
+checks beyond the description (the bearer token and what it may reach, the location, the
+records). It answers in the spec's shapes and with NestJS' errors
 (`{"statusCode": 422, "message": [...], "error": "Unprocessable Entity"}`).
 
 Tokens: an agency token may only call `POST /oauth/locationToken`, which hands out a location
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import re
 import secrets
 import string
@@ -31,57 +34,27 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from tests.fakes.crm_spec import (
+    BY_ID,
+    OPERATIONS,
+    Operation,
+    answer_problems,
+    body_errors,
+    query_errors,
+)
 from tests.fakes.server import LoopbackServer
 
-V_2021_07_28 = "2021-07-28"
-V_2021_04_15 = "2021-04-15"
-FAMILY_VERSIONS = {
-    "contacts": V_2021_07_28,
-    "opportunities": V_2021_07_28,
-    "locations": V_2021_07_28,
-    "users": V_2021_07_28,
-    "emails": V_2021_07_28,
-    "payments": V_2021_07_28,
-    "oauth": V_2021_07_28,
-    "conversations": V_2021_04_15,
-    "calendars": V_2021_04_15,
-}
 NO_LOCATION_ACCESS = "The token does not have access to this location."
 AGENCY_NOT_ALLOWED = (
     "This authClass type is not allowed to access this scope. "
     "Please reach out to the Platform team to get it added."
 )
-CONTACT_FIELDS = frozenset(
-    {
-        "firstName",
-        "lastName",
-        "name",
-        "email",
-        "phone",
-        "companyName",
-        "address1",
-        "city",
-        "state",
-        "postalCode",
-        "country",
-        "website",
-        "timezone",
-        "source",
-        "tags",
-        "customFields",
-        "dnd",
-        "gender",
-        "dateOfBirth",
-        "assignedTo",
-    }
-)
 EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-MESSAGE_TYPES = ("SMS", "Email", "WhatsApp", "GMB", "IG", "FB", "Custom", "Live_Chat")
-OPPORTUNITY_STATUSES = ("open", "won", "lost", "abandoned")
 
 
 def new_id() -> str:
@@ -129,6 +102,7 @@ class Call:
     location_id: str | None
     body: Any
     status: int = 0
+    operation_id: str | None = None  # the spec operation the request was routed to
 
 
 @dataclass
@@ -177,7 +151,10 @@ class FakeCrm:
         self._lock = threading.Lock()
         self._server: LoopbackServer | None = None
         self._port = 0
-        self.app = Starlette(routes=self._routes())
+        self.app = Starlette(
+            routes=self._routes(),
+            exception_handlers={HTTPException: self._no_route},
+        )
 
     # -- server ---------------------------------------------------------------------------
 
@@ -388,14 +365,15 @@ class FakeCrm:
         return note
 
     def add_custom_field(
-        self, location_id: str, name: str, data_type: str = "TEXT"
+        self, location_id: str, name: str, data_type: str = "TEXT", *, key: str | None = None
     ) -> dict[str, Any]:
-        key = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+        """A contact custom field; its key is `contact.<name in snake case>` unless given."""
+        slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
         custom = {
             "id": new_id(),
             "locationId": location_id,
             "name": name,
-            "fieldKey": f"contact.{key}",
+            "fieldKey": key or f"contact.{slug}",
             "dataType": data_type,
             "model": "contact",
         }
@@ -403,12 +381,17 @@ class FakeCrm:
         return custom
 
     def add_template(self, location_id: str, name: str, **fields: Any) -> dict[str, Any]:
-        template = {
+        template = {  # FetchBuilderSuccesfulResponseDto's fields
             "id": new_id(),
             "locationId": location_id,
             "name": name,
-            "type": fields.pop("type", "html"),
-            "updatedAt": now_iso(),
+            "templateType": fields.pop("templateType", "html"),
+            "isPlainText": fields.pop("isPlainText", False),
+            "previewUrl": f"https://previews.example/{name.lower().replace(' ', '-')}",
+            "version": "2",
+            "updatedBy": fields.pop("updatedBy", "Demo User"),
+            "dateAdded": now_iso(),
+            "lastUpdated": now_iso(),
             **fields,
         }
         self.state.templates[template["id"]] = template
@@ -426,6 +409,7 @@ class FakeCrm:
             "currency": fields.pop("currency", "USD"),
             "status": fields.pop("status", "completed"),
             "createdAt": now_iso(),
+            "updatedAt": now_iso(),
             **fields,
         }
         self.state.orders[order["_id"]] = order
@@ -443,6 +427,7 @@ class FakeCrm:
             "currency": fields.pop("currency", "USD"),
             "status": fields.pop("status", "succeeded"),
             "createdAt": now_iso(),
+            "updatedAt": now_iso(),
             **fields,
         }
         self.state.transactions[transaction["_id"]] = transaction
@@ -456,55 +441,81 @@ class FakeCrm:
     def contact(self, contact_id: str) -> dict[str, Any] | None:
         return self.state.contacts.get(contact_id)
 
+    def custom_values(self, contact_id: str) -> dict[str, Any]:
+        """A contact's custom field values by field key (the fake stores them by id)."""
+        keys = {f["id"]: f["fieldKey"] for f in self.state.custom_fields.values()}
+        contact = self.state.contacts[contact_id]
+        return {keys[entry["id"]]: entry["value"] for entry in contact.get("customFields") or []}
+
     def calls_to(self, method: str, path: str) -> list[Call]:
         return [c for c in list(self.calls) if c.method == method and c.path == path]
 
     # -- the HTTP side --------------------------------------------------------------------
 
     def _routes(self) -> list[Route]:
-        def route(path: str, method: str, handler: Handler, status: int = 200) -> Route:
+        handlers: dict[str, Handler] = {
+            "get-location-access-token": self._location_token,
+            "search-contacts-advanced": self._search_contacts,
+            "get-contacts": self._get_contacts,
+            "get-contact": self._get_contact,
+            "create-contact": self._create_contact,
+            "update-contact": self._update_contact,
+            "upsert-contact": self._upsert_contact,
+            "add-tags": self._add_tags,
+            "remove-tags": self._remove_tags,
+            "get-all-tasks": self._get_tasks,
+            "create-task": self._create_task,
+            "get-all-notes": self._get_notes,
+            "create-note": self._create_note,
+            "search-conversation": self._search_conversations,
+            "get-messages": self._get_messages,
+            "send-a-new-message": self._send_message,
+            "search-opportunity": self._search_opportunities,
+            "get-opportunity": self._get_opportunity,
+            "create-opportunity": self._create_opportunity,
+            "update-opportunity": self._update_opportunity,
+            "get-pipelines": self._get_pipelines,
+            "get-calendars": self._get_calendars,
+            "get-calendar-events": self._get_events,
+            "get-appointment-notes": self._get_appointment_notes,
+            "get-slots": self._free_slots,
+            "get-location": self._get_location,
+            "get-custom-fields": self._get_custom_fields,
+            "get-location-tags": self._get_location_tags,
+            "fetch-template": self._get_templates,
+            "list-orders": self._list_orders,
+            "get-order-by-id": self._get_order,
+            "list-transactions": self._list_transactions,
+            "get-transaction-by-id": self._get_transaction,
+            "get-user-by-location": self._get_users,
+        }
+        assert set(handlers) == set(BY_ID), "one handler per declared operation"
+
+        def route(operation: Operation) -> Route:
+            handler = handlers[operation.operation_id]
+
             async def endpoint(request: Request) -> Response:
-                return await self._serve(request, handler, status)
+                return await self._serve(request, operation, handler)
 
-            return Route(path, endpoint, methods=[method])
+            return Route(operation.path, endpoint, methods=[operation.method])
 
-        return [
-            route("/oauth/locationToken", "POST", self._location_token),
-            route("/contacts/", "GET", self._get_contacts),
-            route("/contacts/", "POST", self._create_contact, 201),
-            route("/contacts/upsert", "POST", self._upsert_contact),
-            route("/contacts/{contactId}", "GET", self._get_contact),
-            route("/contacts/{contactId}", "PUT", self._update_contact),
-            route("/contacts/{contactId}/tags", "POST", self._add_tags, 201),
-            route("/contacts/{contactId}/tags", "DELETE", self._remove_tags),
-            route("/contacts/{contactId}/tasks", "GET", self._get_tasks),
-            route("/contacts/{contactId}/tasks", "POST", self._create_task, 201),
-            route("/contacts/{contactId}/notes", "GET", self._get_notes),
-            route("/contacts/{contactId}/notes", "POST", self._create_note, 201),
-            route("/conversations/search", "GET", self._search_conversations),
-            route("/conversations/messages", "POST", self._send_message, 201),
-            route("/conversations/{conversationId}/messages", "GET", self._get_messages),
-            route("/opportunities/search", "GET", self._search_opportunities),
-            route("/opportunities/pipelines", "GET", self._get_pipelines),
-            route("/opportunities/", "POST", self._create_opportunity, 201),
-            route("/opportunities/{id}", "GET", self._get_opportunity),
-            route("/opportunities/{id}", "PUT", self._update_opportunity),
-            route("/calendars/", "GET", self._get_calendars),
-            route("/calendars/events", "GET", self._get_events),
-            route("/calendars/appointments/{eventId}/notes", "GET", self._get_appointment_notes),
-            route("/calendars/{calendarId}/free-slots", "GET", self._free_slots),
-            route("/locations/{locationId}", "GET", self._get_location),
-            route("/locations/{locationId}/customFields", "GET", self._get_custom_fields),
-            route("/locations/{locationId}/tags", "GET", self._get_location_tags),
-            route("/emails/builder", "GET", self._get_templates),
-            route("/payments/orders", "GET", self._list_orders),
-            route("/payments/orders/{orderId}", "GET", self._get_order),
-            route("/payments/transactions", "GET", self._list_transactions),
-            route("/payments/transactions/{id}", "GET", self._get_transaction),
-            route("/users/", "GET", self._get_users),
-        ]
+        # Literal paths before templated ones, as NestJS matches `/contacts/search` first.
+        ordered = sorted(OPERATIONS, key=lambda op: "{" in op.path)
+        return [route(operation) for operation in ordered]
 
-    async def _serve(self, request: Request, handler: Handler, status: int) -> Response:
+    @staticmethod
+    async def _no_route(request: Request, exc: Exception) -> Response:
+        """NestJS' answer to a path or method that no operation declares."""
+        return JSONResponse(
+            {
+                "statusCode": 404,
+                "message": f"Cannot {request.method} {request.url.path}",
+                "error": "Not Found",
+            },
+            status_code=404,
+        )
+
+    async def _serve(self, request: Request, operation: Operation, handler: Handler) -> Response:
         body = await _body(request)
         token = _bearer(request)
         principal = self._principal(token)
@@ -516,6 +527,7 @@ class FakeCrm:
             token_kind=principal.kind if principal else None,
             location_id=principal.location_id if principal else None,
             body=body,
+            operation_id=operation.operation_id,
         )
         self.calls.append(call)
         if self.delay_s:
@@ -536,19 +548,37 @@ class FakeCrm:
                 {"statusCode": call.status, "message": "Service Unavailable"}, call.status
             )
         try:
-            self._check_version(request)
+            self._check_version(request, operation)
             if principal is None:
                 raise HttpError(401, "Invalid JWT")
             is_oauth = request.url.path.startswith("/oauth/")
             if (principal.kind == "agency") != is_oauth:
                 raise HttpError(401, AGENCY_NOT_ALLOWED)
+            self._check_spec(request, operation, body)
             request.state.body = body
             result = await handler(request, principal)
         except HttpError as exc:
             call.status = exc.status
             return exc.response()
-        call.status = status
-        return JSONResponse(result, status_code=status)
+        undeclared = answer_problems(operation, result)
+        if undeclared:  # the fake's own bug: fail loudly rather than teach a wrong shape
+            call.status = 500
+            message = f"fake answered {undeclared} outside {operation.operation_id}'s schema"
+            return JSONResponse({"statusCode": 500, "message": message}, status_code=500)
+        call.status = operation.status
+        return JSONResponse(result, status_code=operation.status)
+
+    @staticmethod
+    def _check_spec(request: Request, operation: Operation, body: Any) -> None:
+        form = request.headers.get("content-type", "").startswith(
+            "application/x-www-form-urlencoded"
+        )
+        if operation.body is not None and body is not None and form != operation.form:
+            raise HttpError(400, "Unsupported content type")
+        errors = query_errors(operation, request.query_params)
+        errors += body_errors(operation, body)
+        if errors:
+            raise invalid(*errors)
 
     def _principal(self, token: str | None) -> Principal | None:
         if not token:
@@ -560,13 +590,12 @@ class FakeCrm:
         return None
 
     @staticmethod
-    def _check_version(request: Request) -> None:
-        family = request.url.path.lstrip("/").split("/", 1)[0]
+    def _check_version(request: Request, operation: Operation) -> None:
         version = request.headers.get("version")
         if not version:
             raise HttpError(400, "Version header was not found")
-        if version != FAMILY_VERSIONS[family]:
-            raise HttpError(400, f"Version {version} is not supported for /{family}")
+        if version != operation.version:
+            raise HttpError(400, f"Version {version} is not supported for {operation.path}")
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -622,11 +651,10 @@ class FakeCrm:
         self._apply_contact(contact, fields)
         return contact
 
-    @staticmethod
-    def _apply_contact(contact: dict[str, Any], fields: dict[str, Any]) -> None:
+    def _apply_contact(self, contact: dict[str, Any], fields: dict[str, Any]) -> None:
         for key, value in fields.items():
             if key == "customFields":
-                contact[key] = _merge_custom_fields(contact.get(key) or [], value)
+                contact[key] = self._merge_custom_fields(contact, value)
             else:
                 contact[key] = list(value) if key == "tags" else value
         if isinstance(contact.get("email"), str):
@@ -636,33 +664,33 @@ class FakeCrm:
             contact["name"] = " ".join(p for p in parts if p) or contact.get("name")
         contact["dateUpdated"] = now_iso()
 
+    def _merge_custom_fields(
+        self, contact: dict[str, Any], sent: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """HighLevel updates only the custom fields a request names, by id, and keeps the
+        others (unlike `tags`, which a contact update replaces); it answers them as
+        CustomFieldSchema `{id, value}`. An id that is not a custom field of the contact's
+        location is ignored."""
+        known = {
+            f["id"]
+            for f in self.state.custom_fields.values()
+            if f["locationId"] == contact["locationId"]
+        }
+        merged = {entry["id"]: entry["value"] for entry in contact.get("customFields") or []}
+        for entry in sent:
+            if entry.get("id") in known:
+                merged[entry["id"]] = entry.get("field_value")
+        return [{"id": key, "value": value} for key, value in merged.items()]
+
     @staticmethod
-    def _validate_contact(body: Any, *, allow_location: bool) -> dict[str, Any]:
-        if not isinstance(body, dict):
-            raise invalid("body must be an object")
-        errors: list[str] = []
-        allowed = CONTACT_FIELDS | ({"locationId"} if allow_location else set())
-        errors += [f"property {key} should not exist" for key in body if key not in allowed]
-        email = body.get("email")
-        if email is not None and (not isinstance(email, str) or not EMAIL_RE.match(email)):
-            errors.append("email must be an email")
-        tags = body.get("tags")
-        if tags is not None and (
-            not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)
-        ):
-            errors.append("each value in tags must be a string")
-        custom = body.get("customFields")
-        if custom is not None and (
-            not isinstance(custom, list)
-            or not all(isinstance(f, dict) and (f.get("id") or f.get("key")) for f in custom)
-        ):
-            errors.append("each value in customFields must be an object with an id or a key")
-        for key in CONTACT_FIELDS - {"tags", "customFields", "dnd", "email"}:
-            if key in body and body[key] is not None and not isinstance(body[key], str):
-                errors.append(f"{key} must be a string")
-        if errors:
-            raise invalid(*errors)
-        return {k: v for k, v in body.items() if k != "locationId"}
+    def _validate_contact(body: Any) -> dict[str, Any]:
+        """What HighLevel checks beyond the schema: an e-mail must look like one."""
+        fields = dict(body) if isinstance(body, dict) else {}
+        email = fields.get("email")
+        if email is not None and not EMAIL_RE.match(str(email)):
+            raise invalid("email must be an email")
+        fields.pop("locationId", None)
+        return fields
 
     def _duplicate(
         self, location_id: str, fields: dict[str, Any]
@@ -703,20 +731,14 @@ class FakeCrm:
             "token_type": "Bearer",
             "expires_in": self.token_ttl_s,
             "scope": "contacts.readonly contacts.write",
-            "userType": "Location",
-            "companyId": company_id,
             "locationId": location_id,
-            "traceId": new_id(),
         }
 
     # -- contacts -------------------------------------------------------------------------
 
-    async def _get_contacts(self, request: Request, principal: Principal) -> Any:
-        q = request.query_params
-        location_id = self._own(principal, q.get("locationId"))
-        limit = _int(q.get("limit"), 20, "limit", 1, 100)
-        query = (q.get("query") or "").lower()
-        found = [
+    def _find_contacts(self, location_id: str, query: str) -> list[dict[str, Any]]:
+        query = query.lower()
+        return [
             c
             for c in self.contacts(location_id)
             if not query
@@ -725,14 +747,33 @@ class FakeCrm:
                 for k in ("name", "email", "phone", "companyName")
             )
         ]
-        return {"contacts": found[:limit], "meta": {"total": len(found), "currentPage": 1}}
+
+    async def _search_contacts(self, request: Request, principal: Principal) -> Any:
+        body = request.state.body
+        location_id = self._own(principal, body.get("locationId"))
+        limit = int(body.get("pageLimit", 20))
+        page = int(body.get("page", 1))
+        if not 1 <= limit <= 500:
+            raise invalid("pageLimit must not be greater than 500")
+        if page < 1:
+            raise invalid("page must not be less than 1")
+        found = self._find_contacts(location_id, str(body.get("query") or ""))
+        first = (page - 1) * limit
+        return {"contacts": found[first : first + limit], "total": len(found)}
+
+    async def _get_contacts(self, request: Request, principal: Principal) -> Any:
+        q = request.query_params
+        location_id = self._own(principal, q.get("locationId"))
+        limit = _int(q.get("limit"), 20, "limit", 1, 100)
+        found = self._find_contacts(location_id, q.get("query") or "")
+        return {"contacts": found[:limit], "count": len(found)}
 
     async def _create_contact(self, request: Request, principal: Principal) -> Any:
         body = request.state.body
         location_id = self._own(
             principal, body.get("locationId") if isinstance(body, dict) else None
         )
-        fields = self._validate_contact(body, allow_location=True)
+        fields = self._validate_contact(body)
         duplicate = self._duplicate(location_id, fields)
         if duplicate is not None:
             contact, matched = duplicate
@@ -754,7 +795,7 @@ class FakeCrm:
         location_id = self._own(
             principal, body.get("locationId") if isinstance(body, dict) else None
         )
-        fields = self._validate_contact(body, allow_location=True)
+        fields = self._validate_contact(body)
         if not fields.get("email") and not fields.get("phone"):
             raise HttpError(400, "email or phone is required")
         duplicate = self._duplicate(location_id, fields)
@@ -771,18 +812,15 @@ class FakeCrm:
 
     async def _update_contact(self, request: Request, principal: Principal) -> Any:
         contact = self._contact_of(request, principal)
-        fields = self._validate_contact(request.state.body, allow_location=False)
+        fields = self._validate_contact(request.state.body)
         self._apply_contact(contact, fields)
         return {"succeded": True, "contact": contact}
 
     @staticmethod
     def _tags_body(body: Any) -> list[str]:
-        tags = body.get("tags") if isinstance(body, dict) else None
-        if not isinstance(tags, list) or not tags or not all(isinstance(t, str) for t in tags):
-            raise invalid("tags should not be empty", "each value in tags must be a string")
-        extra = [k for k in body if k != "tags"]
-        if extra:
-            raise invalid(*(f"property {k} should not exist" for k in extra))
+        tags: list[str] = body["tags"]
+        if not tags:
+            raise invalid("tags should not be empty")
         return [t.strip() for t in tags if t.strip()]
 
     async def _add_tags(self, request: Request, principal: Principal) -> Any:
@@ -806,16 +844,11 @@ class FakeCrm:
 
     async def _create_task(self, request: Request, principal: Principal) -> Any:
         contact = self._contact_of(request, principal)
-        body = request.state.body if isinstance(request.state.body, dict) else {}
-        errors = _unknown(body, {"title", "body", "dueDate", "completed", "assignedTo"})
-        if not isinstance(body.get("title"), str) or not body.get("title"):
-            errors.append("title must be a string")
-        if not isinstance(body.get("dueDate"), str):
-            errors.append("dueDate must be a valid ISO 8601 date string")
-        if not isinstance(body.get("completed"), bool):
-            errors.append("completed must be a boolean value")
-        if errors:
-            raise invalid(*errors)
+        body = request.state.body
+        try:
+            datetime.fromisoformat(body["dueDate"].replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise invalid("dueDate must be a valid ISO 8601 date string") from exc
         return {"task": self.add_task(contact["id"], **body)}
 
     async def _get_notes(self, request: Request, principal: Principal) -> Any:
@@ -824,13 +857,8 @@ class FakeCrm:
 
     async def _create_note(self, request: Request, principal: Principal) -> Any:
         contact = self._contact_of(request, principal)
-        body = request.state.body if isinstance(request.state.body, dict) else {}
-        errors = _unknown(body, {"body", "userId"})
-        if not isinstance(body.get("body"), str) or not body.get("body"):
-            errors.append("body should not be empty")
-        if errors:
-            raise invalid(*errors)
-        return {"note": self.add_note(contact["id"], **body)}
+        body = dict(request.state.body)
+        return {"note": self.add_note(contact["id"], body.pop("body"), **body)}
 
     # -- conversations --------------------------------------------------------------------
 
@@ -867,34 +895,13 @@ class FakeCrm:
         ]
         page = found[-limit:]
         return {
-            "messages": {
-                "lastMessageId": page[0]["id"] if page else None,
-                "nextPage": len(found) > limit,
-                "messages": page,
-            }
+            "lastMessageId": page[0]["id"] if page else None,
+            "nextPage": len(found) > limit,
+            "messages": page,
         }
 
     async def _send_message(self, request: Request, principal: Principal) -> Any:
-        body = request.state.body if isinstance(request.state.body, dict) else {}
-        errors = _unknown(
-            body,
-            {
-                "type",
-                "contactId",
-                "message",
-                "subject",
-                "html",
-                "emailTo",
-                "emailFrom",
-                "attachments",
-            },
-        )
-        if body.get("type") not in MESSAGE_TYPES:
-            errors.append(f"type must be one of the following values: {', '.join(MESSAGE_TYPES)}")
-        if not isinstance(body.get("contactId"), str):
-            errors.append("contactId must be a string")
-        if errors:
-            raise invalid(*errors)
+        body = request.state.body
         contact = self._record(self.state.contacts, body["contactId"], principal, "Contact")
         if body["type"] == "Email":
             if not contact.get("email"):
@@ -918,7 +925,8 @@ class FakeCrm:
         return {
             "conversationId": conversation["id"],
             "messageId": message["id"],
-            "message": "Message queued successfully.",
+            "msg": "Message queued successfully.",
+            "status": message["status"],
         }
 
     # -- opportunities --------------------------------------------------------------------
@@ -928,10 +936,6 @@ class FakeCrm:
         location_id = self._own(principal, q.get("location_id"), "location_id")
         limit = _int(q.get("limit"), 20, "limit", 1, 100)
         status = q.get("status")
-        if status and status not in (*OPPORTUNITY_STATUSES, "all"):
-            raise invalid(
-                "status must be one of the following values: open, won, lost, abandoned, all"
-            )
         query = (q.get("q") or "").lower()
         found = [
             o
@@ -969,25 +973,6 @@ class FakeCrm:
     def _check_opportunity(
         self, body: dict[str, Any], principal: Principal, existing: dict[str, Any] | None
     ) -> None:
-        errors = _unknown(
-            body,
-            {
-                "pipelineId",
-                "name",
-                "pipelineStageId",
-                "status",
-                "monetaryValue",
-                "assignedTo",
-                "contactId",
-            }
-            | ({"locationId"} if existing is None else set()),
-        )
-        if "status" in body and body["status"] not in OPPORTUNITY_STATUSES:
-            errors.append("status must be one of the following values: open, won, lost, abandoned")
-        if "monetaryValue" in body and not isinstance(body["monetaryValue"], int | float):
-            errors.append("monetaryValue must be a number")
-        if errors:
-            raise invalid(*errors)
         pipeline_id = body.get("pipelineId") or (existing or {}).get("pipelineId")
         pipeline = self._record(self.state.pipelines, str(pipeline_id), principal, "Pipeline")
         stage_id = body.get("pipelineStageId")
@@ -995,17 +980,8 @@ class FakeCrm:
             raise HttpError(400, "Pipeline stage not found")
 
     async def _create_opportunity(self, request: Request, principal: Principal) -> Any:
-        body = request.state.body if isinstance(request.state.body, dict) else {}
+        body = request.state.body
         self._own(principal, body.get("locationId"))
-        missing = [
-            f"{k} must be a string"
-            for k in ("pipelineId", "name", "contactId")
-            if not isinstance(body.get(k), str)
-        ]
-        if "status" not in body:
-            missing.append("status must be one of the following values: open, won, lost, abandoned")
-        if missing:
-            raise invalid(*missing)
         self._check_opportunity(body, principal, None)
         self._record(self.state.contacts, body["contactId"], principal, "Contact")
         fields = {
@@ -1023,7 +999,7 @@ class FakeCrm:
         opportunity = self._record(
             self.state.opportunities, request.path_params["id"], principal, "Opportunity"
         )
-        body = request.state.body if isinstance(request.state.body, dict) else {}
+        body = request.state.body
         self._check_opportunity(body, principal, opportunity)
         opportunity.update(body)
         opportunity["updatedAt"] = now_iso()
@@ -1060,7 +1036,7 @@ class FakeCrm:
 
     async def _get_appointment_notes(self, request: Request, principal: Principal) -> Any:
         event = self._record(
-            self.state.events, request.path_params["eventId"], principal, "Appointment"
+            self.state.events, request.path_params["appointmentId"], principal, "Appointment"
         )
         q = request.query_params
         limit = _int(q.get("limit"), None, "limit", 1, 100)
@@ -1126,7 +1102,12 @@ class FakeCrm:
         names = set(self.state.locations.get(location_id, {}).get("tags", []))
         for contact in self.contacts(location_id):
             names.update(contact["tags"])
-        return {"tags": [{"name": name, "locationId": location_id} for name in sorted(names)]}
+        return {
+            "tags": [
+                {"id": _tag_id(location_id, name), "name": name, "locationId": location_id}
+                for name in sorted(names)
+            ]
+        }
 
     async def _get_users(self, request: Request, principal: Principal) -> Any:
         location_id = self._own(principal, request.query_params.get("locationId"))
@@ -1137,7 +1118,6 @@ class FakeCrm:
     async def _get_templates(self, request: Request, principal: Principal) -> Any:
         q = request.query_params
         location_id = self._own(principal, q.get("locationId"))
-        limit = _int(q.get("limit"), 10, "limit", 1, 100)
         offset = _int(q.get("offset"), 0, "offset", 0, None)
         search = (q.get("search") or "").lower()
         found = [
@@ -1145,26 +1125,33 @@ class FakeCrm:
             for t in self.state.templates.values()
             if t["locationId"] == location_id and search in t["name"].lower()
         ]
-        return {"builders": found[offset : offset + limit], "total": [{"total": len(found)}]}
+        if offset >= len(found):
+            raise HttpError(404, "Template not found")
+        return {k: v for k, v in found[offset].items() if k != "locationId"}
 
     # -- payments -------------------------------------------------------------------------
 
-    def _alt(self, request: Request, principal: Principal) -> str:
+    def _alt(self, request: Request, principal: Principal, *, typed: bool) -> str:
         q = request.query_params
-        if q.get("altType") != "location":
+        if typed and q.get("altType") != "location":
             raise invalid("altType must be one of the following values: location")
         return self._own(principal, q.get("altId"), "altId")
 
     async def _list_orders(self, request: Request, principal: Principal) -> Any:
-        return self._listing(request, principal, self.state.orders)
+        return self._listing(request, principal, self.state.orders, typed=False)
 
     async def _list_transactions(self, request: Request, principal: Principal) -> Any:
-        return self._listing(request, principal, self.state.transactions)
+        return self._listing(request, principal, self.state.transactions, typed=True)
 
     def _listing(
-        self, request: Request, principal: Principal, table: dict[str, dict[str, Any]]
+        self,
+        request: Request,
+        principal: Principal,
+        table: dict[str, dict[str, Any]],
+        *,
+        typed: bool,
     ) -> Any:
-        location_id = self._alt(request, principal)
+        location_id = self._alt(request, principal, typed=typed)
         q = request.query_params
         limit = _int(q.get("limit"), 10, "limit", 1, 100)
         offset = _int(q.get("offset"), 0, "offset", 0, None)
@@ -1178,13 +1165,13 @@ class FakeCrm:
         return {"data": found[offset : offset + limit], "totalCount": len(found)}
 
     async def _get_order(self, request: Request, principal: Principal) -> Any:
-        self._alt(request, principal)
+        self._alt(request, principal, typed=False)
         return self._record(self.state.orders, request.path_params["orderId"], principal, "Order")
 
     async def _get_transaction(self, request: Request, principal: Principal) -> Any:
-        self._alt(request, principal)
+        self._alt(request, principal, typed=True)
         return self._record(
-            self.state.transactions, request.path_params["id"], principal, "Transaction"
+            self.state.transactions, request.path_params["transactionId"], principal, "Transaction"
         )
 
 
@@ -1226,29 +1213,9 @@ def _int(value: str | None, default: int | None, name: str, low: int, high: int 
     return number
 
 
-def _merge_custom_fields(
-    current: list[dict[str, Any]], sent: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """HighLevel updates only the custom fields a request names (by id, else by key) and keeps
-    the others, unlike `tags`, which a contact update replaces."""
-
-    def same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-        if a.get("id") and b.get("id"):
-            return bool(a["id"] == b["id"])
-        return bool(a.get("key")) and a.get("key") == b.get("key")
-
-    merged = [dict(entry) for entry in current]
-    for entry in sent:
-        index = next((i for i, old in enumerate(merged) if same(old, entry)), None)
-        if index is None:
-            merged.append(dict(entry))
-        else:
-            merged[index] = {**merged[index], **entry}
-    return merged
-
-
-def _unknown(body: dict[str, Any], allowed: set[str]) -> list[str]:
-    return [f"property {key} should not exist" for key in body if key not in allowed]
+def _tag_id(location_id: str, name: str) -> str:
+    """A stable id per tag name, as the real tags have one."""
+    return hashlib.sha1(f"{location_id}:{name}".encode()).hexdigest()[:20]  # noqa: S324
 
 
 # -- demo data ---------------------------------------------------------------------------------
@@ -1260,6 +1227,16 @@ DEMO_OPERATOR_LOCATION_ID = "demoOperator00000001"
 DEMO_OPERATOR_TOKEN = "pit-demo-operator-000000000000"
 
 
+def define_onboarding_fields(fake: FakeCrm, location_id: str) -> dict[str, str]:
+    """The contact custom fields docs/outbox.md asks the operator to create, one per onboarding
+    answer; their ids by key."""
+    from controlcenter.onboarding.models import FIELDS
+    from controlcenter.outbox.delivery import custom_field_key
+
+    keys = [custom_field_key(name) for name in FIELDS]
+    return {key: fake.add_custom_field(location_id, key, key=key)["id"] for key in keys}
+
+
 def seed_demo(fake: FakeCrm) -> dict[str, str]:
     """A brokerage sub-account with contacts, deals, a calendar and a conversation."""
     fake.add_agency(DEMO_COMPANY_ID, DEMO_AGENCY_TOKEN)
@@ -1268,6 +1245,7 @@ def seed_demo(fake: FakeCrm) -> dict[str, str]:
         DEMO_OPERATOR_LOCATION_ID, company_id=DEMO_COMPANY_ID, name="Control Center Operator"
     )
     fake.private_token(DEMO_OPERATOR_LOCATION_ID, DEMO_OPERATOR_TOKEN)
+    define_onboarding_fields(fake, DEMO_OPERATOR_LOCATION_ID)
     loc = DEMO_LOCATION_ID
     dana = fake.add_contact(
         loc,

@@ -49,7 +49,7 @@ async def test_another_brokers_contact_is_unreachable(
         {
             "toolCallId": "r3",
             "success": True,
-            "result": {"contacts": [], "meta": {"total": 0, "currentPage": 1}},
+            "result": {"contacts": [], "total": 0},
         },
     ]
     assert types(events)[-1] == "message_complete"

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from tests.fakes.crm import FakeCrm
-from tests.outbox.operator import Operator, operator_location
+from tests.outbox.operator import REFERRAL_KEY, Operator, operator_location
 
 
 @pytest.fixture
@@ -26,11 +26,17 @@ async def http(fake_crm: FakeCrm, location: Operator) -> AsyncIterator[httpx.Asy
 async def test_upsert_and_update_change_only_the_custom_fields_they_send(
     http: httpx.AsyncClient, fake_crm: FakeCrm, location: Operator
 ) -> None:
+    ids = location.field_ids
+    size, years, referral = (
+        ids["contact.gci_last_12_months"],
+        ids["contact.years_in_business"],
+        ids[REFERRAL_KEY],
+    )
     contact = fake_crm.add_contact(
         location.location_id,
         email="dana@example.com",
         tags=["vip"],
-        customFields=[{"id": "f1", "value": "one"}, {"key": "contact.size", "field_value": "10"}],
+        customFields=[{"id": referral, "field_value": "one"}, {"id": size, "field_value": "10"}],
     )
     upsert = await http.post(
         "/contacts/upsert",
@@ -38,27 +44,28 @@ async def test_upsert_and_update_change_only_the_custom_fields_they_send(
             "locationId": location.location_id,
             "email": "dana@example.com",
             "customFields": [
-                {"key": "contact.size", "field_value": "20"},
-                {"key": "contact.city", "field_value": "Austin"},
+                {"id": size, "field_value": "20"},
+                {"id": years, "key": "contact.years_in_business", "field_value": "5"},
+                {"id": "notAFieldHere", "field_value": "ignored"},
             ],
         },
     )
     assert upsert.status_code == 200 and upsert.json()["new"] is False
     update = await http.put(
         f"/contacts/{contact['id']}",
-        json={"customFields": [{"id": "f1", "value": "two"}], "tags": ["renewal"]},
+        json={"customFields": [{"id": referral, "field_value": "two"}], "tags": ["renewal"]},
     )
     assert update.status_code == 200
     stored = fake_crm.contact(contact["id"]) or {}
-    assert stored["customFields"] == [
-        {"id": "f1", "value": "two"},
-        {"key": "contact.size", "field_value": "20"},
-        {"key": "contact.city", "field_value": "Austin"},
+    assert stored["customFields"] == [  # answered as CustomFieldSchema: {id, value}
+        {"id": referral, "value": "two"},
+        {"id": size, "value": "20"},
+        {"id": years, "value": "5"},
     ]
     assert stored["tags"] == ["renewal"]  # tags, unlike custom fields, are replaced
 
 
-async def test_custom_fields_without_id_or_key_are_refused(
+async def test_custom_fields_without_an_id_are_refused(
     http: httpx.AsyncClient, location: Operator
 ) -> None:
     response = await http.post(
@@ -66,10 +73,12 @@ async def test_custom_fields_without_id_or_key_are_refused(
         json={
             "locationId": location.location_id,
             "email": "dana@example.com",
-            "customFields": [{"field_value": "orphan"}],
+            "customFields": [{"key": "contact.size", "field_value": "orphan"}],
         },
     )
     assert response.status_code == 422
-    assert response.json()["message"] == [
-        "each value in customFields must be an object with an id or a key"
-    ]
+    assert response.json() == {
+        "statusCode": 422,
+        "message": ["customFields.0.id should not be empty"],
+        "error": "Unprocessable Entity",
+    }

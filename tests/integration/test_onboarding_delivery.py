@@ -17,7 +17,7 @@ from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.crm import FakeCrm
 from tests.integration.conftest import new_worker
 from tests.outbox.conftest import all_jobs, wait_for
-from tests.outbox.operator import COMPLETE_TAG, HIGH_GCI_TAG, Operator
+from tests.outbox.operator import COMPLETE_TAG, HIGH_GCI_TAG, REFERRAL_KEY, Operator
 
 ONBOARDING = "/api/v1/onboarding"
 ANSWERS: dict[str, Any] = {
@@ -27,14 +27,13 @@ ANSWERS: dict[str, Any] = {
     "currentCrmName": "Spreadsheets",
     "goalsSelected": ["more leads", "automation"],
 }
-SYNCED = [
-    {"key": "contact.years_in_business", "field_value": "5-10"},
-    {"key": "contact.using_other_crm", "field_value": "Yes"},
-    {"key": "contact.current_crm_name", "field_value": "Spreadsheets"},
-    {"key": "contact.goals_selected", "field_value": ["more leads", "automation"]},
-]
+SYNCED = {
+    "contact.years_in_business": "5-10",
+    "contact.using_other_crm": "Yes",
+    "contact.current_crm_name": "Spreadsheets",
+    "contact.goals_selected": ["more leads", "automation"],
+}
 GCI_KEY = "contact.gci_last_12_months"
-KEPT_FIELD = {"key": "contact.referral_source", "field_value": "Conference"}
 
 
 async def onboard(client: httpx.AsyncClient, user: AppUser, gci: str) -> float:
@@ -53,8 +52,8 @@ async def all_done(server: RunningServer) -> bool:
     return bool(jobs) and all(job.status == DONE for job in jobs)
 
 
-def custom(contact: dict[str, Any]) -> dict[str, Any]:
-    return {entry["key"]: entry["field_value"] for entry in contact["customFields"]}
+def synced(fields: dict[str, Any]) -> bool:
+    return all(fields[key] == value for key, value in SYNCED.items())
 
 
 @pytest.mark.parametrize(("gci", "high"), [("$100k-$250k", True), ("$50k-$99k", False)])
@@ -69,8 +68,9 @@ async def test_onboarding_tags_and_syncs_the_broker_at_the_operators_crm(
     high: bool,
 ) -> None:
     broker = await users.create()
+    kept = {"id": operator.field_ids[REFERRAL_KEY], "field_value": "Conference"}
     existing = fake_crm.add_contact(
-        operator.location_id, email=broker.email, tags=["vip"], customFields=[KEPT_FIELD]
+        operator.location_id, email=broker.email, tags=["vip"], customFields=[kept]
     )
     await onboard(client, broker, gci)
     await wait_for(lambda: all_done(server))
@@ -80,11 +80,10 @@ async def test_onboarding_tags_and_syncs_the_broker_at_the_operators_crm(
     expected_tags = ["vip", COMPLETE_TAG, *([HIGH_GCI_TAG] if high else [])]
     assert sorted(contact["tags"]) == sorted(expected_tags)  # the existing tag kept
     assert contact["name"] == broker.name and contact["companyName"] == "Harbor Commercial"
-    fields = custom(contact)
-    assert fields[KEPT_FIELD["key"]] == "Conference"
+    fields = fake_crm.custom_values(contact["id"])
+    assert fields[REFERRAL_KEY] == "Conference"
     assert fields[GCI_KEY] == gci
-    for entry in SYNCED:
-        assert fields[entry["key"]] == entry["field_value"]
+    assert synced(fields)
     # Every call went to the operator's location with its private token, with the tags
     # through the tags endpoint (the upserts never send `tags`, which would replace them).
     assert fake_crm.calls
@@ -92,7 +91,7 @@ async def test_onboarding_tags_and_syncs_the_broker_at_the_operators_crm(
         assert (call.token_kind, call.location_id, call.status) == (
             "location",
             operator.location_id,
-            200 if call.path.endswith("upsert") else 201,
+            201 if call.path.endswith("/tags") else 200,
         )
     assert all("tags" not in c.body for c in fake_crm.calls_to("POST", "/contacts/upsert"))
     tag_calls = fake_crm.calls_to("POST", f"/contacts/{existing['id']}/tags")
@@ -135,7 +134,7 @@ async def test_the_crm_down_for_a_while_delays_delivery_but_never_the_answer(
     assert sorted(c["email"] for c in contacts) == sorted(b.email for b in brokers)  # each once
     for contact in contacts:
         assert sorted(contact["tags"]) == sorted([COMPLETE_TAG, HIGH_GCI_TAG])  # no duplicates
-        assert custom(contact)[GCI_KEY] == "$100k-$250k"
+        assert fake_crm.custom_values(contact["id"])[GCI_KEY] == "$100k-$250k"
 
 
 @pytest.mark.parametrize("first", ["crm.tag_high_gci", "crm.sync_user"])
@@ -163,10 +162,9 @@ async def test_high_gci_and_sync_in_either_order_leave_both_on_the_contact(
     assert await all_done(server)
 
     [contact] = fake_crm.contacts(operator.location_id)
-    fields = custom(contact)
+    fields = fake_crm.custom_values(contact["id"])
     assert fields[GCI_KEY] == "$250k+"
-    for entry in SYNCED:
-        assert fields[entry["key"]] == entry["field_value"]
+    assert synced(fields)
     assert sorted(contact["tags"]) == sorted([COMPLETE_TAG, HIGH_GCI_TAG])
     # The two upserts carrying custom fields came in the order under test.
     sent = [
@@ -174,6 +172,6 @@ async def test_high_gci_and_sync_in_either_order_leave_both_on_the_contact(
         for c in fake_crm.calls_to("POST", "/contacts/upsert")
         if "customFields" in c.body
     ]
-    high = [{"key": GCI_KEY, "field_value": "$250k+"}]
+    high = [{"id": operator.field_ids[GCI_KEY], "field_value": "$250k+"}]
     assert sent[0 if first == "crm.tag_high_gci" else 1] == high
     assert len(sent) == 2 and len(sent[1 if first == "crm.tag_high_gci" else 0]) == 5

@@ -83,7 +83,48 @@ async def test_high_gci_tags_the_broker_and_passes_the_value(
     [contact] = fake_crm.contacts(operator.location_id)
     assert contact["email"] == user.email and contact["tags"] == [HIGH_GCI_TAG]
     [body] = upserts(fake_crm)
-    assert body["customFields"] == [{"key": "contact.gci_last_12_months", "field_value": "$250k+"}]
+    gci_id = operator.field_ids["contact.gci_last_12_months"]
+    assert body["customFields"] == [{"id": gci_id, "field_value": "$250k+"}]
+    assert fake_crm.custom_values(contact["id"]) == {"contact.gci_last_12_months": "$250k+"}
+    [lookup] = fake_crm.calls_to("GET", f"/locations/{operator.location_id}/customFields")
+    assert lookup.query == {"model": "contact"} and lookup.status == 200
+
+
+async def test_a_field_missing_at_the_location_is_left_out_and_the_tag_still_applied(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm
+) -> None:
+    op = operator_location(fake_crm, fields=False)
+    admin = await users.create("super_admin")
+    await save_settings(server.services, op.settings(), admin.id)
+    user = await broker(server, users, gciLast12Months="$250k+", yearsInBusiness="5-10")
+    high = await add_job(server.db, TAG_HIGH_GCI, {"userId": user.id, "gci": "$250k+"})
+    sync = await add_job(server.db, SYNC_USER, {"userId": user.id})
+    with capture_logs() as logs:
+        assert await worker_for(server).run_once() == 2
+    assert (await get_job(server.db, high)).status == DONE
+    assert (await get_job(server.db, sync)).status == DONE
+    [contact] = fake_crm.contacts(op.location_id)
+    assert contact["tags"] == [HIGH_GCI_TAG]
+    assert all("customFields" not in body for body in upserts(fake_crm))
+    missing = [e for e in logs if e["event"] == "crm custom fields missing"]
+    assert sorted(e["keys"] for e in missing) == [
+        ["contact.gci_last_12_months"],
+        ["contact.years_in_business", "contact.gci_last_12_months"],
+    ]
+    assert all(e["location_id"] == op.location_id for e in missing)
+
+
+async def test_the_field_ids_are_looked_up_once_per_location(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm, operator: Operator
+) -> None:
+    user = await broker(server, users, gciLast12Months="$250k+")
+    delivery = CrmDelivery(server.services)
+    worker = OutboxWorker(server.db, fast_config(server.services.config), delivery.handlers())
+    for _ in range(3):
+        await add_job(server.db, TAG_HIGH_GCI, {"userId": user.id, "gci": "$250k+"})
+        assert await worker.run_once() == 1
+    lookups = fake_crm.calls_to("GET", f"/locations/{operator.location_id}/customFields")
+    assert len(lookups) == 1
 
 
 async def test_sync_sends_the_latest_answers(
@@ -103,15 +144,16 @@ async def test_sync_sends_the_latest_answers(
         row.yearsInBusiness = "10+"
     assert await worker_for(server).run_once() == 1
     [body] = upserts(fake_crm)
+    ids = operator.field_ids
     assert body == {
         "email": user.email,
         "name": "Dana Broker",
         "companyName": "Acme Commercial",
         "locationId": operator.location_id,
         "customFields": [
-            {"key": "contact.years_in_business", "field_value": "10+"},
-            {"key": "contact.using_other_crm", "field_value": "No"},
-            {"key": "contact.goals_selected", "field_value": ["more leads", "automation"]},
+            {"id": ids["contact.years_in_business"], "field_value": "10+"},
+            {"id": ids["contact.using_other_crm"], "field_value": "No"},
+            {"id": ids["contact.goals_selected"], "field_value": ["more leads", "automation"]},
         ],
     }
     [contact] = fake_crm.contacts(operator.location_id)

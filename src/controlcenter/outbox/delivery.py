@@ -22,8 +22,10 @@ from sqlalchemy import select
 from controlcenter.admin_settings.usable import credential_problem
 from controlcenter.auth.models import User
 from controlcenter.crm.client import CrmClient
+from controlcenter.crm.custom_fields import CustomFieldIds
 from controlcenter.crm.errors import CrmError
 from controlcenter.crm.transport import redact
+from controlcenter.logs import get_logger
 from controlcenter.onboarding.models import ARRAY_FIELDS, BOOLEAN_FIELDS, FIELDS, Onboarding
 from controlcenter.outbox.errors import (
     DeliveryError,
@@ -34,6 +36,8 @@ from controlcenter.outbox.errors import (
 from controlcenter.outbox.kinds import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
 from controlcenter.outbox.worker import ClaimedJob, Handler
 from controlcenter.services import Services
+
+log = get_logger(__name__)
 
 LOCATION = "crmOwnerLocationId"
 TOKEN = "crmPrivateToken"  # noqa: S105 - the name of a setting, not a secret
@@ -64,6 +68,7 @@ class CrmDelivery:
 
     def __init__(self, services: Services) -> None:
         self._services = services
+        self._field_ids = CustomFieldIds()
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -84,10 +89,11 @@ class CrmDelivery:
         broker = await self._broker(job)
         gci = job.payload.get("gci")
         fields = _identity(broker)
-        if isinstance(gci, str) and gci:
-            # The value that earned the tag travels with it, in the GCI custom field.
-            fields["customFields"] = [{"key": custom_field_key(GCI_FIELD), "field_value": gci}]
         with _crm_errors(values[TOKEN]):
+            if isinstance(gci, str) and gci:
+                # The value that earned the tag travels with it, in the GCI custom field.
+                custom = {custom_field_key(GCI_FIELD): gci}
+                await self._add_custom_fields(job, client, fields, custom)
             contact = await client.upsert_contact(**fields)
             await client.add_tags(_contact_id(contact), [values[TAG_HIGH]])
 
@@ -95,14 +101,27 @@ class CrmDelivery:
         client, values = await self._operator(job)
         broker = await self._broker(job)
         fields = _identity(broker)
-        custom = [
-            {"key": custom_field_key(name), "field_value": value}
-            for name, value in broker.answers.items()
-        ]
-        if custom:
-            fields["customFields"] = custom
+        custom = {custom_field_key(name): value for name, value in broker.answers.items()}
         with _crm_errors(values[TOKEN]):
+            await self._add_custom_fields(job, client, fields, custom)
             await client.upsert_contact(**fields)
+
+    async def _add_custom_fields(
+        self, job: ClaimedJob, client: CrmClient, fields: dict[str, Any], by_key: dict[str, Any]
+    ) -> None:
+        """The values go by field id. One whose key the location does not define is left out
+        and reported, never retried: the contact and its tags are still written (outbox.md)."""
+        resolved = await self._field_ids.values(client, by_key)
+        if resolved.items:
+            fields["customFields"] = resolved.items
+        if resolved.missing:
+            log.warning(
+                "crm custom fields missing",
+                job_id=job.id,
+                kind=job.kind,
+                location_id=client.location_id,
+                keys=resolved.missing,
+            )
 
     async def _operator(self, job: ClaimedJob, *extra: str) -> tuple[CrmClient, dict[str, str]]:
         needed = (LOCATION, TOKEN, *extra)

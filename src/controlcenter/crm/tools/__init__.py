@@ -1,0 +1,33 @@
+"""The built-in CRM tool catalogue: the broker's own HighLevel sub-account, for the model.
+
+Names follow HighLevel's own MCP server (`<app>_<operation>`), so a model that knows one
+knows the other. Arguments never carry a location: the client is bound to the broker's
+location (see crm/broker.py), and every schema forbids properties it does not list.
+
+One module per HighLevel app, each tool declared next to its handler with the operationId it
+calls (common.py). The catalogue's order is part of the interface (SPEC 4.2 step 5 keeps it
+within the priority groups), so the apps are listed here in that order.
+"""
+
+from __future__ import annotations
+
+from controlcenter.crm.tools import (
+    calendars,
+    contacts,
+    conversations,
+    emails,
+    locations,
+    opportunities,
+    payments,
+)
+from controlcenter.crm.tools.common import NOT_CONNECTED, OPERATION_IDS, tool_error
+from controlcenter.tools.base import Tool
+
+__all__ = ["NOT_CONNECTED", "OPERATION_IDS", "crm_tools", "tool_error"]
+
+_APPS = (contacts, conversations, opportunities, calendars, locations, emails, payments)
+
+
+def crm_tools() -> list[Tool]:
+    """About thirty tools over the broker's own sub-account, priority groups first."""
+    return [tool for app in _APPS for tool in app.TOOLS]

@@ -1,0 +1,180 @@
+"""`controlcenter tools list|call`: the model's tools, seen and run from a shell.
+
+An operator checks a broker's CRM connection (or the MCP server) without a chat: `list` shows
+what the model is offered, through the router's own offering path (order, cut, names and
+schemas as a provider receives them); `call` runs one tool as a user exactly as a chat turn
+does (the same toolbox, argument checks and the user's own CRM client).
+
+Exit status: 0 when the tool succeeded, 1 when it answered an error (printed as `{"error"}`),
+2 for a mistake in the command itself (unknown user or tool, arguments that are not a JSON
+object).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+
+from controlcenter.tools.base import ToolCall, ToolContext
+
+if TYPE_CHECKING:  # the service's components load only when a command runs
+    from controlcenter.services import Services
+    from controlcenter.tools.router import Toolbox
+
+app = typer.Typer(no_args_is_help=True, help="The tools offered to the model.")
+
+T = TypeVar("T")
+USAGE = 2
+
+
+class UsageError(Exception):
+    """A mistake in the command line, said as `error: ...` with exit status 2."""
+
+
+@dataclass(frozen=True)
+class Offered:
+    name: str  # as the provider sees it
+    original: str  # the tool's own name (differs when it had to be made provider-safe)
+    source: str  # "crm" (the built-in catalogue) or "mcp"
+    description: str
+    schema: dict[str, Any]  # as offered
+
+
+def _run(work: Callable[[Services], Awaitable[T]]) -> T:
+    """Migrate, then run `work` with the service's own components, closed afterwards."""
+    import structlog
+
+    from controlcenter.app import build_services, close_services
+    from controlcenter.config import Config
+    from controlcenter.logs import configure_logging
+    from controlcenter.migrate import upgrade
+
+    config = Config()
+    upgrade(config.database_url)
+    configure_logging(config.log_level, config.log_format)
+    # stdout carries the answer (JSON); log lines go to stderr.
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+
+    async def run() -> T:
+        services = build_services(config)
+        try:
+            return await work(services)
+        finally:
+            await close_services(services)
+
+    try:
+        return asyncio.run(run())
+    except UsageError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(USAGE) from exc
+
+
+async def _offered(services: Services) -> tuple[Toolbox, list[Offered]]:
+    """The chat's own toolbox and, per tool it offers, where the tool comes from."""
+    from controlcenter.tools.mcp_source import McpSource
+
+    toolbox = await services.tools.toolbox()
+    origin: dict[str, str] = {}
+    for source in services.tools.sources:  # the first source wins a name, as in the router
+        label = "mcp" if isinstance(source, McpSource) else "crm"
+        for tool in await source.list_tools():
+            origin.setdefault(tool.name, label)
+    offered = []
+    for spec in toolbox.specs:
+        original = toolbox.original(ToolCall("list", spec.name, {})).name
+        offered.append(
+            Offered(
+                spec.name,
+                original,
+                origin.get(original, "crm"),
+                spec.description,
+                spec.input_schema,
+            )
+        )
+    return toolbox, offered
+
+
+def _find(offered: Sequence[Offered], name: str) -> Offered:
+    """By the offered name, or by the tool's own name when the provider sees another."""
+    for entry in offered:
+        if entry.name == name:
+            return entry
+    for entry in offered:
+        if entry.original == name:
+            return entry
+    raise UsageError(f"no tool named {name!r} is offered; see `controlcenter tools list`")
+
+
+@app.command("list")
+def tools_list(
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="A JSON list of {name, source, description, inputSchema}."),
+    ] = False,
+) -> None:
+    """The tools offered to the model, in the order it sees them."""
+
+    async def work(services: Services) -> list[Offered]:
+        return (await _offered(services))[1]
+
+    offered = _run(work)
+    if as_json:
+        listing = [
+            {
+                "name": entry.name,
+                "source": entry.source,
+                "description": entry.description,
+                "inputSchema": entry.schema,
+            }
+            for entry in offered
+        ]
+        typer.echo(json.dumps(listing, ensure_ascii=False, indent=2))
+        return
+    width = max((len(entry.name) for entry in offered), default=0)
+    for entry in offered:
+        summary = entry.description.split(". ")[0].rstrip(".")
+        typer.echo(f"{entry.name:<{width}}  {entry.source:<3}  {summary}")
+    typer.echo(f"{len(offered)} tools")
+
+
+@app.command("call")
+def tools_call(
+    name: Annotated[str, typer.Argument(help="The tool, as `tools list` shows it.")],
+    email: Annotated[str, typer.Option(help="The user the tool acts for.")],
+    args: Annotated[str, typer.Option("--args", help="The arguments, a JSON object.")] = "{}",
+) -> None:
+    """Run one tool as a user, exactly as a chat would; print its result or {error} as JSON."""
+    try:
+        arguments = json.loads(args)
+    except ValueError as exc:
+        typer.echo(f"error: --args is not valid JSON: {exc}", err=True)
+        raise typer.Exit(USAGE) from exc
+    if not isinstance(arguments, dict):
+        typer.echo('error: --args must be a JSON object, e.g. \'{"query": "dana"}\'', err=True)
+        raise typer.Exit(USAGE)
+
+    async def work(services: Services) -> dict[str, Any]:
+        from controlcenter.auth.service import get_user_by_email
+        from controlcenter.crm.broker import broker_client
+
+        async with services.db.read() as db:
+            user = await get_user_by_email(db, email)
+        if user is None:
+            raise UsageError(f"no user with e-mail {email}")
+        toolbox, offered = await _offered(services)
+        entry = _find(offered, name)
+        context = ToolContext(user_id=user.id, crm=await broker_client(services, user))
+        result = await toolbox.execute(ToolCall("cli", entry.name, arguments), context)
+        return {"result": result.result} if result.success else {"error": result.error or ""}
+
+    answer = _run(work)
+    if "error" in answer:
+        typer.echo(json.dumps({"error": answer["error"]}, ensure_ascii=False, indent=2))
+        raise typer.Exit(1)
+    typer.echo(json.dumps(answer["result"], ensure_ascii=False, indent=2, default=str))
