@@ -1,5 +1,5 @@
-"""CONTRACT 5: a chat offered the whole catalogue (the built-in CRM tools, four of which publish
-a top-level anyOf, and an MCP server publishing one too) completes on both providers against
+"""CONTRACT 5: a chat offered the whole catalogue (the built-in CRM tools and an MCP server
+publishing a top-level anyOf) completes on both providers against
 fakes that refuse what the real APIs refuse (the `llm` fixture asserts no request was refused).
 """
 
