@@ -18,6 +18,7 @@ from controlcenter.body_limit import BodyLimitMiddleware
 from controlcenter.chat.router import router as chat_router
 from controlcenter.config import Config
 from controlcenter.crm.tools import crm_tools
+from controlcenter.cross_origin import CrossOriginProtection
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
 from controlcenter.errors import ApiError
@@ -97,6 +98,7 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         redoc_url=None,
     )
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
+    app.add_middleware(CrossOriginProtection, allowed=config.trusted_origins)
     app.add_middleware(IndexFastPath)  # outermost of ours: GET never meets the body limit
     _install_error_handlers(app)
     for router in (
