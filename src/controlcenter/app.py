@@ -13,13 +13,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from controlcenter import health
 from controlcenter.admin_settings.router import router as settings_router
 from controlcenter.admin_settings.store import SettingsStore
+from controlcenter.auth.refusals import too_many_attempts
 from controlcenter.auth.router import router as auth_router
+from controlcenter.auth.throttle import TooManyAttemptsError
 from controlcenter.body_limit import BodyLimitMiddleware
 from controlcenter.chat.router import router as chat_router
 from controlcenter.config import Config
 from controlcenter.crm.tools import crm_tools
-from controlcenter.cross_origin import CrossOriginProtection
 from controlcenter.crm.transport import CrmTransport
+from controlcenter.cross_origin import CrossOriginProtection
 from controlcenter.db import Database
 from controlcenter.errors import ApiError
 from controlcenter.logs import configure_logging, get_logger
@@ -118,6 +120,10 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
         return JSONResponse(exc.body(), status_code=exc.status)
+
+    @app.exception_handler(TooManyAttemptsError)
+    async def throttled(request: Request, exc: TooManyAttemptsError) -> JSONResponse:
+        return too_many_attempts(exc)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
