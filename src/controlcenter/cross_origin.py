@@ -24,7 +24,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 REFUSED_MESSAGE = "Cross-origin request refused"
-_REFUSED = json.dumps({"error": REFUSED_MESSAGE}).encode()
+_REFUSED = json.dumps({"error": REFUSED_MESSAGE}, separators=(",", ":")).encode()
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _OTHER_SITE = frozenset({"cross-site", "same-site"})
 
