@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from controlcenter import health
+from controlcenter.allow import AllowedMethods
 from controlcenter.admin_settings.router import router as settings_router
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.auth.refusals import too_many_attempts
@@ -31,6 +32,7 @@ from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.router import router as onboarding_router
 from controlcenter.outbox.runtime import start_worker
 from controlcenter.providers.registry import build_providers, close_providers
+from controlcenter.redirects import RelativeRedirects
 from controlcenter.services import Services
 from controlcenter.tools.mcp_source import MCP_SERVER_URL_SETTING, McpSource
 from controlcenter.tools.router import StaticSource, ToolRouter
@@ -100,6 +102,7 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         redoc_url=None,
     )
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
+    app.add_middleware(RelativeRedirects)
     app.add_middleware(CrossOriginProtection, allowed=config.trusted_origins)
     app.add_middleware(IndexFastPath)  # outermost of ours: GET never meets the body limit
     _install_error_handlers(app)
@@ -117,6 +120,8 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
 
 
 def _install_error_handlers(app: FastAPI) -> None:
+    allowed = AllowedMethods(app)
+
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
         return JSONResponse(exc.body(), status_code=exc.status)
@@ -129,7 +134,10 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         messages = {404: "Not found", 405: "Method not allowed"}
         message = messages.get(exc.status_code, str(exc.detail))
-        return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = allowed.header(request.url.path) or headers.get("Allow", "")
+        return JSONResponse({"error": message}, status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
