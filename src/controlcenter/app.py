@@ -11,9 +11,9 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from controlcenter import health
-from controlcenter.allow import AllowedMethods
 from controlcenter.admin_settings.router import router as settings_router
 from controlcenter.admin_settings.store import SettingsStore
+from controlcenter.allow import AllowedMethods
 from controlcenter.auth.refusals import too_many_attempts
 from controlcenter.auth.router import router as auth_router
 from controlcenter.auth.throttle import TooManyAttemptsError
