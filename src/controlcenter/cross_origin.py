@@ -17,14 +17,15 @@ them.
 
 from __future__ import annotations
 
-import json
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from controlcenter.raw_answer import json_body, send_json
+
 REFUSED_MESSAGE = "Cross-origin request refused"
-_REFUSED = json.dumps({"error": REFUSED_MESSAGE}, separators=(",", ":")).encode()
+_REFUSED = json_body({"error": REFUSED_MESSAGE})
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _OTHER_SITE = frozenset({"cross-site", "same-site"})
 
@@ -91,16 +92,6 @@ class CrossOriginProtection:
         if scope["type"] == "http" and is_refused(
             scope["method"], Headers(scope=scope), self.allowed
         ):
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 403,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(_REFUSED)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": _REFUSED})
+            await send_json(send, 403, _REFUSED)
             return
         await self.app(scope, receive, send)

@@ -13,10 +13,11 @@ ended), which bounds memory all the same.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from controlcenter.raw_answer import json_body
 
 HEADER_LIMIT = 16 * 1024
 PROTOCOL = "controlcenter.header_limit:HeaderLimitProtocol"
@@ -24,7 +25,7 @@ PROTOCOL = "controlcenter.header_limit:HeaderLimitProtocol"
 # still sends: closing with unread data makes the kernel reset the connection, and a client
 # still writing its header would then never see the 431.
 DRAIN_S = 2.0
-_BODY = json.dumps({"error": "Request header fields too large"}, separators=(",", ":")).encode()
+_BODY = json_body({"error": "Request header fields too large"})
 _ANSWER = (
     b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
     b"content-type: application/json\r\n"
