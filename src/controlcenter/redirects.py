@@ -23,19 +23,21 @@ class RelativeRedirects:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        host = Headers(scope=scope).get("host", "")
-        prefixes = tuple(f"{scheme}://{host}" for scheme in ("http", "https")) if host else ()
 
         async def relative(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] in _REDIRECTS:
-                headers = MutableHeaders(scope=message)
-                location = headers.get("location", "")
-                for prefix in prefixes:
-                    rest = location[len(prefix) :]
-                    if location.startswith(prefix) and rest[:1] in ("/", "?", ""):
-                        # "//evil" would be read as another host: keep a single leading slash.
-                        headers["location"] = "/" + rest.lstrip("/")
-                        break
+                _make_relative(MutableHeaders(scope=message), Headers(scope=scope).get("host"))
             await send(message)
 
         await self.app(scope, receive, relative)
+
+
+def _make_relative(headers: MutableHeaders, host: str | None) -> None:
+    location = headers.get("location", "")
+    for scheme in ("http", "https") if host else ():
+        prefix = f"{scheme}://{host}"
+        rest = location[len(prefix) :]
+        if location.startswith(prefix) and rest[:1] in ("/", "?", ""):
+            # "//evil" would be read as another host: keep a single leading slash.
+            headers["location"] = "/" + rest.lstrip("/")
+            return
