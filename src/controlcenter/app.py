@@ -13,12 +13,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from controlcenter import health
 from controlcenter.admin_settings.router import router as settings_router
 from controlcenter.admin_settings.store import SettingsStore
+from controlcenter.allow import AllowedMethods
+from controlcenter.auth.refusals import too_many_attempts
 from controlcenter.auth.router import router as auth_router
+from controlcenter.auth.throttle import TooManyAttemptsError
 from controlcenter.body_limit import BodyLimitMiddleware
 from controlcenter.chat.router import router as chat_router
 from controlcenter.config import Config
 from controlcenter.crm.tools import crm_tools
 from controlcenter.crm.transport import CrmTransport
+from controlcenter.cross_origin import CrossOriginProtection
 from controlcenter.db import Database
 from controlcenter.errors import ApiError
 from controlcenter.logs import configure_logging, get_logger
@@ -28,6 +32,7 @@ from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.router import router as onboarding_router
 from controlcenter.outbox.runtime import start_worker
 from controlcenter.providers.registry import build_providers, close_providers
+from controlcenter.redirects import RelativeRedirects
 from controlcenter.services import Services
 from controlcenter.tools.mcp_source import MCP_SERVER_URL_SETTING, McpSource
 from controlcenter.tools.router import StaticSource, ToolRouter
@@ -97,6 +102,8 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         redoc_url=None,
     )
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
+    app.add_middleware(RelativeRedirects)
+    app.add_middleware(CrossOriginProtection, allowed=config.trusted_origins)
     app.add_middleware(IndexFastPath)  # outermost of ours: GET never meets the body limit
     _install_error_handlers(app)
     for router in (
@@ -113,15 +120,24 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
 
 
 def _install_error_handlers(app: FastAPI) -> None:
+    allowed = AllowedMethods(app)
+
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
         return JSONResponse(exc.body(), status_code=exc.status)
+
+    @app.exception_handler(TooManyAttemptsError)
+    async def throttled(request: Request, exc: TooManyAttemptsError) -> JSONResponse:
+        return too_many_attempts(exc)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         messages = {404: "Not found", 405: "Method not allowed"}
         message = messages.get(exc.status_code, str(exc.detail))
-        return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = allowed.header(request.url.path) or headers.get("Allow", "")
+        return JSONResponse({"error": message}, status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:

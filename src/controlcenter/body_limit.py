@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-_TOO_LARGE = json.dumps({"error": "Request body too large"}).encode()
+from controlcenter.raw_answer import json_body, send_json
+
+_TOO_LARGE = json_body({"error": "Request body too large"})
 # How much of an oversized body is read and thrown away before answering. Closing a connection
 # with unread data makes the kernel reset it, and the client then sees a broken connection
 # instead of the 413; a body bigger than this is not worth reading, so its sender may.
@@ -87,15 +87,4 @@ async def _discard(receive: Receive, budget: int) -> None:
 
 
 async def _reject(send: Send) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(_TOO_LARGE)).encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": _TOO_LARGE})
+    await send_json(send, 413, _TOO_LARGE, close=True)

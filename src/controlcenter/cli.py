@@ -70,6 +70,7 @@ def serve(
     """Apply migrations, then serve the API and run the outbox worker."""
     import uvicorn
 
+    from controlcenter.header_limit import PROTOCOL
     from controlcenter.logs import configure_logging  # only `serve` logs: keep the rest quick
 
     config = Config()
@@ -93,6 +94,7 @@ def serve(
         workers=workers,
         log_level=config.log_level.lower(),
         proxy_headers=True,
+        http=PROTOCOL,  # the 431 header limit
     )
 
 

@@ -12,6 +12,7 @@ from cryptography.fernet import Fernet
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from controlcenter.cross_origin import check_origins, parse_origins
 from controlcenter.lookups import check_database_url
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./var/controlcenter.db"
@@ -51,10 +52,19 @@ class Config(BaseSettings):
     outbox_max_backoff_s: float = 3600.0
     outbox_max_age_s: float = 86400.0
     outbox_base_backoff_s: float = 2.0
-    outbox_lease_s: float = 300.0
+    # Renewed every quarter lease while the delivery runs: a dead process's job is taken
+    # again within the lease plus one poll (CONTRACT 9: 30 s), a slow one never.
+    outbox_lease_s: float = 20.0
+    outbox_delivery_timeout_s: float = 150.0
     outbox_concurrency: int = Field(default=4, ge=1)
     outbox_settings_recheck_s: float = 30.0
     outbox_shutdown_grace_s: float = 10.0
+    # Hardening (CONTRACT 9, docs/security.md).
+    allowed_origins: str = ""  # origins trusted for cookie-authenticated writes
+    _check_allowed_origins = field_validator("allowed_origins")(check_origins)
+    signin_window_s: float = 900.0
+    signin_max_failures_per_email: int = 10
+    signin_max_failures_per_address: int = 50
 
     @cached_property
     def jwt_key(self) -> str:
@@ -65,6 +75,10 @@ class Config(BaseSettings):
         return self.settings_encryption_key or _generated_secret(
             self.var_dir / "settings_encryption_key", lambda: Fernet.generate_key().decode()
         )
+
+    @property
+    def trusted_origins(self) -> frozenset[str]:
+        return parse_origins(self.allowed_origins)
 
     @property
     def is_sqlite(self) -> bool:

@@ -1,6 +1,7 @@
 """Every table, imported in one place so that metadata and Alembic see them all."""
 
 from controlcenter.admin_settings.models import Setting
+from controlcenter.auth.attempts import SignInAttempt
 from controlcenter.auth.models import ApiToken, Session, User
 from controlcenter.chat.models import Conversation, Message
 from controlcenter.db import Base
@@ -16,5 +17,6 @@ __all__ = [
     "OutboxJob",
     "Session",
     "Setting",
+    "SignInAttempt",
     "User",
 ]

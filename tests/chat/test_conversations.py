@@ -40,8 +40,10 @@ async def test_list_get_and_delete(
     for item in conversations:
         assert set(item) == {"id", "title", "createdAt", "updatedAt"}
         assert ISO.match(item["createdAt"]) and ISO.match(item["updatedAt"])
+    assert listed.json()["nextCursor"] is None
     assert (await client.get(CONVERSATIONS, headers=other_user.headers)).json() == {
-        "conversations": []
+        "conversations": [],
+        "nextCursor": None,
     }
 
     got = await client.get(f"{CONVERSATIONS}/{second}", headers=user.headers)

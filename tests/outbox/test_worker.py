@@ -154,12 +154,12 @@ async def test_a_crashing_handler_is_retried_with_its_error(server: RunningServe
     assert (job.status, job.attempts, job.last_error) == (PENDING, 1, "RuntimeError: boom")
 
 
-async def test_a_delivery_longer_than_half_the_lease_times_out(server: RunningServer) -> None:
+async def test_a_delivery_longer_than_its_timeout_times_out(server: RunningServer) -> None:
     async def handler(job: ClaimedJob) -> None:
         await asyncio.sleep(5)
 
     job_id = await add_job(server.db, KIND, {})
-    config = fast_config(server.services.config, outbox_lease_s=0.2)
+    config = fast_config(server.services.config, outbox_delivery_timeout_s=0.2)
     await OutboxWorker(server.db, config, {KIND: handler}).run_once()
     job = await get_job(server.db, job_id)
     assert (job.status, job.attempts, job.last_error) == (PENDING, 1, "delivery timed out")

@@ -9,7 +9,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from controlcenter.auth.dependencies import SESSION_COOKIE, CurrentUser, ServicesDep
+from controlcenter.auth.refusals import client_address
 from controlcenter.auth.service import authenticate_password, revoke_session, start_session
+from controlcenter.auth.throttle import SignInThrottle
 from controlcenter.errors import ApiError, InvalidJSONError
 from controlcenter.http import read_json
 
@@ -31,12 +33,15 @@ async def login(request: Request, services: ServicesDep) -> JSONResponse:
     except ValidationError as exc:
         raise ApiError(400, "Validation failed") from exc
     config = services.config
+    throttle = SignInThrottle.from_config(services.db, config)
+    attempt = await throttle.begin(body.email, client_address(request))  # or 429
     async with services.db.write() as db:
         user = await authenticate_password(db, body.email, body.password)
         if user is None:
             raise ApiError(401, "Invalid credentials")
         token = await start_session(db, user, key=config.jwt_key, ttl_s=config.session_ttl_s)
         public = user.public()
+    await throttle.succeeded(attempt)
     response = JSONResponse({"token": token, "user": public})
     response.set_cookie(
         SESSION_COOKIE,
@@ -56,7 +61,13 @@ async def logout(principal: CurrentUser, services: ServicesDep) -> JSONResponse:
         async with services.db.write() as db:
             await revoke_session(db, principal.session_id)
     response = JSONResponse({"success": True})
-    response.delete_cookie(SESSION_COOKIE, path="/")
+    response.delete_cookie(
+        SESSION_COOKIE,
+        path="/",
+        httponly=True,
+        samesite="lax",
+        secure=services.config.cookie_secure,
+    )
     return response
 
 

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.auth.models import ROLES, ApiToken, Session, User
 from controlcenter.auth.passwords import hash_password, verify_password
+from controlcenter.auth.throttle import SignInThrottle
 from controlcenter.auth.tokens import (
     decode_session,
     encode_session,
@@ -129,22 +130,41 @@ async def principal_from_bearer(database: Database, token: str, *, key: str) -> 
     return await principal_from_api_token(database, token)
 
 
-async def principal_from_basic(database: Database, email: str, secret: str) -> Principal | None:
-    """HTTP basic: the user's e-mail with their password or one of their API tokens."""
+@dataclass(frozen=True)
+class PasswordGuard:
+    """The throttle a password attempt passes, and the client address it counts against."""
+
+    throttle: SignInThrottle
+    address: str | None
+
+
+async def principal_from_basic(
+    database: Database, email: str, secret: str, guard: PasswordGuard | None = None
+) -> Principal | None:
+    """HTTP basic: the user's e-mail with their password or one of their API tokens.
+
+    A token is random and long, so only the password path passes the throttle (`guard`),
+    which raises TooManyAttemptsError; a locked-out e-mail's scripts keep working.
+    """
     row = await database.lookup(
         _USER_AND_TOKEN_BY_EMAIL, hash_api_token(secret), normalise_email(email)
     )
+    if row is not None and row[-1] is not None:
+        return Principal(user=_user(row[:-1]), session_id=None)
+    attempt = await guard.throttle.begin(email, guard.address) if guard else None
     if row is None:
         await verify_password(None, secret)  # the same time for an unknown e-mail
         return None
     user = _user(row[:-1])
-    if row[-1] is not None or await verify_password(user.password_hash, secret):
-        return Principal(user=user, session_id=None)
-    return None
+    if not await verify_password(user.password_hash, secret):
+        return None
+    if guard and attempt:
+        await guard.throttle.succeeded(attempt)
+    return Principal(user=user, session_id=None)
 
 
 async def principal_from_authorization(
-    database: Database, header: str, *, key: str
+    database: Database, header: str, *, key: str, guard: PasswordGuard | None = None
 ) -> Principal | None:
     """An `Authorization` header value: `Basic` (e-mail and password or API token) or `Bearer`."""
     scheme, _, value = header.strip().partition(" ")
@@ -154,7 +174,7 @@ async def principal_from_authorization(
     if scheme == "basic":
         credentials = parse_basic(value)
         if credentials is not None:
-            return await principal_from_basic(database, *credentials)
+            return await principal_from_basic(database, *credentials, guard)
     return None
 
 

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.models import Conversation, Message
 from controlcenter.db import Database, utcnow
+from controlcenter.pagination import DEFAULT_LIMIT, Cursor
 from controlcenter.providers.base import AssistantTurn, Turn, UserTurn
 from controlcenter.validation import text_problem
 
@@ -105,14 +106,26 @@ async def save_assistant_message(
     return message_json(row)
 
 
-async def list_conversations(db: Database, user_id: str) -> list[dict[str, Any]]:
-    async with db.read() as session:
-        rows = await session.scalars(
-            select(Conversation)
-            .where(Conversation.user_id == user_id)
-            .order_by(Conversation.created_at.desc(), Conversation.id.desc())
+async def list_conversations(
+    db: Database, user_id: str, *, limit: int = DEFAULT_LIMIT, after: Cursor | None = None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """A page of the caller's conversations, newest first, and the cursor of the next page
+    (None after the last)."""
+    query = select(Conversation).where(Conversation.user_id == user_id)
+    if after is not None:
+        query = query.where(
+            or_(
+                Conversation.created_at < after.created_at,
+                and_(Conversation.created_at == after.created_at, Conversation.id < after.id),
+            )
         )
-        return [conversation_json(row) for row in rows]
+    query = query.order_by(Conversation.created_at.desc(), Conversation.id.desc())
+    async with db.read() as session:
+        rows = list(await session.scalars(query.limit(limit + 1)))
+    page = rows[:limit]
+    more = len(rows) > limit
+    next_cursor = Cursor(page[-1].created_at, page[-1].id).encode() if more else None
+    return [conversation_json(row) for row in page], next_cursor
 
 
 async def get_conversation(

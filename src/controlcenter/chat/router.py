@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
 from controlcenter.auth.dependencies import CurrentUser, ServicesDep
@@ -23,6 +23,13 @@ from controlcenter.chat.schemas import (
 from controlcenter.chat.stream import EventChannel
 from controlcenter.errors import ApiError, InvalidJSONError, InvalidTextError
 from controlcenter.http import read_json
+from controlcenter.pagination import (
+    DEFAULT_LIMIT,
+    INVALID_CURSOR,
+    MAX_LIMIT,
+    Cursor,
+    InvalidCursorError,
+)
 
 router = APIRouter(prefix="/api/v1/control-center", tags=["chat"])
 
@@ -68,8 +75,20 @@ async def chat(
 
 
 @router.get("/conversations")
-async def conversations(principal: CurrentUser, services: ServicesDep) -> dict[str, Any]:
-    return {"conversations": await list_conversations(services.db, principal.user.id)}
+async def conversations(
+    principal: CurrentUser,
+    services: ServicesDep,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
+    cursor: Annotated[str | None, Query(max_length=500)] = None,
+) -> dict[str, Any]:
+    try:
+        after = Cursor.decode(cursor) if cursor else None
+    except InvalidCursorError as exc:
+        raise ApiError(400, INVALID_CURSOR) from exc
+    page, next_cursor = await list_conversations(
+        services.db, principal.user.id, limit=limit, after=after
+    )
+    return {"conversations": page, "nextCursor": next_cursor}
 
 
 @router.get("/conversations/{conversation_id}")

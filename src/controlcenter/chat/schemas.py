@@ -10,6 +10,8 @@ from controlcenter.errors import ApiError
 from controlcenter.providers.base import PROVIDER_A, PROVIDERS
 
 MISSING_MESSAGE = "Missing or empty message"
+MESSAGE_MAX_CHARS = 32_000  # CONTRACT 9; characters (code points), as SPEC 8 counts them
+MESSAGE_TOO_LONG = f"Message too long: at most {MESSAGE_MAX_CHARS} characters"
 INVALID_PROVIDER = f"Invalid provider: must be one of {', '.join(PROVIDERS)}"
 INVALID_TEXT = "Invalid text: strings must not contain NUL characters or unpaired surrogates"
 API_KEY_SETTINGS = {"provider_a": "providerAApiKey", "provider_b": "providerBApiKey"}
@@ -28,6 +30,8 @@ def parse_chat_request(body: Any) -> ChatRequest:
     message = fields.get("message")
     if not isinstance(message, str) or not message.strip():
         raise ApiError(400, MISSING_MESSAGE)
+    if len(message) > MESSAGE_MAX_CHARS:
+        raise ApiError(400, MESSAGE_TOO_LONG)
     provider = fields.get("provider", PROVIDER_A)
     if not isinstance(provider, str) or provider not in PROVIDERS:
         raise ApiError(400, INVALID_PROVIDER)

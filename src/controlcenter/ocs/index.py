@@ -13,6 +13,9 @@ from starlette.routing import compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from controlcenter.auth.dependencies import SESSION_COOKIE
+from controlcenter.auth.refusals import too_many_attempts
+from controlcenter.auth.service import PasswordGuard
+from controlcenter.auth.throttle import SignInThrottle, TooManyAttemptsError
 from controlcenter.ocs.envelope import (
     NOT_FOUND,
     NOT_LOGGED_IN,
@@ -33,18 +36,27 @@ _NOT_FOUND = {fmt: render(envelope(404, NOT_FOUND, []), fmt) for fmt in ("json",
 
 
 async def answer_index(
-    services: Services, app_id: str, headers: Headers, query: Mapping[str, str]
+    services: Services,
+    app_id: str,
+    headers: Headers,
+    query: Mapping[str, str],
+    client: str | None,
 ) -> Response:
     fmt: Format = choose_format(query.get("format"), headers.get("accept"))
     config = services.config
     if app_id != config.app_id:
         return Response(_NOT_FOUND[fmt], status_code=404, media_type=media_type(fmt))
-    principal = await index_caller(
-        services.db,
-        authorization=headers.get("authorization"),
-        session_cookie=_session_cookie(headers.get("cookie")),
-        key=config.jwt_key,
-    )
+    guard = PasswordGuard(SignInThrottle.from_config(services.db, config), client)
+    try:
+        principal = await index_caller(
+            services.db,
+            authorization=headers.get("authorization"),
+            session_cookie=_session_cookie(headers.get("cookie")),
+            key=config.jwt_key,
+            guard=guard,
+        )
+    except TooManyAttemptsError as exc:
+        return too_many_attempts(exc)
     if principal is None:
         return Response(_UNAUTHORISED[fmt], status_code=401, media_type=media_type(fmt))
     if headers.get("ocs-apirequest", "").strip().lower() != "true":
@@ -76,8 +88,13 @@ class IndexFastPath:
             if match is not None:
                 query = QueryParams(scope["query_string"]) if scope["query_string"] else {}
                 services: Services = scope["app"].state.services
+                client = scope.get("client")
                 response = await answer_index(
-                    services, match["app_id"], Headers(scope=scope), query
+                    services,
+                    match["app_id"],
+                    Headers(scope=scope),
+                    query,
+                    client[0] if client else None,
                 )
                 await response(scope, receive, send)
                 return

@@ -10,6 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request, Response
 
+from controlcenter.auth.refusals import client_address
 from controlcenter.ocs.index import PATH, answer_index
 from controlcenter.services import get_services
 
@@ -116,7 +117,9 @@ async def api_index(app_id: str, request: Request) -> Response:
     # GET normally never gets here: `IndexFastPath` answers it in front of the framework.
     # This route answers HEAD and the other methods, and documents the index in /openapi.json.
     services = await get_services(request)
-    return await answer_index(services, app_id, request.headers, request.query_params)
+    return await answer_index(
+        services, app_id, request.headers, request.query_params, client_address(request)
+    )
 
 
 def document_security(app: FastAPI) -> None:

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 from controlcenter.auth.models import User
-from controlcenter.auth.service import Principal, principal_from_authorization, principal_from_jwt
+from controlcenter.auth.service import (
+    PasswordGuard,
+    Principal,
+    principal_from_authorization,
+    principal_from_jwt,
+)
 from controlcenter.db import Database
 
 
 async def index_caller(
-    database: Database, *, authorization: str | None, session_cookie: str | None, key: str
+    database: Database,
+    *,
+    authorization: str | None,
+    session_cookie: str | None,
+    key: str,
+    guard: PasswordGuard | None = None,
 ) -> Principal | None:
     """The caller from `Authorization` (basic or bearer) or, without one, the session cookie.
 
@@ -18,7 +28,7 @@ async def index_caller(
     `OCS-APIRequest` header, which is the CSRF protection for exactly that case).
     """
     if authorization:
-        return await principal_from_authorization(database, authorization, key=key)
+        return await principal_from_authorization(database, authorization, key=key, guard=guard)
     if session_cookie:
         return await principal_from_jwt(database, session_cookie, key=key)
     return None

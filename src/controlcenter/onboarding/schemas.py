@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, StringConstraints, TypeAdapter, with_config
+from pydantic import ConfigDict, Field, StringConstraints, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
 from controlcenter.onboarding.models import FIELDS, Onboarding
@@ -13,6 +13,14 @@ from controlcenter.validation import StoredStr
 
 # users.brokerage is VARCHAR(500): longer is refused as invalid rather than failing on PostgreSQL.
 BROKERAGE_MAX = 500
+# CONTRACT 9: everything a broker types is bounded before it is stored and queued for the CRM.
+TEXT_MAX = 10_000
+ITEMS_MAX = 100
+ITEM_MAX = 1_000
+Text = Annotated[StoredStr, StringConstraints(max_length=TEXT_MAX)]
+Items = Annotated[
+    list[Annotated[StoredStr, StringConstraints(max_length=ITEM_MAX)]], Field(max_length=ITEMS_MAX)
+]
 
 
 @with_config(ConfigDict(strict=True, extra="ignore"))
@@ -21,19 +29,19 @@ class OnboardingInput(TypedDict, total=False):
     null included). A TypedDict keeps only the keys that were sent, which is what a partial
     upsert needs to tell "absent" from "given"."""
 
-    yearsInBusiness: StoredStr
-    gciLast12Months: StoredStr
+    yearsInBusiness: Text
+    gciLast12Months: Text
     usingOtherCrm: bool
-    currentCrmName: StoredStr
-    crmPainPoints: list[StoredStr]
-    goalsSelected: list[StoredStr]
+    currentCrmName: Text
+    crmPainPoints: Items
+    goalsSelected: Items
     hasLeadSource: bool
-    leadSourceName: StoredStr
+    leadSourceName: Text
     wantsMoreLeads: bool
-    leadTypesDesired: list[StoredStr]
-    leadsPerMonthTarget: StoredStr
-    channelsSelected: list[StoredStr]
-    systemsToConnect: list[StoredStr]
+    leadTypesDesired: Items
+    leadsPerMonthTarget: Text
+    channelsSelected: Items
+    systemsToConnect: Items
     brokerageName: Annotated[StoredStr, StringConstraints(max_length=BROKERAGE_MAX)]
 
 

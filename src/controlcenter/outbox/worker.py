@@ -5,13 +5,15 @@ Claiming. A job is due when it is pending, its `next_attempt_at` has come and it
 the rows are taken with SELECT ... FOR UPDATE SKIP LOCKED, so concurrent workers pass over each
 other's rows instead of waiting or taking them twice; on SQLite the transaction starts with
 BEGIN IMMEDIATE (Database.write()), which serialises claims across processes. A worker that
-dies leaves its lease behind; when it expires any worker reclaims the job. Deliveries are
-idempotent (contacts are upserted by e-mail, tags are added to a set), so the rare second
-delivery after a lost lease changes nothing at the CRM.
+dies leaves its lease behind; when it expires (20 s at most) any worker reclaims the job.
+Deliveries are idempotent (contacts are upserted by e-mail, tags are added to a set), so the
+rare second delivery after a lost lease changes nothing at the CRM.
 
 Delivering. Each claimed job runs in its own task, at most `outbox_concurrency` at a time, with
-a timeout well inside the lease. No database transaction is open while the CRM is called, so
-HTTP requests never wait for the CRM.
+a timeout (`outbox_delivery_timeout_s`); its lease is renewed while it runs (`outbox.lease`), so
+the lease can be short: a job whose process died is taken again within the lease and a poll.
+No database transaction is open while the CRM is called, so HTTP requests never wait for the
+CRM.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from controlcenter.db import Database, utcnow
 from controlcenter.logs import get_logger
 from controlcenter.outbox.backoff import backoff_delay
 from controlcenter.outbox.errors import DeliveryError, MissingSettings, PermanentError
+from controlcenter.outbox.lease import LeaseLostError, kept_lease
 from controlcenter.outbox.models import DEAD, DONE, PENDING, OutboxJob
 
 log = get_logger(__name__)
@@ -37,9 +40,10 @@ log = get_logger(__name__)
 _MAX_ERROR_CHARS = 2000
 
 
-@dataclass(frozen=True)
+@dataclass
 class ClaimedJob:
-    """A snapshot of a job taken at claim time; `lease` identifies this claim."""
+    """A snapshot of a job taken at claim time; `lease` identifies this claim (renewed while
+    the job is delivered: `outbox.lease`)."""
 
     id: str
     kind: str
@@ -202,9 +206,13 @@ class OutboxWorker:
         try:
             if handler is None:
                 raise PermanentError(f"unknown job kind {job.kind!r}")
-            # Half the lease: a delivery ends long before another worker may take the job.
-            async with asyncio.timeout(self._config.outbox_lease_s / 2):
+            async with (
+                asyncio.timeout(self._config.outbox_delivery_timeout_s),
+                kept_lease(self._db, job, self._config.outbox_lease_s),
+            ):
                 await handler(job)
+        except LeaseLostError:
+            return  # another worker holds the job now; its outcome is the one recorded
         except MissingSettings as exc:
             waiting = True
             retry_in = self._config.outbox_settings_recheck_s

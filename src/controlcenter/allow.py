@@ -1,0 +1,37 @@
+"""The full `Allow` list of a 405 answer (CONTRACT 9).
+
+The router answers 405 with the methods of the first route whose path matched, while one path
+is often served by several routes (GET and DELETE of a conversation). This collects every
+method of every route whose path matches, from the interface description the app publishes.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from typing import Any
+
+from starlette.routing import compile_path
+
+_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+class AllowedMethods:
+    def __init__(self, app: Any) -> None:
+        self._app = app  # a FastAPI app; read on first use, when every route is registered
+
+    @cached_property
+    def _routes(self) -> list[tuple[re.Pattern[str], frozenset[str]]]:
+        routes = []
+        for path, operations in self._app.openapi()["paths"].items():
+            methods = frozenset(name.upper() for name in operations) & frozenset(_ORDER)
+            routes.append((compile_path(path)[0], methods))
+        return routes
+
+    def header(self, path: str) -> str | None:
+        """`Allow` for `path`, or None when no documented route serves it."""
+        methods: set[str] = set()
+        for regex, allowed in self._routes:
+            if regex.match(path):
+                methods |= allowed
+        return ", ".join(m for m in _ORDER if m in methods) or None

@@ -1,0 +1,85 @@
+"""A delivery keeps its job's lease while it works (CONTRACT 9).
+
+The lease is short (`outbox_lease_s`, 20 s by default) so that a job whose process died is
+taken again soon, and renewed every quarter lease while the delivery runs, so that a slow CRM
+call never lets a second worker take a job that is still being delivered. A renewal that finds
+the lease gone (another worker took the job after this process stalled past the lease), or that
+cannot reach the database before the lease ends, stops the delivery: the job is the other
+worker's now, or will be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from sqlalchemy import update
+
+from controlcenter.db import Database, utcnow
+from controlcenter.logs import get_logger
+from controlcenter.outbox.models import PENDING, OutboxJob
+
+log = get_logger(__name__)
+
+
+class Leased(Protocol):
+    id: str
+    lease: datetime  # the job's `locked_until` as this worker last set it
+
+
+class LeaseLostError(Exception):
+    """The delivery was stopped: the job's lease is no longer this worker's."""
+
+
+@asynccontextmanager
+async def kept_lease(db: Database, job: Leased, lease_s: float) -> AsyncIterator[None]:
+    """Renew `job.lease` while the block runs; raise LeaseLostError if it is lost meanwhile."""
+    task = asyncio.current_task()
+    assert task is not None
+    lost = asyncio.Event()
+    renewer = asyncio.create_task(_renew(db, job, lease_s, task, lost), name=f"lease-{job.id}")
+    cancelling = task.cancelling()
+    try:
+        yield
+    except asyncio.CancelledError:
+        if lost.is_set() and task.uncancel() <= cancelling:
+            raise LeaseLostError(job.id) from None
+        raise
+    finally:
+        renewer.cancel()
+        await asyncio.gather(renewer, return_exceptions=True)
+
+
+async def _renew(
+    db: Database, job: Leased, lease_s: float, owner: asyncio.Task[object], lost: asyncio.Event
+) -> None:
+    while True:
+        await asyncio.sleep(lease_s / 4)
+        new_lease = utcnow() + timedelta(seconds=lease_s)
+        try:
+            async with db.write() as session:
+                result = await session.execute(
+                    update(OutboxJob)
+                    .where(
+                        OutboxJob.id == job.id,
+                        OutboxJob.status == PENDING,
+                        OutboxJob.locked_until == job.lease,
+                    )
+                    .values(locked_until=new_lease)
+                    .execution_options(synchronize_session=False)
+                )
+        except Exception:
+            log.exception("outbox could not renew a lease; trying again", job_id=job.id)
+            if utcnow() < job.lease:
+                continue
+        else:
+            if getattr(result, "rowcount", 1) == 1:
+                job.lease = new_lease
+                continue
+        log.warning("outbox lease lost during delivery; leaving the job to others", job_id=job.id)
+        lost.set()
+        owner.cancel()
+        return

@@ -1,0 +1,44 @@
+"""Keyset cursors for lists ordered newest first by (created_at, id).
+
+A cursor names the last item of a page, so it stays valid while items are added or removed:
+the next page starts right after that item, wherever it now is. It is opaque to clients
+(base64url of JSON), and a cursor that does not decode is the client's error.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+INVALID_CURSOR = "Invalid cursor"
+
+
+class InvalidCursorError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Cursor:
+    created_at: datetime
+    id: str
+
+    def encode(self) -> str:
+        raw = json.dumps([self.created_at.isoformat(), self.id], separators=(",", ":"))
+        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, value: str) -> Cursor:
+        try:
+            raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+            created_at, item_id = json.loads(raw)
+            moment = datetime.fromisoformat(created_at)
+        except (binascii.Error, ValueError, TypeError, UnicodeDecodeError) as exc:
+            raise InvalidCursorError(INVALID_CURSOR) from exc
+        if not isinstance(item_id, str) or moment.tzinfo is None:
+            raise InvalidCursorError(INVALID_CURSOR)
+        return cls(created_at=moment, id=item_id)
