@@ -5,7 +5,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run test test-sqlite test-postgres lint bench setup
+.PHONY: run demo test test-sqlite test-postgres lint bench setup
 
 setup:
 	@./scripts/ensure-uv.sh
@@ -14,6 +14,10 @@ setup:
 run: setup
 	@mkdir -p var
 	$(UV) run controlcenter serve --host $(HOST) --port $(PORT)
+
+# The product with a demo model and a demo CRM: no key, no network, a throwaway database.
+demo: setup
+	@$(UV) run python -m tests.fakes.demo --host $(HOST) --port $(PORT)
 
 lint: setup
 	$(UV) run ruff check src tests bench

@@ -31,6 +31,7 @@ from controlcenter.providers.registry import build_providers, close_providers
 from controlcenter.services import Services
 from controlcenter.tools.mcp_source import MCP_SERVER_URL_SETTING, McpSource
 from controlcenter.tools.router import StaticSource, ToolRouter
+from controlcenter.web.pages import mount_pages
 
 log = get_logger(__name__)
 
@@ -108,6 +109,7 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         settings_router,
     ):
         app.include_router(router)
+    mount_pages(app)
     document_security(app)
     return app
 
