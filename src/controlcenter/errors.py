@@ -22,6 +22,16 @@ class InvalidJSONError(Exception):
     """The request body is not parseable JSON (or not UTF-8)."""
 
 
+class InvalidTextError(ApiError):
+    """A string of the body (a key included) holds NUL or a lone surrogate: text no database
+    stores and no strict JSON parser reads (CONTRACT 9). Unless a router answers it its own
+    way, it is 400 `Validation failed` with `details` naming where."""
+
+    def __init__(self, details: list[dict[str, Any]]) -> None:
+        super().__init__(400, "Validation failed", details=details)
+        self.details = details
+
+
 def describe(exc: BaseException) -> str:
     """A failure's type and cause for a log line, without the data involved.
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from fastapi import Request
 
-from controlcenter.errors import InvalidJSONError
+from controlcenter.errors import InvalidJSONError, InvalidTextError
+from controlcenter.validation import text_problem
 
 
 def _reject_constant(name: str) -> Any:
@@ -18,10 +19,39 @@ async def read_json(request: Request) -> Any:
     """The parsed body, whatever the Content-Type (as the original handlers' `req.json()`).
 
     Raises InvalidJSONError for an empty body, invalid UTF-8, bad syntax or the non-standard
-    NaN/Infinity literals that Python's parser would otherwise accept.
+    NaN/Infinity literals that Python's parser would otherwise accept; InvalidTextError for a
+    string holding NUL or a lone surrogate.
     """
     raw = await request.body()
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise InvalidJSONError from exc
+    # Valid UTF-8 cannot carry either (a raw control character is a syntax error already):
+    # only a \u escape can, so a body without one is not walked.
+    if b"\\u" in raw:
+        try:
+            problems = text_problems(body)
+        except RecursionError as exc:  # nested as deep as the parser allows
+            raise InvalidJSONError from exc
+        if problems:
+            raise InvalidTextError(problems)
+    return body
+
+
+def text_problems(value: Any, path: tuple[str | int, ...] = ()) -> list[dict[str, Any]]:
+    """Every string (keys included) that is not storable text, as `details` entries."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        return [] if problem is None else [{"path": list(path), **problem}]
+    found: list[dict[str, Any]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            problem = text_problem(key)
+            if problem is not None:
+                found.append({"path": list(path), **problem})
+            found.extend(text_problems(item, (*path, key)))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found.extend(text_problems(item, (*path, index)))
+    return found

@@ -8,15 +8,25 @@ from pydantic import AfterValidator, ValidationError
 from pydantic_core import PydanticCustomError
 
 
-def _storable(value: str) -> str:
-    # JSON escapes can smuggle in text no database accepts (a lone surrogate is not UTF-8,
-    # PostgreSQL refuses NUL): refuse it as bad input instead of failing at the database.
+def text_problem(value: str) -> dict[str, str] | None:
+    """Why `value` is not text every supported database stores as it is, or None.
+
+    JSON escapes can smuggle in such text (a lone surrogate is not UTF-8, PostgreSQL refuses
+    NUL): it is refused as bad input instead of failing at the database.
+    """
     if "\x00" in value:
-        raise PydanticCustomError("string_nul", "String must not contain NUL characters")
+        return {"message": "String must not contain NUL characters", "type": "string_nul"}
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise PydanticCustomError("string_unicode", "String must be valid Unicode text") from None
+        return {"message": "String must be valid Unicode text", "type": "string_unicode"}
+    return None
+
+
+def _storable(value: str) -> str:
+    problem = text_problem(value)
+    if problem is not None:
+        raise PydanticCustomError(problem["type"], problem["message"])
     return value
 
 

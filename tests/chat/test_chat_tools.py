@@ -52,7 +52,13 @@ async def test_mcp_tools_are_listed_and_called(
     _, events = await stream_chat(client, user, {"message": "M-7?", "provider": llm.name})
     offered = llm.offered_tools(llm.fake.requests[0])
     assert offered[0] == "contact_notes"  # a priority name comes first
-    assert sorted(offered[1:]) == ["echo_text", "fail_always", "lookup_listing", "mls_search"]
+    assert sorted(offered[1:]) == [
+        "echo_text",
+        "fail_always",
+        "lookup_listing",
+        "mls_search",
+        "schedule_showing",
+    ]
     calls = [e["toolCall"] for e in events if e["type"] == "tool_call_start"]
     assert calls == [
         {"id": "m1", "name": "lookup_listing", "arguments": {"mls_number": "M-7"}},

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from jsonschema import SchemaError
+from jsonschema.validators import Draft202012Validator
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -39,6 +41,12 @@ __all__ = ["ErrorReply", "FakeAnthropic", "FakeOpenAI", "Reply", "ToolUse"]
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 OPENAI_MAX_TOOLS = 128
+# The models each fake serves (the service's configured defaults); any other id is refused
+# with the API's own "model not found" answer. Tests may add to `fake.models`.
+ANTHROPIC_MODELS = frozenset({"claude-sonnet-5-5"})
+OPENAI_MODELS = frozenset({"gpt-5.5"})
+ANTHROPIC_TOP_LEVEL_REFUSED = ("oneOf", "allOf", "anyOf")
+OPENAI_TOP_LEVEL_REFUSED = ("oneOf", "anyOf", "allOf", "enum", "not")
 
 
 @dataclass
@@ -70,21 +78,28 @@ Responder = Callable[[dict[str, Any]], Answer]
 
 
 class Invalid(Exception):
-    """A request the real API would reject with 400; `param` names the offending field."""
+    """A request the real API would refuse (400 unless said otherwise); `param` names the
+    offending field, `code` is OpenAI's error code."""
 
-    def __init__(self, message: str, param: str | None = None) -> None:
+    def __init__(
+        self, message: str, param: str | None = None, *, status: int = 400, code: str | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.param = param
+        self.status = status
+        self.code = code
 
 
 class _FakeLLM:
     """What both fakes share: the script, the record of requests, the server's lifecycle."""
 
     id_prefix = ""
+    default_models: frozenset[str] = frozenset()
 
-    def __init__(self, api_key: str) -> None:
+    def __init__(self, api_key: str, models: frozenset[str] | None = None) -> None:
         self.api_key = api_key
+        self.models = set(self.default_models if models is None else models)
         self.responder: Responder | None = None
         self.requests: list[dict[str, Any]] = []
         self.invalid: list[str] = []
@@ -153,6 +168,7 @@ class FakeAnthropic(_FakeLLM):
     """`POST /v1/messages`, as the real API answers it without streaming."""
 
     id_prefix = "toolu_"
+    default_models = ANTHROPIC_MODELS
 
     @property
     def url(self) -> str:
@@ -194,10 +210,10 @@ class FakeAnthropic(_FakeLLM):
             self._reject("anthropic-version header missing")
             return self._error(400, "anthropic-version: header is required")
         try:
-            _validate_anthropic(body)
+            _validate_anthropic(body, self.models)
         except Invalid as exc:
             self._reject(exc.message)
-            return self._error(400, exc.message)
+            return self._error(exc.status, exc.message)
 
         answer = self._next_answer(body)
         if answer.delay_s:
@@ -240,7 +256,7 @@ def _nonblank_text(value: Any) -> bool:
     return isinstance(value, str) and value.strip() != ""
 
 
-def _validate_anthropic(body: Any) -> None:
+def _validate_anthropic(body: Any, models: set[str]) -> None:
     if not isinstance(body, dict):
         raise Invalid("body: Input should be an object")
     if not isinstance(body.get("model"), str) or not body["model"]:
@@ -305,6 +321,8 @@ def _validate_anthropic(body: Any) -> None:
             f"messages.{len(messages) - 1}: `tool_use` ids were found without `tool_result` "
             f"blocks immediately after: {', '.join(previous_tool_uses)}."
         )
+    if body["model"] not in models:
+        raise Invalid(f"model: {body['model']}", status=404)
 
 
 def _validate_anthropic_tools(tools: Any) -> None:
@@ -329,8 +347,27 @@ def _validate_anthropic_tools(tools: Any) -> None:
             raise Invalid(f"tools.{i}.custom.input_schema: Field required")
         if schema.get("type") != "object":
             raise Invalid(f"tools.{i}.custom.input_schema.type: Input should be 'object'")
+        if any(k in schema for k in ANTHROPIC_TOP_LEVEL_REFUSED):
+            raise Invalid(
+                f"tools.{i}.custom.input_schema: input_schema does not support oneOf, allOf, "
+                "or anyOf at the top level"
+            )
+        if _schema_problem(schema) is not None:
+            raise Invalid(
+                f"tools.{i}.custom.input_schema: JSON schema is invalid. It must match JSON "
+                "Schema draft 2020-12 (https://json-schema.org/draft/2020-12). Learn more "
+                "about tool use at https://docs.anthropic.com/en/docs/tool-use."
+            )
         if "description" in tool and not isinstance(tool["description"], str):
             raise Invalid(f"tools.{i}.custom.description: Input should be a valid string")
+
+
+def _schema_problem(schema: dict[str, Any]) -> str | None:
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        return exc.message
+    return None
 
 
 def _anthropic_blocks(content: Any, index: int, *, last: bool) -> list[dict[str, Any]]:
@@ -412,6 +449,7 @@ class FakeOpenAI(_FakeLLM):
     """`POST /v1/chat/completions`, as the real API answers it without streaming."""
 
     id_prefix = "call_"
+    default_models = OPENAI_MODELS
 
     @property
     def url(self) -> str:
@@ -475,10 +513,10 @@ class FakeOpenAI(_FakeLLM):
             )
         self.requests.append(body)
         try:
-            _validate_openai(body)
+            _validate_openai(body, self.models)
         except Invalid as exc:
             self._reject(exc.message)
-            return self._error(400, exc.message, param=exc.param)
+            return self._error(exc.status, exc.message, param=exc.param, code=exc.code)
 
         answer = self._next_answer(body)
         if answer.delay_s:
@@ -534,7 +572,7 @@ class FakeOpenAI(_FakeLLM):
         )
 
 
-def _validate_openai(body: Any) -> None:
+def _validate_openai(body: Any, models: set[str]) -> None:
     if not isinstance(body, dict):
         raise Invalid("Invalid type for body: expected an object.")
     if not isinstance(body.get("model"), str) or not body["model"]:
@@ -633,6 +671,12 @@ def _validate_openai(body: Any) -> None:
             f"response messages: {', '.join(pending)}",
             "messages",
         )
+    if body["model"] not in models:
+        raise Invalid(
+            f"The model `{body['model']}` does not exist or you do not have access to it.",
+            status=404,
+            code="model_not_found",
+        )
 
 
 def _openai_content(content: Any, where: str, *, required: bool) -> None:
@@ -696,11 +740,34 @@ def _validate_openai_tools(body: dict[str, Any]) -> None:
                 f"{at}.function.name",
             )
         parameters = function.get("parameters")
-        if parameters is not None and (
-            not isinstance(parameters, dict) or parameters.get("type") != "object"
-        ):
+        if parameters is None:
+            continue
+        where = f"{at}.function.parameters"
+        if not isinstance(parameters, dict):
+            raise Invalid(
+                f"Invalid schema for function '{name}': {json.dumps(parameters)} is not of "
+                "type 'object', 'boolean'.",
+                where,
+                code="invalid_function_parameters",
+            )
+        problem = _schema_problem(parameters)
+        if problem is not None:
+            raise Invalid(
+                f"Invalid schema for function '{name}': {problem}.",
+                where,
+                code="invalid_function_parameters",
+            )
+        if parameters.get("type") != "object":
             raise Invalid(
                 f"Invalid schema for function '{name}': schema must be a JSON Schema of "
-                "'type: \"object\"'.",
-                f"{at}.function.parameters",
+                f"'type: \"object\"', got 'type: \"{parameters.get('type')}\"'.",
+                where,
+                code="invalid_function_parameters",
+            )
+        if any(k in parameters for k in OPENAI_TOP_LEVEL_REFUSED):
+            raise Invalid(
+                f"Invalid schema for function '{name}': schema must have type 'object' and "
+                "not have 'oneOf'/'anyOf'/'allOf'/'enum'/'not' at the top level.",
+                where,
+                code="invalid_function_parameters",
             )

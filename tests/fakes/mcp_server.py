@@ -3,8 +3,9 @@ FastMCP) and served over streamable HTTP by LoopbackServer.
 
 Tools: `lookup_listing` (structured result), `echo_text` (plain text), `fail_always` (a tool
 error), `mls.search` (a name that needs sanitising for the providers), `contact_notes` (a name
-in the priority group). `calls` records every call the server received, in order;
-`methods` the JSON-RPC method of every request message, in order.
+in the priority group), `schedule_showing` (publishes a top-level `anyOf`, as MCP servers in
+the wild do: the real provider APIs refuse it as it is). `calls` records every call the server
+received, in order; `methods` the JSON-RPC method of every request message, in order.
 """
 
 from __future__ import annotations
@@ -66,6 +67,19 @@ def build_fake_mcp() -> FakeMcp:
     def contact_notes(contact_id: str) -> str:
         fake.calls.append(("contact_notes", {"contact_id": contact_id}))
         return f"notes for {contact_id}"
+
+    @app.tool(description="Schedule a showing of a listing; needs an e-mail or a phone.")
+    def schedule_showing(
+        listing_id: str, email: str | None = None, phone: str | None = None
+    ) -> str:
+        fake.calls.append(("schedule_showing", {"listing_id": listing_id, "email": email}))
+        return f"showing of {listing_id} booked for {email or phone}"
+
+    # The decorator derives the schema from the signature; the rule "e-mail or phone" is
+    # published the way many servers do it, with a top-level anyOf.
+    showing = app._tool_manager.get_tool("schedule_showing")
+    assert showing is not None
+    showing.parameters["anyOf"] = [{"required": ["email"]}, {"required": ["phone"]}]
 
     asgi = app.streamable_http_app(
         streamable_http_path=MCP_PATH,

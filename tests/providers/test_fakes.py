@@ -41,6 +41,10 @@ def tool_result(id_: str) -> dict[str, Any]:
     return {"type": "tool_result", "tool_use_id": id_, "content": f"Tool {id_} result: 1"}
 
 
+def anthropic_tool(schema: dict[str, Any], name: str = "crm_search") -> dict[str, Any]:
+    return {"name": name, "description": "d", "input_schema": schema}
+
+
 async def post_anthropic(
     http: httpx.AsyncClient, fake: FakeAnthropic, body: dict[str, Any]
 ) -> httpx.Response:
@@ -110,6 +114,37 @@ async def test_anthropic_accepts_a_valid_tool_exchange(
             "String should match pattern",
         ),
         ([user(text("a"))], {"max_tokens": None}, "max_tokens: Field required"),
+        *[
+            (
+                [user(text("a"))],
+                {"tools": [anthropic_tool({"type": "object", keyword: [{"required": ["a"]}]})]},
+                "tools.0.custom.input_schema: input_schema does not support oneOf, allOf, or "
+                "anyOf at the top level",
+            )
+            for keyword in ("oneOf", "anyOf", "allOf")
+        ],
+        (
+            [user(text("a"))],
+            {"tools": [anthropic_tool({"type": "string"})]},
+            "tools.0.custom.input_schema.type: Input should be 'object'",
+        ),
+        (
+            [user(text("a"))],
+            {"tools": [anthropic_tool({"properties": {}})]},
+            "tools.0.custom.input_schema.type: Input should be 'object'",
+        ),
+        (
+            [user(text("a"))],
+            {"tools": [anthropic_tool({"type": "object", "properties": []})]},
+            "tools.0.custom.input_schema: JSON schema is invalid. It must match JSON Schema "
+            "draft 2020-12",
+        ),
+        (
+            [user(text("a"))],
+            {"tools": [anthropic_tool({"type": "object"}), anthropic_tool({"type": "object"})]},
+            "Tool names must be unique",
+        ),
+        ([user(text("a"))], {"system": [text("")]}, "text content blocks must be non-empty"),
     ],
 )
 async def test_anthropic_rejects_what_the_api_rejects(
@@ -194,8 +229,11 @@ def openai_calls(*ids: str) -> dict[str, Any]:
     }
 
 
-def openai_tool(name: str) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+def openai_tool(name: str, parameters: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": name, "parameters": parameters or {"type": "object"}},
+    }
 
 
 async def post_openai(
@@ -260,6 +298,37 @@ async def post_openai(
             "Expected an array with maximum length 128, but got an array with length 129",
         ),
         ([{"role": "user", "content": "a"}], {"tools": []}, "Invalid 'tools': empty array"),
+        *[
+            (
+                [{"role": "user", "content": "a"}],
+                {"tools": [openai_tool("crm_search", {"type": "object", keyword: value})]},
+                "Invalid schema for function 'crm_search': schema must have type 'object' and "
+                "not have 'oneOf'/'anyOf'/'allOf'/'enum'/'not' at the top level.",
+            )
+            for keyword, value in [
+                ("oneOf", [{"required": ["a"]}]),
+                ("anyOf", [{"required": ["a"]}]),
+                ("allOf", [{"required": ["a"]}]),
+                ("enum", [{}]),
+                ("not", {"required": ["a"]}),
+            ]
+        ],
+        (
+            [{"role": "user", "content": "a"}],
+            {"tools": [openai_tool("crm_search", {"properties": {}})]},
+            "Invalid schema for function 'crm_search': schema must be a JSON Schema of "
+            "'type: \"object\"', got 'type: \"None\"'.",
+        ),
+        (
+            [{"role": "user", "content": "a"}],
+            {"tools": [openai_tool("crm_search", {"type": "array"})]},
+            "got 'type: \"array\"'",
+        ),
+        (
+            [{"role": "user", "content": "a"}],
+            {"tools": [openai_tool("crm_search", {"type": "object", "properties": []})]},
+            "Invalid schema for function 'crm_search': [] is not of type 'object'",
+        ),
     ],
 )
 async def test_openai_rejects_what_the_api_rejects(
@@ -275,7 +344,36 @@ async def test_openai_rejects_what_the_api_rejects(
     error = response.json()["error"]
     assert error["type"] == "invalid_request_error"
     assert expected in error["message"]
+    if "Invalid schema for function" in expected:
+        assert error["code"] == "invalid_function_parameters"
+        assert error["param"] == "tools[0].function.parameters"
     assert fake_openai.invalid == [error["message"]]
+
+
+async def test_unknown_models_are_refused_like_the_real_apis(
+    http: httpx.AsyncClient, fake_anthropic: FakeAnthropic, fake_openai: FakeOpenAI
+) -> None:
+    body = anthropic_body([user(text("a"))], model="claude-nonexistent")
+    anthropic = await post_anthropic(http, fake_anthropic, body)
+    assert anthropic.status_code == 404
+    assert anthropic.json()["error"] == {
+        "type": "not_found_error",
+        "message": "model: claude-nonexistent",
+    }
+    openai = await http.post(
+        fake_openai.url + "/chat/completions",
+        json={"model": "gpt-nonexistent", "messages": [{"role": "user", "content": "a"}]},
+        headers={"Authorization": f"Bearer {fake_openai.api_key}"},
+    )
+    assert openai.status_code == 404
+    assert openai.json()["error"] == {
+        "message": "The model `gpt-nonexistent` does not exist or you do not have access to it.",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "model_not_found",
+    }
+    assert fake_anthropic.invalid == ["model: claude-nonexistent"]
+    assert len(fake_openai.invalid) == 1
 
 
 async def test_openai_401_quotes_a_masked_key_like_the_real_api(

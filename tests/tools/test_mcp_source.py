@@ -31,6 +31,7 @@ async def test_lists_the_servers_tools_with_their_schemas(fake_mcp: FakeMcp) -> 
         "fail_always",
         "mls.search",
         "contact_notes",
+        "schedule_showing",
     }
     lookup = by_name["lookup_listing"]
     assert lookup.description == "Look up a listing by its MLS number."

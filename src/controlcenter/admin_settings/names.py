@@ -47,3 +47,15 @@ def mask(name: str, value: str) -> str:
     if name not in SECRET_NAMES or value == "":
         return value
     return MASK + value[-4:] if len(value) >= 12 else MASK
+
+
+def is_masked_form(name: str, value: str) -> bool:
+    """Whether `value` is what GET shows for a secret (`••••` or `••••` + 4 characters).
+
+    Such a value is never stored: it is what an administrator PUTs back from a GET, and no
+    credential looks like it (CONTRACT 8). Any mask-shaped value counts, not only the current
+    one, so a GET that raced another administrator's change cannot wipe the new key either.
+    """
+    if name not in SECRET_NAMES or not value.startswith(MASK):
+        return False
+    return len(value) in (len(MASK), len(MASK) + 4)

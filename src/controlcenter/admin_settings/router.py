@@ -20,6 +20,7 @@ log = get_logger(__name__)
 
 FETCH_FAILED = "Failed to fetch settings"
 UPDATE_FAILED = "Failed to update settings"
+UNKNOWN_SETTING = "Unknown setting"
 
 
 @router.get("/settings")
@@ -53,4 +54,18 @@ async def put_settings(
     except Exception as exc:
         log.error("saving settings failed", user_id=principal.user.id, error=describe(exc))
         raise ApiError(500, UPDATE_FAILED) from exc
+    return {"success": True}
+
+
+@router.delete("/settings/{name}")
+async def delete_setting(name: str, principal: SuperAdmin, services: ServicesDep) -> dict[str, Any]:
+    """Clear one setting (CONTRACT 8): PUT cannot, since it drops empty values."""
+    try:
+        await service.clear_setting(services.db, services.settings, name)
+    except service.UnknownSettingError as exc:
+        raise ApiError(404, UNKNOWN_SETTING) from exc
+    except Exception as exc:
+        log.error("clearing a setting failed", user_id=principal.user.id, error=describe(exc))
+        raise ApiError(500, UPDATE_FAILED) from exc
+    log.info("setting cleared", setting=name, user_id=principal.user.id)
     return {"success": True}

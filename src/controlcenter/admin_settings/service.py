@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from controlcenter.admin_settings.names import SETTING_NAMES, mask
+from controlcenter.admin_settings.names import SETTING_NAMES, is_masked_form, mask
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.db import Database
 
@@ -24,9 +24,26 @@ async def update_settings(
     """Save the non-empty values together, recorded with the acting user's id.
 
     Empty strings are dropped (SPEC 4.6): a form posting back blank fields must not wipe them.
+    So are the masked forms of secrets (CONTRACT 8): the body of a GET can be PUT back.
     """
-    kept = {name: value for name, value in values.items() if value != ""}
+    kept = {
+        name: value
+        for name, value in values.items()
+        if value != "" and not is_masked_form(name, value)
+    }
     if not kept:
         return
     async with db.write() as session:
         await store.save(session, kept, user_id)
+
+
+class UnknownSettingError(Exception):
+    """A name outside the 21 of SPEC 2.6."""
+
+
+async def clear_setting(db: Database, store: SettingsStore, name: str) -> None:
+    """Remove one setting's value (CONTRACT 8); clearing an unset one is not an error."""
+    if name not in SETTING_NAMES:
+        raise UnknownSettingError(name)
+    async with db.write() as session:
+        await store.delete(session, name)

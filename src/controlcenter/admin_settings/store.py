@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from cryptography.fernet import Fernet, InvalidToken
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.admin_settings.models import Setting
@@ -63,3 +63,7 @@ class SettingsStore:
                 row.value_encrypted = encrypted
                 row.updated_by = user_id
                 row.updated_at = now
+
+    async def delete(self, session: AsyncSession, name: str) -> None:
+        """Remove one setting inside the caller's transaction."""
+        await session.execute(delete(Setting).where(Setting.name == name))

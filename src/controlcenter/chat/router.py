@@ -14,9 +14,14 @@ from controlcenter.chat.conversations import (
     get_conversation,
     list_conversations,
 )
-from controlcenter.chat.schemas import API_KEY_SETTINGS, missing_key_message, parse_chat_request
+from controlcenter.chat.schemas import (
+    API_KEY_SETTINGS,
+    INVALID_TEXT,
+    missing_key_message,
+    parse_chat_request,
+)
 from controlcenter.chat.stream import EventChannel
-from controlcenter.errors import ApiError, InvalidJSONError
+from controlcenter.errors import ApiError, InvalidJSONError, InvalidTextError
 from controlcenter.http import read_json
 
 router = APIRouter(prefix="/api/v1/control-center", tags=["chat"])
@@ -39,6 +44,8 @@ async def chat(
         body = await read_json(request)
     except InvalidJSONError as exc:
         raise ApiError(400, "Invalid JSON body") from exc
+    except InvalidTextError as exc:
+        raise ApiError(400, INVALID_TEXT) from exc  # SPEC 4.2's errors are plain `{error}`
     parsed = parse_chat_request(body)
     api_key = await services.settings.get(API_KEY_SETTINGS[parsed.provider])
     if not api_key:

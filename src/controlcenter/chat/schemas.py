@@ -11,6 +11,7 @@ from controlcenter.providers.base import PROVIDER_A, PROVIDERS
 
 MISSING_MESSAGE = "Missing or empty message"
 INVALID_PROVIDER = f"Invalid provider: must be one of {', '.join(PROVIDERS)}"
+INVALID_TEXT = "Invalid text: strings must not contain NUL characters or unpaired surrogates"
 API_KEY_SETTINGS = {"provider_a": "providerAApiKey", "provider_b": "providerBApiKey"}
 
 

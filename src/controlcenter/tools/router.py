@@ -20,6 +20,7 @@ from jsonschema.validators import validator_for
 from controlcenter.logs import get_logger
 from controlcenter.providers.base import ToolSpec
 from controlcenter.tools.base import Tool, ToolCall, ToolContext, ToolError, ToolResult
+from controlcenter.tools.schema import combinator_rule, offered_schema
 
 log = get_logger(__name__)
 
@@ -100,18 +101,31 @@ class _Entry:
         error = next(iter(self.validator.iter_errors(arguments)), None)
         if error is None:
             return None
+        message = error.message
+        if error.validator in ("anyOf", "oneOf", "allOf") and isinstance(
+            error.validator_value, list
+        ):
+            # The default message quotes the arguments as a Python repr; say the rule instead.
+            message = combinator_rule(str(error.validator), error.validator_value)
         where = "/".join(str(p) for p in error.absolute_path)
-        return f"Invalid arguments: {error.message}" + (f" (at {where})" if where else "")
+        return f"Invalid arguments: {message}" + (f" (at {where})" if where else "")
 
 
 class Toolbox:
     """The tools of one chat: what the provider is offered, and how its calls are run."""
 
     def __init__(self, tools: Sequence[Tool]) -> None:
-        ordered = order_tools(tools)
+        schemas: dict[str, dict[str, Any]] = {}
+        for tool in tools:
+            schema = offered_schema(tool.input_schema)
+            if schema is None:
+                log.warning("tool not offered: its input schema accepts no object", tool=tool.name)
+            else:
+                schemas[tool.name] = schema
+        ordered = order_tools([t for t in tools if t.name in schemas])
         names = provider_names([t.name for t in ordered])
         self.specs: tuple[ToolSpec, ...] = tuple(
-            ToolSpec(name=n, description=t.description, input_schema=t.input_schema)
+            ToolSpec(name=n, description=t.description, input_schema=schemas[t.name])
             for n, t in zip(names, ordered, strict=True)
         )
         self._by_offered: dict[str, _Entry] = {
