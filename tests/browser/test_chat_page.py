@@ -47,7 +47,7 @@ async def test_answer_streams_with_two_tool_calls_in_order(
     await expect(cards.locator(".tool-name")).to_have_text(
         ["contacts_get-contacts", "contacts_get-contact"]
     )
-    await expect(cards.nth(0).locator(".tool-args")).to_contain_text('"query": "Dana"')
+    await expect(cards.nth(0).locator(".tool-args")).to_contain_text('{"query":"Dana"}')
     await expect(cards.locator(".tool-status")).to_have_text(["Succeeded", "Failed"])
     await expect(cards.nth(1).locator(".tool-error")).not_to_be_empty()
     await expect(page.get_by_role("button", name="Send")).to_be_disabled()

@@ -6,7 +6,8 @@
   const CHAT_URL = "/api/v1/control-center/chat";
   const CONVERSATIONS_URL = "/api/v1/control-center/conversations";
 
-  const state = { conversationId: "", running: false };
+  // `follow`: keep the newest text in view, until the reader scrolls up to read back.
+  const state = { conversationId: "", running: false, follow: true };
   let ui;
 
   // Chat controls (CONTRACT 11) plug in here: the Stop button and resuming a running answer
@@ -42,6 +43,10 @@
         event.preventDefault();
         send();
       }
+    });
+    ui.messages.addEventListener("scroll", () => {
+      const box = ui.messages;
+      state.follow = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
     });
     ui.del.addEventListener("click", () => ui.dialog.showModal());
     ui.dialog.addEventListener("close", () => {
@@ -168,7 +173,8 @@
     answer.text = null;
     const status = cc.el("span", { class: "tool-status running", text: "Running…" });
     const args = cc.el("pre", { class: "tool-args" });
-    args.textContent = JSON.stringify(call.arguments ?? {}, null, 2);
+    const compact = JSON.stringify(call.arguments ?? {});
+    args.textContent = compact.length > 60 ? JSON.stringify(call.arguments, null, 2) : compact;
     const card = cc.el(
       "div",
       { class: "tool-card", "data-tool-call-id": call.id || "" },
@@ -203,9 +209,8 @@
   }
 
   function scrollToEnd(force) {
-    const box = ui.messages;
-    const near = box.scrollHeight - box.scrollTop - box.clientHeight < 160;
-    if (force || near) box.scrollTop = box.scrollHeight;
+    if (force) state.follow = true;
+    if (state.follow) ui.messages.scrollTop = ui.messages.scrollHeight;
   }
 
   // -- sending and the stream --------------------------------------------------------------------
