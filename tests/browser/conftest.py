@@ -39,12 +39,17 @@ AGENCY_KEY = "agency-oauth-token-browser-0001"
 
 
 @pytest.fixture(scope="session")
-async def browser() -> AsyncIterator[Browser]:
+def chromium() -> str:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"Chromium not found at {CHROMIUM}: run scripts/ensure-chromium.sh")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+async def browser(chromium: str) -> AsyncIterator[Browser]:
     async with async_playwright() as playwright:
         launched = await playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS
+            executable_path=chromium, headless=True, args=CHROMIUM_FLAGS
         )
         yield launched
         await launched.close()
