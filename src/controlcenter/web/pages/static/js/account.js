@@ -68,7 +68,7 @@ document.addEventListener("DOMContentLoaded", () => {
       return;
     }
     const details = Object.values(cc.detailsByField(result.data)).flat();
-    const text = result.status === 401 || result.status === 403 ? "The current password is wrong." : [cc.errorText(result), ...details].join(": ");
+    const text = details.length ? details.join(" ") : cc.errorText(result);
     cc.show(passwordError, text);
     passwordForm.newPassword.setAttribute("aria-invalid", "true");
   });

@@ -115,7 +115,7 @@ document.addEventListener("DOMContentLoaded", () => {
     const result = await cc.api("POST", USERS_URL, payload);
     if (result.status !== 201 && result.status !== 200) {
       const details = Object.values(cc.detailsByField(result.data)).flat();
-      cc.show(createError, [cc.errorText(result), ...details].join(": "));
+      cc.show(createError, details.length ? details.join(" ") : cc.errorText(result));
       return;
     }
     createForm.reset();
