@@ -19,6 +19,7 @@ document.addEventListener("DOMContentLoaded", async () => {
     for (const input of inputs) {
       input.value = settings[input.name] ?? "";
       input.dataset.original = input.value;
+      clearButton(input.name).disabled = !input.value;
     }
   }
 
@@ -31,6 +32,10 @@ document.addEventListener("DOMContentLoaded", async () => {
     fill(result.data.settings);
     form.removeAttribute("aria-busy");
     return true;
+  }
+
+  function clearButton(name) {
+    return form.querySelector(`button[data-clear="${name}"]`);
   }
 
   function clearErrors() {
@@ -86,6 +91,7 @@ document.addEventListener("DOMContentLoaded", async () => {
       const input = form.querySelector(`input[name="${name}"]`);
       input.value = "";
       input.dataset.original = "";
+      button.disabled = true;
       status.textContent = `${label} cleared`;
     });
   }

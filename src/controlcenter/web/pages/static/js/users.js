@@ -12,7 +12,7 @@ document.addEventListener("DOMContentLoaded", () => {
   const notice = document.getElementById("users-status");
   const createForm = document.getElementById("create-user");
   const createError = document.getElementById("create-error");
-  const ROLE_NAMES = { user: "Broker (user)", admin: "Administrator (admin)", super_admin: "Super administrator (super_admin)" };
+  const ROLE_NAMES = { user: "Broker", admin: "Administrator", super_admin: "Super administrator" };
   let cursor = null;
 
   function say(text) {
