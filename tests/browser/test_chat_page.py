@@ -182,3 +182,27 @@ async def test_script_and_javascript_links_in_assistant_text_never_run(
     blocked = [e for e in browsing.errors if "Content Security Policy" in e and "blocked" in e]
     assert len(blocked) == len(browsing.errors)
     browsing.errors.clear()
+
+
+async def test_the_chat_works_from_the_keyboard(
+    browsing: Browsing, broker: AppUser, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.script(Reply(text="Typed and sent."))
+    page = await browsing.page(broker)
+    await page.goto("/chat")
+    message = page.get_by_role("textbox", name="Message")
+    await expect(message).to_be_focused()
+    await page.keyboard.type("First line")
+    await page.keyboard.press("Shift+Enter")
+    await page.keyboard.type("second line")
+    await expect(message).to_have_value("First line\nsecond line")
+    await page.keyboard.press("Enter")
+    await expect(page.locator(".msg.user")).to_have_text("First line\nsecond line")
+    await expect(page.locator(".msg.assistant .markdown")).to_have_text("Typed and sent.")
+    # Tab reaches Send, whose focus is visible.
+    await message.focus()
+    await page.keyboard.press("Tab")
+    send = page.get_by_role("button", name="Send")
+    await expect(send).to_be_focused()
+    shadow = await send.evaluate("element => getComputedStyle(element).boxShadow")
+    assert shadow != "none"
