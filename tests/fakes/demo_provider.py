@@ -103,8 +103,17 @@ def _outcome(block: dict[str, Any]) -> tuple[bool, Any]:
     return False, error or text
 
 
-def _tool(offered: set[str], preferred: str, fragment: str) -> str:
-    """The offered tool of that name, else one whose name has the fragment (renamed tools)."""
+# Each tool the demo uses: its catalogue name, and a fragment that finds it if it is renamed.
+CONTACTS = ("contacts_get-contacts", "get-contacts")
+CALENDARS = ("calendars_get-calendars", "get-calendars")
+EVENTS = ("calendars_get-calendar-events", "get-calendar-events")
+DEALS = ("opportunities_search-opportunity", "search-opportunit")
+CONVERSATIONS = ("conversations_search-conversation", "search-conversation")
+
+
+def _tool(offered: set[str], spec: tuple[str, str]) -> str:
+    """The offered tool of that name, else one whose name has the fragment."""
+    preferred, fragment = spec
     if preferred in offered:
         return preferred
     return next((name for name in sorted(offered) if fragment in name), preferred)
@@ -114,32 +123,32 @@ def _tool(offered: set[str], preferred: str, fragment: str) -> str:
 
 
 def _contacts(rounds: list[Round], offered: set[str]) -> list[ToolUse]:
-    return [ToolUse(_tool(offered, "contacts_get-contacts", "get-contacts"), {"limit": 10})]
+    return [ToolUse(_tool(offered, CONTACTS), {"limit": 10})]
 
 
 def _calendars(rounds: list[Round], offered: set[str]) -> list[ToolUse]:
-    return [ToolUse(_tool(offered, "calendars_get-calendars", "get-calendars"), {})]
+    return [ToolUse(_tool(offered, CALENDARS), {})]
 
 
 def _events(rounds: list[Round], offered: set[str]) -> list[ToolUse]:
-    found = rounds[0].outcome(_tool(offered, "calendars_get-calendars", "get-calendars"))
+    found = rounds[0].outcome(_tool(offered, CALENDARS))
     calendars = found[1].get("calendars", []) if found and found[0] else []
     now = datetime.now(UTC).replace(microsecond=0)
     window = {
         "startTime": now.isoformat().replace("+00:00", "Z"),
         "endTime": (now + timedelta(days=14)).isoformat().replace("+00:00", "Z"),
     }
-    name = _tool(offered, "calendars_get-calendar-events", "get-calendar-events")
+    name = _tool(offered, EVENTS)
     return [ToolUse(name, {"calendarId": c["id"], **window}) for c in calendars[:3]]
 
 
 def _deals(rounds: list[Round], offered: set[str]) -> list[ToolUse]:
-    name = _tool(offered, "opportunities_search-opportunity", "search-opportunit")
+    name = _tool(offered, DEALS)
     return [ToolUse(name, {"limit": 20})]
 
 
 def _conversations(rounds: list[Round], offered: set[str]) -> list[ToolUse]:
-    name = _tool(offered, "conversations_search-conversation", "search-conversation")
+    name = _tool(offered, CONVERSATIONS)
     return [ToolUse(name, {"limit": 10})]
 
 
@@ -154,30 +163,27 @@ PLANS: dict[str, list[Step]] = {
 # -- what each topic writes -------------------------------------------------------------------
 
 
-def _results(rounds: list[Round], names: set[str]) -> list[tuple[bool, Any]]:
-    return [
+def _records(
+    rounds: list[Round], offered: set[str], specs: tuple[tuple[str, str], ...], key: str
+) -> list[dict[str, Any]] | str:
+    """The `key` records the named tools returned, or the sentence saying one failed."""
+    names = {_tool(offered, spec) for spec in specs}
+    outcomes = [
         r.outcomes[u["id"]]
         for r in rounds
         for u in r.uses
         if u["name"] in names and u["id"] in r.outcomes
     ]
-
-
-def _failure(what: str, outcomes: list[tuple[bool, Any]]) -> str | None:
     errors = [str(value) for ok, value in outcomes if not ok]
     if errors:
-        return f"I could not read your {what}: {errors[0]}"
-    return None
+        return f"I could not read your {key}: {errors[0]}"
+    return [item for ok, v in outcomes if ok and isinstance(v, dict) for item in v.get(key, [])]
 
 
 def _write_contacts(rounds: list[Round], offered: set[str]) -> str:
-    outcomes = _results(rounds, {_tool(offered, "contacts_get-contacts", "get-contacts")})
-    failed = _failure("contacts", outcomes)
-    if failed:
-        return failed
-    contacts = [
-        c for ok, v in outcomes if ok and isinstance(v, dict) for c in v.get("contacts", [])
-    ]
+    contacts = _records(rounds, offered, (CONTACTS,), "contacts")
+    if isinstance(contacts, str):
+        return contacts
     if not contacts:
         return "**Contacts:** none in your CRM yet."
     lines = [f"**Your contacts** ({len(contacts)}):", ""]
@@ -196,15 +202,9 @@ def _write_contacts(rounds: list[Round], offered: set[str]) -> str:
 
 
 def _write_calendar(rounds: list[Round], offered: set[str]) -> str:
-    names = {
-        _tool(offered, "calendars_get-calendars", "get-calendars"),
-        _tool(offered, "calendars_get-calendar-events", "get-calendar-events"),
-    }
-    outcomes = _results(rounds, names)
-    failed = _failure("calendar", outcomes)
-    if failed:
-        return failed
-    events = [e for ok, v in outcomes if ok and isinstance(v, dict) for e in v.get("events", [])]
+    events = _records(rounds, offered, (CALENDARS, EVENTS), "events")
+    if isinstance(events, str):
+        return events
     if not events:
         return "**Calendar:** nothing booked in the next two weeks."
     lines = ["**Coming up in the next two weeks:**", ""]
@@ -223,13 +223,9 @@ def _when(value: str) -> str:
 
 
 def _write_pipeline(rounds: list[Round], offered: set[str]) -> str:
-    outcomes = _results(rounds, {_tool(offered, "opportunities_search-opportunity", "search-opp")})
-    failed = _failure("pipeline", outcomes)
-    if failed:
-        return failed
-    deals = [
-        d for ok, v in outcomes if ok and isinstance(v, dict) for d in v.get("opportunities", [])
-    ]
+    deals = _records(rounds, offered, (DEALS,), "opportunities")
+    if isinstance(deals, str):
+        return deals
     if not deals:
         return "**Pipeline:** no open deals."
     total = sum(float(d.get("monetaryValue") or 0) for d in deals if d.get("status") == "open")
@@ -242,14 +238,9 @@ def _write_pipeline(rounds: list[Round], offered: set[str]) -> str:
 
 
 def _write_conversations(rounds: list[Round], offered: set[str]) -> str:
-    name = _tool(offered, "conversations_search-conversation", "search-conversation")
-    outcomes = _results(rounds, {name})
-    failed = _failure("conversations", outcomes)
-    if failed:
-        return failed
-    found = [
-        c for ok, v in outcomes if ok and isinstance(v, dict) for c in v.get("conversations", [])
-    ]
+    found = _records(rounds, offered, (CONVERSATIONS,), "conversations")
+    if isinstance(found, str):
+        return found
     if not found:
         return "**Conversations:** your inbox is empty."
     lines = ["**Recent conversations:**", ""]

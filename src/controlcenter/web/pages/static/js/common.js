@@ -55,6 +55,26 @@ window.cc = (function () {
     return found;
   }
 
+  // Each `details` message beside its field (the element `error-<field>`), the control marked
+  // invalid; returns the first such control, or null when no message named a known field.
+  function showFieldErrors(data, controlFor) {
+    let first = null;
+    for (const [field, messages] of Object.entries(detailsByField(data))) {
+      const error = document.getElementById("error-" + field);
+      const control = controlFor(field);
+      if (!error || !control) continue;
+      show(error, messages.join(" "));
+      control.setAttribute("aria-invalid", "true");
+      first = first || control;
+    }
+    return first;
+  }
+
+  function clearFieldErrors(form) {
+    for (const p of form.querySelectorAll(".field-error")) show(p, "");
+    for (const c of form.querySelectorAll("[aria-invalid]")) c.removeAttribute("aria-invalid");
+  }
+
   function date(value) {
     if (!value) return "—";
     const moment = new Date(value);
@@ -77,5 +97,5 @@ window.cc = (function () {
     return node;
   }
 
-  return { api, toLogin, errorText, show, detailsByField, date, signOut, el };
+  return { api, toLogin, errorText, show, detailsByField, showFieldErrors, clearFieldErrors, date, signOut, el };
 })();

@@ -40,8 +40,7 @@ document.addEventListener("DOMContentLoaded", async () => {
 
   function clearErrors() {
     cc.show(formError, "");
-    for (const p of form.querySelectorAll(".field-error")) cc.show(p, "");
-    for (const input of inputs) input.removeAttribute("aria-invalid");
+    cc.clearFieldErrors(form);
   }
 
   form.addEventListener("submit", async (event) => {
@@ -63,16 +62,7 @@ document.addEventListener("DOMContentLoaded", async () => {
       return;
     }
     status.textContent = "";
-    const byField = cc.detailsByField(result.data);
-    let first = null;
-    for (const [field, messages] of Object.entries(byField)) {
-      const error = document.getElementById("error-" + field);
-      const input = form.querySelector(`input[name="${field}"]`);
-      if (!error || !input) continue;
-      cc.show(error, messages.join(" "));
-      input.setAttribute("aria-invalid", "true");
-      first = first || input;
-    }
+    const first = cc.showFieldErrors(result.data, (field) => form.querySelector(`input[name="${field}"]`));
     cc.show(formError, first ? "Some values need a change: see the messages beside them." : cc.errorText(result));
     (first || formError).focus?.();
   });

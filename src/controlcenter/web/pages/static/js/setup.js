@@ -75,8 +75,7 @@ document.addEventListener("DOMContentLoaded", async () => {
 
   function clearErrors() {
     cc.show(formError, "");
-    for (const p of form.querySelectorAll(".field-error")) cc.show(p, "");
-    for (const c of form.querySelectorAll("[aria-invalid]")) c.removeAttribute("aria-invalid");
+    cc.clearFieldErrors(form);
   }
 
   const [onboarding, me] = await Promise.all([
@@ -102,18 +101,10 @@ document.addEventListener("DOMContentLoaded", async () => {
       return;
     }
     status.textContent = "";
-    const byField = cc.detailsByField(result.data);
-    let first = null;
-    for (const [field, messages] of Object.entries(byField)) {
-      const error = document.getElementById("error-" + field);
-      if (!error) continue;
-      cc.show(error, messages.join(" "));
-      const control = form.querySelector(`[id="f-${field}"]`) || form.querySelector(`fieldset[name="${field}"] input`);
-      if (control) {
-        control.setAttribute("aria-invalid", "true");
-        first = first || control;
-      }
-    }
+    const first = cc.showFieldErrors(
+      result.data,
+      (field) => form.querySelector(`[id="f-${field}"]`) || form.querySelector(`fieldset[name="${field}"] input`)
+    );
     const summary = first ? "Some answers need a change: see the messages beside them." : cc.errorText(result);
     cc.show(formError, summary);
     (first || formError).focus?.();
