@@ -6,8 +6,9 @@ import httpx
 from playwright.async_api import Page, expect
 
 from tests.browser.conftest import Browsing
+from tests.chat.helpers import set_settings
 from tests.conftest import AppUser, UserFactory
-from tests.fakes.llm import ErrorReply, FakeAnthropic, Reply, ToolUse
+from tests.fakes.llm import ErrorReply, FakeAnthropic, FakeOpenAI, Reply, ToolUse
 
 CONVERSATIONS = "/api/v1/control-center/conversations"
 
@@ -206,3 +207,18 @@ async def test_the_chat_works_from_the_keyboard(
     await expect(send).to_be_focused()
     shadow = await send.evaluate("element => getComputedStyle(element).boxShadow")
     assert shadow != "none"
+
+
+async def test_the_reader_picks_the_provider_and_the_choice_is_kept(
+    browsing: Browsing, broker: AppUser, fake_openai: FakeOpenAI
+) -> None:
+    await set_settings(browsing.server, {"providerBApiKey": fake_openai.api_key}, broker)
+    fake_openai.script(Reply(text="From the other provider."))
+    page = await browsing.page(broker)
+    await page.goto("/chat")
+    await page.get_by_label("Model").select_option(label="OpenAI")
+    await send(page, "Hello")
+    await expect(page.locator(".msg.assistant .markdown")).to_have_text("From the other provider.")
+    assert len(fake_openai.requests) == 1
+    await page.goto("/chat")
+    await expect(page.get_by_label("Model")).to_have_value("provider_b")

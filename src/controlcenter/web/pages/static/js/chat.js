@@ -7,7 +7,7 @@
   const CONVERSATIONS_URL = "/api/v1/control-center/conversations";
 
   // `follow`: keep the newest text in view, until the reader scrolls up to read back.
-  const state = { conversationId: "", running: false, follow: true };
+  const state = { conversationId: "", running: false, follow: true, nextCursor: null };
   let ui;
 
   // Chat controls (CONTRACT 11) plug in here: the Stop button and resuming a running answer
@@ -23,6 +23,8 @@
       list: document.getElementById("conversation-list"),
       listEmpty: document.getElementById("conversation-list-empty"),
       listToggle: document.getElementById("list-toggle"),
+      older: document.getElementById("older"),
+      provider: document.getElementById("provider"),
       title: document.getElementById("chat-title"),
       messages: document.getElementById("messages"),
       welcome: document.getElementById("welcome"),
@@ -56,6 +58,10 @@
       const open = ui.listToggle.getAttribute("aria-expanded") !== "true";
       ui.listToggle.setAttribute("aria-expanded", String(open));
     });
+    ui.older.addEventListener("click", () => refreshList(state.nextCursor));
+    // The provider is the reader's choice, kept in this browser.
+    ui.provider.value = localStorage.getItem("cc.provider") || "provider_a";
+    ui.provider.addEventListener("change", () => localStorage.setItem("cc.provider", ui.provider.value));
     refreshList();
     if (state.conversationId) openConversation(state.conversationId);
     ui.input.focus();
@@ -63,20 +69,24 @@
 
   // -- the conversation list -----------------------------------------------------------------
 
-  async function refreshList() {
-    const result = await cc.api("GET", CONVERSATIONS_URL);
+  // The first page of the list, or (with a cursor) the next page added below it.
+  async function refreshList(cursor) {
+    const url = CONVERSATIONS_URL + (cursor ? "?cursor=" + encodeURIComponent(cursor) : "");
+    const result = await cc.api("GET", url);
     if (result.status !== 200) {
       cc.show(ui.pageError, "The conversation list could not be loaded: " + cc.errorText(result));
       return;
     }
-    ui.list.replaceChildren(
-      ...result.data.conversations.map((c) => {
-        const link = cc.el("a", { href: "/chat/" + encodeURIComponent(c.id), text: c.title || "Untitled" });
-        if (c.id === state.conversationId) link.setAttribute("aria-current", "page");
-        return cc.el("li", {}, link);
-      })
-    );
-    ui.listEmpty.hidden = result.data.conversations.length > 0;
+    const items = result.data.conversations.map((c) => {
+      const link = cc.el("a", { href: "/chat/" + encodeURIComponent(c.id), text: c.title || "Untitled" });
+      if (c.id === state.conversationId) link.setAttribute("aria-current", "page");
+      return cc.el("li", {}, link);
+    });
+    if (cursor) ui.list.append(...items);
+    else ui.list.replaceChildren(...items);
+    state.nextCursor = result.data.nextCursor || null;
+    ui.older.hidden = !state.nextCursor;
+    ui.listEmpty.hidden = ui.list.children.length > 0;
   }
 
   // -- one conversation ------------------------------------------------------------------------
@@ -239,7 +249,7 @@
   }
 
   async function stream(text, answer) {
-    const body = { message: text };
+    const body = { message: text, provider: ui.provider.value };
     if (state.conversationId) body.conversationId = state.conversationId;
     let response;
     try {
