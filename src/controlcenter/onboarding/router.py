@@ -13,6 +13,7 @@ from controlcenter.http import read_json
 from controlcenter.logs import get_logger
 from controlcenter.onboarding import service
 from controlcenter.onboarding.schemas import ONBOARDING_INPUT, record
+from controlcenter.validation import issues
 
 router = APIRouter(prefix="/api/v1", tags=["onboarding"])
 log = get_logger(__name__)
@@ -45,7 +46,7 @@ async def save_onboarding(
     try:
         data = ONBOARDING_INPUT.validate_python(body)
     except ValidationError as exc:
-        raise ApiError(400, "Validation failed") from exc
+        raise ApiError(400, "Validation failed", details=issues(exc)) from exc
     try:
         row = await service.save_onboarding(services.db, principal.user.id, data)
     except service.UserGoneError as exc:
