@@ -18,6 +18,14 @@ async def send(page: Page, text: str) -> None:
     await page.get_by_role("button", name="Send").click()
 
 
+async def ask(browsing: Browsing, user: AppUser, text: str) -> Page:
+    """A new chat page of `user`, with `text` sent."""
+    page = await browsing.page(user)
+    await page.goto("/chat")
+    await send(page, text)
+    return page
+
+
 async def answer_done(page: Page) -> None:
     await expect(page.locator(".msg.assistant[aria-busy]")).to_have_count(0)
 
@@ -36,9 +44,7 @@ async def test_answer_streams_with_two_tool_calls_in_order(
         # The last reply is slow, so the page is seen mid-answer.
         Reply(text="Your contact is *Dana Whitfield*.", delay_s=1.5),
     )
-    page = await browsing.page(broker)
-    await page.goto("/chat")
-    await send(page, "Who is Dana?")
+    page = await ask(browsing, broker, "Who is Dana?")
 
     # While the answer runs: the first text and both cards, each with its outcome.
     running = page.locator(".msg.assistant[aria-busy=true]")
@@ -82,9 +88,7 @@ async def test_a_stream_error_is_shown_in_the_page(
     browsing: Browsing, broker: AppUser, fake_anthropic: FakeAnthropic
 ) -> None:
     fake_anthropic.script(ErrorReply(529, "Overloaded"))
-    page = await browsing.page(broker)
-    await page.goto("/chat")
-    await send(page, "Show me my pipeline")
+    page = await ask(browsing, broker, "Show me my pipeline")
     alert = page.locator(".msg.assistant").get_by_role("alert")
     await expect(alert).to_contain_text("Overloaded")
     await expect(alert).to_contain_text("529")
@@ -100,9 +104,7 @@ async def test_a_refused_message_is_shown_in_the_page(
     browsing: Browsing, users: UserFactory
 ) -> None:
     user = await users.create()  # no provider key configured
-    page = await browsing.page(user)
-    await page.goto("/chat")
-    await send(page, "Hello")
+    page = await ask(browsing, user, "Hello")
     alert = page.locator(".msg.assistant").get_by_role("alert")
     await expect(alert).to_contain_text("provider_a")
     await expect(alert).to_contain_text("settings")
@@ -112,9 +114,7 @@ async def test_delete_asks_first_then_removes_the_conversation(
     browsing: Browsing, broker: AppUser, fake_anthropic: FakeAnthropic
 ) -> None:
     fake_anthropic.script(Reply(text="Hi there."))
-    page = await browsing.page(broker)
-    await page.goto("/chat")
-    await send(page, "Remember the Okafor lease")
+    page = await ask(browsing, broker, "Remember the Okafor lease")
     await answer_done(page)
     await page.wait_for_url("**/chat/*")
     conversation_id = page.url.rsplit("/", 1)[1]
@@ -158,9 +158,7 @@ async def test_script_and_javascript_links_in_assistant_text_never_run(
         "<iframe srcdoc=\"<script>parent.pwned='iframe'</script>\"></iframe>"
     )
     fake_anthropic.script(Reply(text=attack))
-    page = await browsing.page(broker)
-    await page.goto("/chat")
-    await send(page, "Say something nasty")
+    page = await ask(browsing, broker, "Say something nasty")
     await answer_done(page)
     body = page.locator(".msg.assistant .markdown")
     await expect(body).to_contain_text("Hello")
