@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from controlcenter.chat.models import Conversation, Message
 from controlcenter.db import Database, utcnow
 from controlcenter.providers.base import AssistantTurn, Turn, UserTurn
+from controlcenter.validation import text_problem
 
 TITLE_LENGTH = 100  # SPEC 8: characters (code points), not bytes
 USER = "user"
@@ -160,6 +161,8 @@ def message_json(row: Message) -> dict[str, Any]:
 
 async def _owned(session: AsyncSession, user_id: str, conversation_id: str) -> Conversation | None:
     # Another user's conversation is indistinguishable from a missing one (CONTRACT 5).
+    if text_problem(conversation_id) is not None:
+        return None  # no id holds NUL or a lone surrogate, and PostgreSQL refuses the query
     return await session.scalar(
         select(Conversation).where(
             Conversation.id == conversation_id, Conversation.user_id == user_id
