@@ -11,6 +11,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from controlcenter import health
+from controlcenter.accounts.own_router import router as own_account_router
+from controlcenter.accounts.users_router import router as users_router
 from controlcenter.admin_settings.router import router as settings_router
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.allow import AllowedMethods
@@ -33,9 +35,11 @@ from controlcenter.onboarding.router import router as onboarding_router
 from controlcenter.outbox.runtime import start_worker
 from controlcenter.providers.registry import build_providers, close_providers
 from controlcenter.redirects import RelativeRedirects
+from controlcenter.request_id import RequestIdMiddleware
 from controlcenter.services import Services
 from controlcenter.tools.mcp_source import MCP_SERVER_URL_SETTING, McpSource
 from controlcenter.tools.router import StaticSource, ToolRouter
+from controlcenter.web.pages import mount_pages
 
 log = get_logger(__name__)
 
@@ -104,7 +108,8 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
     app.add_middleware(RelativeRedirects)
     app.add_middleware(CrossOriginProtection, allowed=config.trusted_origins)
-    app.add_middleware(IndexFastPath)  # outermost of ours: GET never meets the body limit
+    app.add_middleware(IndexFastPath)  # GET never meets the body limit
+    app.add_middleware(RequestIdMiddleware)  # outermost: every answer and log record has one
     _install_error_handlers(app)
     for router in (
         health.router,
@@ -113,8 +118,11 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         chat_router,
         onboarding_router,
         settings_router,
+        users_router,
+        own_account_router,
     ):
         app.include_router(router)
+    mount_pages(app)
     document_security(app)
     return app
 
@@ -141,7 +149,11 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"error": "Validation failed"}, status_code=400)
+        details = [
+            {"path": list(error["loc"]), "message": error["msg"], "type": error["type"]}
+            for error in exc.errors()
+        ]
+        return JSONResponse({"error": "Validation failed", "details": details}, status_code=400)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from controlcenter.auth.models import SUPER_ADMIN
+from controlcenter.auth.models import ADMIN, SUPER_ADMIN
 from controlcenter.auth.service import Principal, principal_from_bearer, principal_from_jwt
 from controlcenter.errors import ApiError
 from controlcenter.services import Services, get_services
@@ -57,6 +57,16 @@ async def require_super_admin(
     return principal
 
 
+async def require_admin(
+    principal: Annotated[Principal | None, Depends(optional_principal)],
+) -> Principal:
+    """An administrator or a super administrator (user administration, CONTRACT 8)."""
+    if principal is None or principal.user.role not in (ADMIN, SUPER_ADMIN):
+        raise ApiError(403, "Forbidden")
+    return principal
+
+
 CurrentUser = Annotated[Principal, Depends(require_user)]
+Admin = Annotated[Principal, Depends(require_admin)]
 SuperAdmin = Annotated[Principal, Depends(require_super_admin)]
 ServicesDep = Annotated[Services, Depends(get_services)]

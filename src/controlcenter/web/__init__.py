@@ -1,0 +1,1 @@
+"""The web edge: the pages of CONTRACT section 10."""
