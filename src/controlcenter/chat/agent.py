@@ -58,8 +58,9 @@ async def run_chat(services: Services, turn: ChatTurn, channel: EventChannel) ->
         await _process(services, turn, channel)
     except ProviderError as exc:
         code = str(exc.status_code) if exc.status_code is not None else None
-        log.warning("provider error", provider=turn.provider, status=code)
-        channel.send(events.error(_redact(exc.message, turn.api_key) or UNEXPECTED, code))
+        message = _redact(exc.message, turn.api_key)
+        log.warning("provider error", provider=turn.provider, status=code, message=message)
+        channel.send(events.error(message or UNEXPECTED, code))
     except Exception as exc:
         # The traceback is logged as text so that the key can be taken out of it as well.
         trace = "".join(traceback.format_exception(exc))
