@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from controlcenter import health
+from controlcenter import api_docs, health
 from controlcenter.accounts.own_router import router as own_account_router
 from controlcenter.accounts.users_router import router as users_router
 from controlcenter.admin_settings.router import router as settings_router
@@ -95,7 +95,7 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         title="Control Center",
         version="0.0.1",
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # served by api_docs, with local assets
         openapi_url="/openapi.json",
         redoc_url=None,
     )
@@ -114,6 +114,7 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         own_account_router,
     ):
         app.include_router(router)
+    api_docs.install(app)
     document_security(app)
     return app
 
