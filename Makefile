@@ -13,7 +13,9 @@ setup:
 
 run: setup
 	@mkdir -p var
-	$(UV) run controlcenter serve --host $(HOST) --port $(PORT)
+	@# Silent, so that with LOG_FORMAT=json every line is JSON. Ctrl-C is the normal way to
+	@# stop: the shell waits for the service to finish (trap) instead of dying of SIGINT itself.
+	@trap true INT; $(UV) run controlcenter serve --host $(HOST) --port $(PORT) || [ $$? -eq 130 ]
 
 # The product with a demo model and a demo CRM: no key, no network, a throwaway database.
 demo: setup

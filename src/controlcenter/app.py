@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from controlcenter import health
+from controlcenter import api_docs, health, openapi_doc
 from controlcenter.accounts.own_router import router as own_account_router
 from controlcenter.accounts.users_router import router as users_router
 from controlcenter.admin_settings.router import router as settings_router
@@ -101,9 +101,10 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         title="Control Center",
         version="0.0.1",
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # served by api_docs, with local assets
         openapi_url="/openapi.json",
         redoc_url=None,
+        generate_unique_id_function=openapi_doc.operation_id,
     )
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
     app.add_middleware(RelativeRedirects)
@@ -123,7 +124,9 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
     ):
         app.include_router(router)
     mount_pages(app)
+    api_docs.install(app)
     document_security(app)
+    openapi_doc.install(app)
     return app
 
 

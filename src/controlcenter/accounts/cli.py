@@ -82,7 +82,8 @@ def _run(work: Any) -> Any:
 def _table(rows: list[list[str]], header: list[str]) -> None:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
-        typer.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        typer.echo("  ".join(cells).rstrip())
 
 
 def users_create(

@@ -9,26 +9,16 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from email_validator import EmailNotValidError, validate_email
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from controlcenter.admin_settings.schemas import EmailOrEmpty
 from controlcenter.validation import StoredStr
 
 PASSWORD_MIN = 12
 PASSWORD_MAX = 1024
 LOCATION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """HighLevel location ids: 1-64 letters, digits, `_` or `-`."""
-
-
-def _email(value: str) -> str:
-    try:
-        validate_email(value, check_deliverability=False)  # syntax only: no DNS lookups
-    except EmailNotValidError as exc:
-        raise PydanticCustomError(
-            "value_error", "value is not a valid email address: {reason}", {"reason": str(exc)}
-        ) from None
-    return value.strip().lower()
 
 
 def _location_id(value: str) -> str:
@@ -61,7 +51,8 @@ def _length(low: int, high: int) -> Any:
     return [AfterValidator(check), Field(json_schema_extra={"minLength": low, "maxLength": high})]
 
 
-Email = Annotated[StoredStr, *_length(3, 320), AfterValidator(_email)]
+Email = Annotated[EmailOrEmpty, *_length(3, 320), AfterValidator(lambda value: value.lower())]
+"""An e-mail address (syntax only, as for settings), stored lower-cased."""
 Name = Annotated[StoredStr, *_length(0, 200)]
 Password = Annotated[StoredStr, *_length(PASSWORD_MIN, PASSWORD_MAX)]
 Role = Literal["user", "admin", "super_admin"]
