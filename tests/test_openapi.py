@@ -67,7 +67,9 @@ async def test_every_operation_is_complete(spec: dict[str, Any]) -> None:
     assert all(re.fullmatch(r"[A-Za-z][A-Za-z-]*", i) for i in ids), ids
     chat = spec["paths"]["/api/v1/control-center/chat"]["post"]
     stream = chat["responses"]["200"]["content"]["text/event-stream"]
-    assert stream["x-itemSchema"] == {"$ref": "#/components/schemas/ChatEvent"}
+    # One event: its `data` line is a JSON ChatEvent (OpenAPI 3.1 reads `schema` per event).
+    data = stream["schema"]["properties"]["data"]
+    assert data["contentSchema"] == {"$ref": "#/components/schemas/ChatEvent"}
     event_types = {
         variant["properties"]["type"]["const"]
         for variant in spec["components"]["schemas"]["ChatEvent"]["oneOf"]

@@ -177,7 +177,8 @@ SESSION_SECURITY: list[dict[str, list[str]]] = [{"bearer_auth": []}, {"cookie_au
 _STATUS_TEXT = {
     400: "Invalid JSON body, or `Validation failed` with `details`",
     401: "Unauthorized: no valid session",
-    403: "Forbidden: the caller's role may not do this",
+    403: "Forbidden: the caller's role may not do this, or a cross-origin request with the "
+    "session cookie (`Cross-origin request refused`)",
     404: "Not found",
     409: "Conflict",
     413: "Request body too large",
@@ -226,8 +227,10 @@ _OPS: dict[tuple[str, str], tuple[int, Schema | None, Any, tuple[int, ...]]] = {
     ("post", "/api/v1/auth/password"): (200, SUCCESS, None, (400, 401, 413)),
     ("post", "/api/v1/control-center/chat"): (200, None, None, (400, 401, 413)),
     ("get", "/api/v1/control-center/conversations"): (
-        200, obj(["conversations"], conversations={"type": "array", "items": ref("Conversation")}),
-        None, (401,),
+        200, obj(["conversations", "nextCursor"],
+                 conversations={"type": "array", "items": ref("Conversation")},
+                 nextCursor=NULLABLE_STRING),
+        None, (400, 401),
     ),
     ("get", "/api/v1/control-center/conversations/{conversation_id}"): (
         200, obj(["conversation"], conversation=ref("Conversation")), None, (401, 404),
@@ -249,6 +252,7 @@ _OPS: dict[tuple[str, str], tuple[int, Schema | None, Any, tuple[int, ...]]] = {
         200, obj(["settings"], settings=ref("Settings")), None, (403, 500),
     ),
     ("put", "/api/v1/admin/settings"): (200, SUCCESS, {"success": True}, (400, 403, 413, 500)),
+    ("delete", "/api/v1/admin/settings/{name}"): (200, SUCCESS, {"success": True}, (403, 404)),
     ("get", "/api/v1/admin/users"): (
         200, obj(["users", "nextCursor"], users={"type": "array", "items": ref("AdminUser")},
                  nextCursor=NULLABLE_STRING),
@@ -304,6 +308,19 @@ _SSE_EXAMPLE = (
 )
 
 
+_SSE_EVENT: Schema = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": ref("ChatEvent"),
+        }
+    },
+}
+
+
 def _lift_body_schema(operation: Schema, schemas: dict[str, Schema]) -> None:
     """A pydantic body schema inlined by `http.json_body` becomes a named component."""
     content = operation.get("requestBody", {}).get("content", {}).get("application/json")
@@ -340,8 +357,9 @@ def _complete(path: str, method: str, operation: Schema, schemas: dict[str, Sche
             "description": _SSE_DESCRIPTION,
             "content": {
                 "text/event-stream": {
-                    "schema": {"type": "string"},
-                    "x-itemSchema": ref("ChatEvent"),
+                    # Before OpenAPI 3.2, an event stream's `schema` describes one event: its
+                    # `data` line holds a JSON ChatEvent (what 3.2 calls its `itemSchema`).
+                    "schema": _SSE_EVENT,
                     "example": _SSE_EXAMPLE,
                 }
             },
@@ -350,7 +368,9 @@ def _complete(path: str, method: str, operation: Schema, schemas: dict[str, Sche
         assert schema is not None
         responses.pop("200", None)
         responses[str(status)] = {"description": "Success", "content": _json(schema, example)}
-    for code in refusals:
+    # Any cookie-authenticated write may meet the cross-origin refusal (CONTRACT 9).
+    unsafe = (403,) if method in {"post", "put", "patch", "delete"} else ()
+    for code in sorted({*refusals, *unsafe}):
         responses[str(code)] = {
             "description": _STATUS_TEXT[code],
             "content": _json(ref("Error")),
