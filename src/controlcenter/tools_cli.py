@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from controlcenter.tools.base import ToolCall, ToolContext
+from controlcenter.llm.types import ToolCall
+from controlcenter.tools.base import ToolContext
 
 if TYPE_CHECKING:  # the service's components load only when a command runs
     from controlcenter.services import Services

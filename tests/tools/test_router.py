@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from controlcenter.tools.base import Tool, ToolCall, ToolContext, ToolError
+from controlcenter.llm.types import ToolCall
+from controlcenter.tools.base import Tool, ToolContext, ToolError
 from controlcenter.tools.router import (
     MAX_TOOLS,
     StaticSource,

@@ -10,7 +10,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from controlcenter.crm.tools import crm_tools
-from controlcenter.tools.base import Tool, ToolCall, ToolContext
+from controlcenter.llm.types import ToolCall
+from controlcenter.tools.base import Tool, ToolContext
 from controlcenter.tools.mcp_source import McpSource
 from controlcenter.tools.router import MAX_TOOLS, StaticSource, Toolbox, ToolRouter
 from controlcenter.tools.schema import offends, offered_schema

@@ -18,14 +18,9 @@ from controlcenter.chat.conversations import (
 from controlcenter.chat.schemas import API_KEY_SETTINGS
 from controlcenter.chat.stream import EventChannel
 from controlcenter.crm.broker import broker_client
+from controlcenter.llm.types import AssistantTurn, ToolResultsTurn, Turn, UserTurn
 from controlcenter.logs import get_logger
-from controlcenter.providers.base import (
-    AssistantTurn,
-    ProviderError,
-    ToolResultsTurn,
-    Turn,
-    UserTurn,
-)
+from controlcenter.providers.base import ProviderError
 from controlcenter.services import Services
 from controlcenter.tools.base import ToolContext
 

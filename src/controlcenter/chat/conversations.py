@@ -14,8 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.models import Conversation, Message
 from controlcenter.db import Database, utcnow
+from controlcenter.llm.types import AssistantTurn, Turn, UserTurn
 from controlcenter.pagination import DEFAULT_LIMIT, Cursor
-from controlcenter.providers.base import AssistantTurn, Turn, UserTurn
 from controlcenter.validation import text_problem
 
 TITLE_LENGTH = 100  # SPEC 8: characters (code points), not bytes

@@ -13,8 +13,7 @@ import re
 import uuid
 from collections.abc import Sequence
 
-from controlcenter.providers.base import AssistantTurn, ToolResultsTurn, Turn, UserTurn
-from controlcenter.tools.base import ToolResult
+from controlcenter.llm.types import AssistantTurn, ToolResult, ToolResultsTurn, Turn, UserTurn
 
 # The same words for both providers (the SDKs word them differently).
 TIMEOUT_MESSAGE = "Request timed out."

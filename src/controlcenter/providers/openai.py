@@ -13,14 +13,8 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 
-from controlcenter.providers.base import (
-    AssistantTurn,
-    ProviderError,
-    ProviderReply,
-    ToolSpec,
-    Turn,
-    UserTurn,
-)
+from controlcenter.llm.types import AssistantTurn, ProviderReply, ToolCall, ToolSpec, Turn, UserTurn
+from controlcenter.providers.base import ProviderError
 from controlcenter.providers.clients import POOL_LIMITS, PooledClients
 from controlcenter.providers.history import (
     CONNECTION_MESSAGE,
@@ -32,7 +26,6 @@ from controlcenter.providers.history import (
     redact,
     sendable_turns,
 )
-from controlcenter.tools.base import ToolCall
 
 
 class OpenAIProvider:

@@ -17,9 +17,9 @@ from jsonschema import SchemaError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
+from controlcenter.llm.types import ToolCall, ToolResult, ToolSpec
 from controlcenter.logs import get_logger
-from controlcenter.providers.base import ToolSpec
-from controlcenter.tools.base import Tool, ToolCall, ToolContext, ToolError, ToolResult
+from controlcenter.tools.base import Tool, ToolContext, ToolError
 from controlcenter.tools.schema import combinator_rule, offered_schema
 
 log = get_logger(__name__)
