@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from controlcenter.common.secrets import redact
 from controlcenter.llm.types import AssistantTurn, ToolCall, ToolResult, ToolResultsTurn, UserTurn
-from controlcenter.providers.history import parse_arguments, redact, sendable_turns
+from controlcenter.providers.history import parse_arguments, sendable_turns
 
 CALL_A = ToolCall("a", "t", {})
 CALL_B = ToolCall("b", "t", {})

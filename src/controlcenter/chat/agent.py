@@ -17,6 +17,7 @@ from controlcenter.chat.conversations import (
 )
 from controlcenter.chat.schemas import API_KEY_SETTINGS
 from controlcenter.chat.stream import EventChannel
+from controlcenter.common.secrets import MASK, redact
 from controlcenter.crm.broker import broker_client
 from controlcenter.llm.types import AssistantTurn, ToolResultsTurn, Turn, UserTurn
 from controlcenter.logs import get_logger
@@ -56,7 +57,7 @@ async def run_chat(services: Services, turn: ChatTurn, channel: EventChannel) ->
     except ProviderError as exc:
         code = str(exc.status_code) if exc.status_code is not None else None
         log.warning("provider error", provider=turn.provider, status=code)
-        channel.send(events.error(_redact(exc.message, turn.api_key) or UNEXPECTED, code))
+        channel.send(events.error(redact(exc.message, turn.api_key, mask=MASK) or UNEXPECTED, code))
     except UnusableSettingError as exc:
         # An operator's mistake, not a bug: one line naming the setting, no traceback.
         log.warning("chat refused: configuration error", setting=exc.name, problem=exc.reason)
@@ -64,8 +65,10 @@ async def run_chat(services: Services, turn: ChatTurn, channel: EventChannel) ->
     except Exception as exc:
         # The traceback is logged as text so that the key can be taken out of it as well.
         trace = "".join(traceback.format_exception(exc))
-        log.error("chat failed", provider=turn.provider, traceback=_redact(trace, turn.api_key))
-        channel.send(events.error(_redact(str(exc), turn.api_key) or UNEXPECTED))
+        log.error(
+            "chat failed", provider=turn.provider, traceback=redact(trace, turn.api_key, mask=MASK)
+        )
+        channel.send(events.error(redact(str(exc), turn.api_key, mask=MASK) or UNEXPECTED))
     finally:
         channel.close()
 
@@ -123,7 +126,3 @@ async def _process(services: Services, turn: ChatTurn, channel: EventChannel) ->
         tool_results=tool_results,
     )
     channel.send(events.message_complete(message))
-
-
-def _redact(text: str, secret: str) -> str:
-    return text.replace(secret, "••••") if secret else text

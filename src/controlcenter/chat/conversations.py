@@ -6,13 +6,13 @@ import secrets
 import string
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.models import Conversation, Message
+from controlcenter.common.times import iso
 from controlcenter.db import Database, utcnow
 from controlcenter.llm.types import AssistantTurn, Turn, UserTurn
 from controlcenter.pagination import DEFAULT_LIMIT, Cursor
@@ -28,11 +28,6 @@ def new_message_id() -> str:
     """CONTRACT 5: `msg_<epoch ms>_<9 random base36 chars>`."""
     suffix = "".join(secrets.choice(_BASE36) for _ in range(9))
     return f"msg_{int(time.time() * 1000)}_{suffix}"
-
-
-def iso(moment: datetime) -> str:
-    """ISO 8601 in UTC with milliseconds and `Z`, as JavaScript's toISOString writes it."""
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 @dataclass(frozen=True)

@@ -6,15 +6,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from controlcenter.admin_settings.names import PROVIDER_A_API_KEY, PROVIDER_B_API_KEY, SettingName
 from controlcenter.errors import ApiError
-from controlcenter.providers.base import PROVIDER_A, PROVIDERS
+from controlcenter.providers.base import PROVIDER_A, PROVIDER_B, PROVIDERS
 
 MISSING_MESSAGE = "Missing or empty message"
 MESSAGE_MAX_CHARS = 32_000  # CONTRACT 9; characters (code points), as SPEC 8 counts them
 MESSAGE_TOO_LONG = f"Message too long: at most {MESSAGE_MAX_CHARS} characters"
 INVALID_PROVIDER = f"Invalid provider: must be one of {', '.join(PROVIDERS)}"
 INVALID_TEXT = "Invalid text: strings must not contain NUL characters or unpaired surrogates"
-API_KEY_SETTINGS = {"provider_a": "providerAApiKey", "provider_b": "providerBApiKey"}
+API_KEY_SETTINGS: dict[str, SettingName] = {
+    PROVIDER_A: PROVIDER_A_API_KEY,
+    PROVIDER_B: PROVIDER_B_API_KEY,
+}
 
 
 @dataclass(frozen=True)

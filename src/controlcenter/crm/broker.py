@@ -8,6 +8,7 @@ never from the model, so one broker cannot reach another's data.
 
 from __future__ import annotations
 
+from controlcenter.admin_settings.names import AGENCY_API_KEY, AGENCY_ID
 from controlcenter.admin_settings.usable import check_credential
 from controlcenter.auth.models import User
 from controlcenter.crm.client import AgencyLocationToken, CrmClient
@@ -16,7 +17,7 @@ from controlcenter.services import Services
 
 log = get_logger(__name__)
 
-AGENCY_SETTINGS = ("crmAgencyApiKey", "crmAgencyId")
+AGENCY_SETTINGS = (AGENCY_API_KEY, AGENCY_ID)
 
 
 async def broker_client(services: Services, user: User) -> CrmClient | None:
@@ -28,8 +29,8 @@ async def broker_client(services: Services, user: User) -> CrmClient | None:
     if not location_id:
         return None
     values = await services.settings.get_many(AGENCY_SETTINGS)
-    agency_key = values.get("crmAgencyApiKey", "").strip()
-    company_id = values.get("crmAgencyId", "").strip()
+    agency_key = values.get(AGENCY_API_KEY, "").strip()
+    company_id = values.get(AGENCY_ID, "").strip()
     if not agency_key or not company_id:
         log.warning(
             "crm agency settings missing",
@@ -37,6 +38,6 @@ async def broker_client(services: Services, user: User) -> CrmClient | None:
             missing=[name for name in AGENCY_SETTINGS if not values.get(name, "").strip()],
         )
         return None
-    check_credential("crmAgencyApiKey", agency_key)  # a clear chat error, not a codec trace
+    check_credential(AGENCY_API_KEY, agency_key)  # a clear chat error, not a codec trace
     token = AgencyLocationToken(services.crm, agency_key, company_id, location_id)
     return CrmClient(services.crm, token=token, location_id=location_id)

@@ -19,12 +19,17 @@ from typing import Any
 
 from sqlalchemy import select
 
+from controlcenter.admin_settings.names import OWNER_LOCATION_ID, PRIVATE_TOKEN, SettingName
+from controlcenter.admin_settings.names import TAG_HIGH_GCI as TAG_HIGH_GCI_SETTING
+from controlcenter.admin_settings.names import (
+    TAG_ONBOARDING_COMPLETE as TAG_ONBOARDING_COMPLETE_SETTING,
+)
 from controlcenter.admin_settings.usable import credential_problem
 from controlcenter.auth.models import User
+from controlcenter.common.secrets import MASK, redact
 from controlcenter.crm.client import CrmClient
 from controlcenter.crm.custom_fields import CustomFieldIds
 from controlcenter.crm.errors import CrmError
-from controlcenter.crm.transport import redact
 from controlcenter.logs import get_logger
 from controlcenter.onboarding.models import ARRAY_FIELDS, BOOLEAN_FIELDS, FIELDS, Onboarding
 from controlcenter.outbox.errors import (
@@ -39,10 +44,10 @@ from controlcenter.services import Services
 
 log = get_logger(__name__)
 
-LOCATION = "crmOwnerLocationId"
-TOKEN = "crmPrivateToken"  # noqa: S105 - the name of a setting, not a secret
-TAG_COMPLETE = "tagOnboardingComplete"
-TAG_HIGH = "tagHighGCI"
+LOCATION = OWNER_LOCATION_ID
+TOKEN = PRIVATE_TOKEN
+TAG_COMPLETE = TAG_ONBOARDING_COMPLETE_SETTING
+TAG_HIGH = TAG_HIGH_GCI_SETTING
 
 GCI_FIELD = "gciLast12Months"
 _WORD_BOUNDARY = re.compile(r"(?<=[a-z])(?=[A-Z0-9])|(?<=[0-9])(?=[A-Za-z])")
@@ -123,7 +128,9 @@ class CrmDelivery:
                 keys=resolved.missing,
             )
 
-    async def _operator(self, job: ClaimedJob, *extra: str) -> tuple[CrmClient, dict[str, str]]:
+    async def _operator(
+        self, job: ClaimedJob, *extra: SettingName
+    ) -> tuple[CrmClient, dict[str, str]]:
         needed = (LOCATION, TOKEN, *extra)
         values = await self._services.settings.get_many(needed)
         missing = [name for name in needed if not values.get(name, "").strip()]
@@ -196,5 +203,5 @@ def _crm_errors(token: str) -> Iterator[None]:
         yield
     except CrmError as exc:
         raise DeliveryError(
-            redact(str(exc), token), retryable=exc.retryable, status=exc.status
+            redact(str(exc), token, mask=MASK), retryable=exc.retryable, status=exc.status
         ) from exc

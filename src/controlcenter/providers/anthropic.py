@@ -14,6 +14,7 @@ from anthropic.types import (
     ToolUseBlockParam,
 )
 
+from controlcenter.common.secrets import redact
 from controlcenter.llm.types import AssistantTurn, ProviderReply, ToolCall, ToolSpec, Turn, UserTurn
 from controlcenter.providers.base import ProviderError
 from controlcenter.providers.clients import POOL_LIMITS, PooledClients
@@ -23,7 +24,6 @@ from controlcenter.providers.history import (
     TIMEOUT_MESSAGE,
     has_text,
     new_call_id,
-    redact,
     sendable_turns,
 )
 

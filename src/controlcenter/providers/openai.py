@@ -13,6 +13,7 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 
+from controlcenter.common.secrets import redact
 from controlcenter.llm.types import AssistantTurn, ProviderReply, ToolCall, ToolSpec, Turn, UserTurn
 from controlcenter.providers.base import ProviderError
 from controlcenter.providers.clients import POOL_LIMITS, PooledClients
@@ -23,7 +24,6 @@ from controlcenter.providers.history import (
     has_text,
     new_call_id,
     parse_arguments,
-    redact,
     sendable_turns,
 )
 

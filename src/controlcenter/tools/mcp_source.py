@@ -23,19 +23,21 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import httpx2
+from cachetools import TTLCache
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 
+from controlcenter.admin_settings.names import MCP_SERVER_URL
 from controlcenter.admin_settings.usable import OnceReporter, UnusableSettingError, url_problem
 from controlcenter.logs import get_logger
 from controlcenter.tools.base import Tool, ToolContext, ToolError
 
 log = get_logger(__name__)
 
-MCP_SERVER_URL_SETTING = "mcpServerUrl"
+MCP_SERVER_URL_SETTING = MCP_SERVER_URL
 
 _T = TypeVar("_T")
 
@@ -51,7 +53,10 @@ class McpSource:
         self._server_url = server_url
         self._ttl_s = ttl_s
         self._timeout_s = timeout_s
-        self._cached: tuple[str, float, tuple[Tool, ...]] | None = None
+        # One URL at a time: a new URL evicts the old one's tools.
+        self._cached: TTLCache[str, tuple[Tool, ...]] = TTLCache(
+            maxsize=1, ttl=ttl_s, timer=time.monotonic
+        )
         self._lock = asyncio.Lock()
         self._http: httpx2.AsyncClient | None = None
         self._session: _Session | None = None
@@ -78,22 +83,15 @@ class McpSource:
             self._config_errors.problem(UnusableSettingError(MCP_SERVER_URL_SETTING, problem))
             return ()
         self._config_errors.fine(MCP_SERVER_URL_SETTING)
-        cached = self._fresh(url)
+        cached = self._cached.get(url)
         if cached is not None:
             return cached
         async with self._lock:  # one refresh at a time; the others take its result
-            cached = self._fresh(url)
+            cached = self._cached.get(url)
             if cached is not None:
                 return cached
-            tools = await self._fetch(url)
-            self._cached = (url, time.monotonic(), tools)
+            tools = self._cached[url] = await self._fetch(url)
             return tools
-
-    def _fresh(self, url: str) -> tuple[Tool, ...] | None:
-        cached = self._cached
-        if cached is not None and cached[0] == url and time.monotonic() - cached[1] < self._ttl_s:
-            return cached[2]
-        return None
 
     async def _fetch(self, url: str) -> tuple[Tool, ...]:
         try:
