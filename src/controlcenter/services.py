@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Depends, Request
 
 from controlcenter.admin_settings.store import SettingsStore
+from controlcenter.chat.service import ChatParts
 from controlcenter.chat.stream import ChatRuns
 from controlcenter.config import Config
 from controlcenter.crm.transport import CrmTransport
@@ -32,3 +34,25 @@ async def get_services(request: Request) -> Services:
     thread-pool hop per request."""
     services: Services = request.app.state.services
     return services
+
+
+async def get_database(request: Request) -> Database:
+    """The database alone, for the routes that need nothing else."""
+    return (await get_services(request)).db
+
+
+async def get_chat_parts(request: Request) -> ChatParts:
+    """What the chat uses of the app, and nothing else."""
+    services = await get_services(request)
+    return ChatParts(
+        db=services.db,
+        settings=services.settings,
+        crm=services.crm,
+        providers=services.providers,
+        tools=services.tools,
+        runs=services.chat_runs,
+    )
+
+
+DatabaseDep = Annotated[Database, Depends(get_database)]
+ChatPartsDep = Annotated[ChatParts, Depends(get_chat_parts)]

@@ -162,7 +162,7 @@ def tools_call(
 
     async def work(services: Services) -> dict[str, Any]:
         from controlcenter.auth.service import get_user_by_email
-        from controlcenter.crm.broker import broker_client
+        from controlcenter.crm.broker import AGENCY_SETTINGS, broker_client
 
         async with services.db.read() as db:
             user = await get_user_by_email(db, email)
@@ -170,7 +170,8 @@ def tools_call(
             raise UsageError(f"no user with e-mail {email}")
         toolbox, offered = await _offered(services)
         entry = _find(offered, name)
-        context = ToolContext(user_id=user.id, crm=await broker_client(services, user))
+        agency = await services.settings.get_many(AGENCY_SETTINGS)
+        context = ToolContext(user_id=user.id, crm=await broker_client(agency, services.crm, user))
         result = await toolbox.execute(ToolCall("cli", entry.name, arguments), context)
         return {"result": result.result} if result.success else {"error": result.error or ""}
 

@@ -10,6 +10,7 @@ from typing import Any
 from controlcenter.admin_settings.usable import UnusableSettingError, check_credential
 from controlcenter.auth.models import User
 from controlcenter.chat import events
+from controlcenter.chat.context import ChatContext
 from controlcenter.chat.conversations import (
     new_message_id,
     save_assistant_message,
@@ -18,12 +19,10 @@ from controlcenter.chat.conversations import (
 from controlcenter.chat.schemas import API_KEY_SETTINGS
 from controlcenter.chat.stream import EventChannel
 from controlcenter.common.secrets import MASK, redact
-from controlcenter.crm.broker import broker_client
+from controlcenter.db import Database
 from controlcenter.llm.types import AssistantTurn, ToolResultsTurn, Turn, UserTurn
 from controlcenter.logs import get_logger
-from controlcenter.providers.base import ProviderError
-from controlcenter.services import Services
-from controlcenter.tools.base import ToolContext
+from controlcenter.providers.base import Provider, ProviderError
 
 log = get_logger(__name__)
 
@@ -50,10 +49,12 @@ class ChatTurn:
     api_key: str
 
 
-async def run_chat(services: Services, turn: ChatTurn, channel: EventChannel) -> None:
+async def run_chat(
+    db: Database, provider: Provider, context: ChatContext, turn: ChatTurn, channel: EventChannel
+) -> None:
     """Runs to the end whatever happens to the connection; the channel is closed in every case."""
     try:
-        await _process(services, turn, channel)
+        await _process(db, provider, context, turn, channel)
     except ProviderError as exc:
         code = str(exc.status_code) if exc.status_code is not None else None
         log.warning("provider error", provider=turn.provider, status=code)
@@ -73,11 +74,13 @@ async def run_chat(services: Services, turn: ChatTurn, channel: EventChannel) ->
         channel.close()
 
 
-async def _process(services: Services, turn: ChatTurn, channel: EventChannel) -> None:
+async def _process(
+    db: Database, provider: Provider, context: ChatContext, turn: ChatTurn, channel: EventChannel
+) -> None:
     # Before anything is saved: a key that cannot travel in a header fails every call.
     check_credential(API_KEY_SETTINGS[turn.provider], turn.api_key)
     started = await start_turn(
-        services.db,
+        db,
         user_id=turn.user.id,
         conversation_id=turn.conversation_id,
         message=turn.message,
@@ -88,10 +91,8 @@ async def _process(services: Services, turn: ChatTurn, channel: EventChannel) ->
     message_id = new_message_id()
     channel.send(events.message_start(started.conversation_id, message_id))
 
-    toolbox = await services.tools.toolbox()
+    toolbox, acting_for = await context.toolbox(turn.user)
     turns: list[Turn] = [*started.history, UserTurn(turn.message)]
-    context = ToolContext(user_id=turn.user.id, crm=await broker_client(services, turn.user))
-    provider = services.providers[turn.provider]
 
     content = ""
     tool_calls: list[dict[str, Any]] = []
@@ -110,7 +111,7 @@ async def _process(services: Services, turn: ChatTurn, channel: EventChannel) ->
             shown = toolbox.original(call)
             tool_calls.append(shown.to_json())
             channel.send(events.tool_call_start(shown))
-            result = await toolbox.execute(call, context)
+            result = await toolbox.execute(call, acting_for)
             results.append(result)
             tool_results.append(result.to_json())
             channel.send(events.tool_result(result))
@@ -118,7 +119,7 @@ async def _process(services: Services, turn: ChatTurn, channel: EventChannel) ->
         turns.append(ToolResultsTurn(tuple(results)))
 
     message = await save_assistant_message(
-        services.db,
+        db,
         conversation_id=started.conversation_id,
         message_id=message_id,
         content=content,

@@ -1,5 +1,5 @@
 """The ChatRequest (SPEC 2.3) and its checks, in SPEC 4.2's order (steps 2-4; step 5 needs
-the settings and is the router's)."""
+the settings and is the service's)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlcenter.admin_settings.names import PROVIDER_A_API_KEY, PROVIDER_B_API_KEY, SettingName
-from controlcenter.errors import ApiError
 from controlcenter.providers.base import PROVIDER_A, PROVIDER_B, PROVIDERS
 
 MISSING_MESSAGE = "Missing or empty message"
@@ -21,6 +20,10 @@ API_KEY_SETTINGS: dict[str, SettingName] = {
 }
 
 
+class ChatRequestError(ValueError):
+    """The request breaks one of SPEC 4.2's checks; the message is the answer's `error`."""
+
+
 @dataclass(frozen=True)
 class ChatRequest:
     message: str
@@ -29,16 +32,16 @@ class ChatRequest:
 
 
 def parse_chat_request(body: Any) -> ChatRequest:
-    """Raises ApiError(400) for a missing/blank message or a provider that is not allowed."""
+    """Raises ChatRequestError for a missing/blank message or a provider that is not allowed."""
     fields = body if isinstance(body, dict) else {}
     message = fields.get("message")
     if not isinstance(message, str) or not message.strip():
-        raise ApiError(400, MISSING_MESSAGE)
+        raise ChatRequestError(MISSING_MESSAGE)
     if len(message) > MESSAGE_MAX_CHARS:
-        raise ApiError(400, MESSAGE_TOO_LONG)
+        raise ChatRequestError(MESSAGE_TOO_LONG)
     provider = fields.get("provider", PROVIDER_A)
     if not isinstance(provider, str) or provider not in PROVIDERS:
-        raise ApiError(400, INVALID_PROVIDER)
+        raise ChatRequestError(INVALID_PROVIDER)
     return ChatRequest(
         message=message, conversation_id=fields.get("conversationId"), provider=provider
     )

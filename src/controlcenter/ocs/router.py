@@ -118,7 +118,12 @@ async def api_index(app_id: str, request: Request) -> Response:
     # This route answers HEAD and the other methods, and documents the index in /openapi.json.
     services = await get_services(request)
     return await answer_index(
-        services, app_id, request.headers, request.query_params, client_address(request)
+        services.db,
+        services.config,
+        app_id,
+        request.headers,
+        request.query_params,
+        client_address(request),
     )
 
 

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 
 @dataclass(frozen=True)
 class ToolContext:
-    """Who a tool acts for (SPEC 4.2 step 7): the session user and their own CRM client."""
+    """Who a tool acts for (SPEC 4.2 step 7): the session user and their own CRM client;
+    and the settings as the chat read them when it began (`Settings`), when it did."""
 
     user_id: str
     crm: Any | None  # the broker's location-scoped CRM client; None when no location is linked
+    settings: Settings | None = field(default=None)
+
+
+# A snapshot of administrator settings by name, read once per chat.
+Settings = Mapping[str, str]
 
 
 ToolHandler = Callable[[dict[str, Any], ToolContext], Awaitable[Any]]

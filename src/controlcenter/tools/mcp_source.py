@@ -33,7 +33,7 @@ from mcp_types import CallToolResult, TextContent
 from controlcenter.admin_settings.names import MCP_SERVER_URL
 from controlcenter.admin_settings.usable import OnceReporter, UnusableSettingError, url_problem
 from controlcenter.logs import get_logger
-from controlcenter.tools.base import Tool, ToolContext, ToolError
+from controlcenter.tools.base import Settings, Tool, ToolContext, ToolError
 
 log = get_logger(__name__)
 
@@ -73,8 +73,8 @@ class McpSource:
             await self._http.aclose()
             self._http = None
 
-    async def list_tools(self) -> Sequence[Tool]:
-        url = (await self._server_url() or "").strip()
+    async def list_tools(self, settings: Settings | None = None) -> Sequence[Tool]:
+        url = await self._url(settings)
         if not url:
             return ()
         problem = url_problem(url)
@@ -149,12 +149,18 @@ class McpSource:
 
     def _tool(self, name: str, description: str | None, schema: dict[str, Any]) -> Tool:
         async def call(arguments: dict[str, Any], context: ToolContext) -> Any:
-            return await self._call(name, arguments)
+            return await self._call(name, arguments, context.settings)
 
         return Tool(name=name, description=description or "", input_schema=schema, handler=call)
 
-    async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
-        url = (await self._server_url() or "").strip()
+    async def _url(self, settings: Settings | None) -> str:
+        """The server's address: from the chat's snapshot when given, else read now."""
+        if settings is not None:
+            return settings.get(MCP_SERVER_URL_SETTING, "").strip()
+        return (await self._server_url() or "").strip()
+
+    async def _call(self, name: str, arguments: dict[str, Any], settings: Settings | None) -> Any:
+        url = await self._url(settings)
         if not url:
             raise ToolError("The MCP server is no longer configured")
         problem = url_problem(url)
