@@ -12,11 +12,13 @@ from controlcenter.auth.models import User
 from controlcenter.chat import events
 from controlcenter.chat.context import ChatContext
 from controlcenter.chat.conversations import (
+    ASSISTANT,
+    StoredText,
     new_message_id,
     save_assistant_message,
     start_turn,
 )
-from controlcenter.chat.schemas import API_KEY_SETTINGS
+from controlcenter.chat.schemas import API_KEY_SETTINGS, message_json
 from controlcenter.chat.stream import EventChannel
 from controlcenter.common.secrets import MASK, redact
 from controlcenter.db import Database
@@ -92,7 +94,7 @@ async def _process(
     channel.send(events.message_start(started.conversation_id, message_id))
 
     toolbox, acting_for = await context.toolbox(turn.user)
-    turns: list[Turn] = [*started.history, UserTurn(turn.message)]
+    turns: list[Turn] = [*map(_as_turn, started.history), UserTurn(turn.message)]
 
     content = ""
     tool_calls: list[dict[str, Any]] = []
@@ -126,4 +128,10 @@ async def _process(
         tool_calls=tool_calls,
         tool_results=tool_results,
     )
-    channel.send(events.message_complete(message))
+    channel.send(events.message_complete(message_json(message)))
+
+
+def _as_turn(stored: StoredText) -> Turn:
+    if stored.role == ASSISTANT:
+        return AssistantTurn(text=stored.content)
+    return UserTurn(text=stored.content)

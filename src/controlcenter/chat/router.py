@@ -13,7 +13,13 @@ from controlcenter.chat.conversations import (
     get_conversation,
     list_conversations,
 )
-from controlcenter.chat.schemas import INVALID_TEXT, ChatRequestError, parse_chat_request
+from controlcenter.chat.schemas import (
+    INVALID_TEXT,
+    ChatRequestError,
+    conversation_json,
+    conversation_with_messages,
+    parse_chat_request,
+)
 from controlcenter.chat.service import MissingApiKeyError, start_chat
 from controlcenter.errors import ApiError, InvalidJSONError, InvalidTextError
 from controlcenter.http import read_json
@@ -67,7 +73,7 @@ async def conversations(
     except InvalidCursorError as exc:
         raise ApiError(400, INVALID_CURSOR) from exc
     page, next_cursor = await list_conversations(db, principal.user.id, limit=limit, after=after)
-    return {"conversations": page, "nextCursor": next_cursor}
+    return {"conversations": [conversation_json(row) for row in page], "nextCursor": next_cursor}
 
 
 @router.get("/conversations/{conversation_id}")
@@ -77,7 +83,7 @@ async def conversation(
     found = await get_conversation(db, principal.user.id, conversation_id)
     if found is None:
         raise ApiError(404, CONVERSATION_NOT_FOUND)
-    return {"conversation": found}
+    return {"conversation": conversation_with_messages(*found)}
 
 
 @router.delete("/conversations/{conversation_id}")

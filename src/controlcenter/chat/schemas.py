@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlcenter.admin_settings.names import PROVIDER_A_API_KEY, PROVIDER_B_API_KEY, SettingName
+from controlcenter.chat.models import Conversation, Message
+from controlcenter.common.times import iso
 from controlcenter.providers.base import PROVIDER_A, PROVIDER_B, PROVIDERS
 
 MISSING_MESSAGE = "Missing or empty message"
@@ -49,3 +51,27 @@ def parse_chat_request(body: Any) -> ChatRequest:
 
 def missing_key_message(provider: str) -> str:
     return f"No API key configured for {provider}. Please add it in settings."
+
+
+def conversation_json(row: Conversation) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "title": row.title,
+        "createdAt": iso(row.created_at),
+        "updatedAt": iso(row.updated_at),
+    }
+
+
+def message_json(row: Message) -> dict[str, Any]:
+    """A stored message / ControlCenterMessage: toolCalls and toolResults only when present."""
+    body: dict[str, Any] = {"id": row.id, "role": row.role, "content": row.content}
+    if row.tool_calls:
+        body["toolCalls"] = row.tool_calls
+    if row.tool_results:
+        body["toolResults"] = row.tool_results
+    body["createdAt"] = iso(row.created_at)
+    return body
+
+
+def conversation_with_messages(row: Conversation, messages: list[Message]) -> dict[str, Any]:
+    return {**conversation_json(row), "messages": [message_json(m) for m in messages]}
