@@ -29,8 +29,10 @@ from controlcenter.logs import configure_logging, get_logger
 from controlcenter.ocs.index import IndexFastPath
 from controlcenter.ocs.router import document_security
 from controlcenter.ocs.router import router as ocs_router
+from controlcenter.onboarding.crm_sync import CrmSync
 from controlcenter.onboarding.router import router as onboarding_router
 from controlcenter.outbox.runtime import start_worker
+from controlcenter.outbox.worker import Handler
 from controlcenter.providers.registry import build_providers, close_providers
 from controlcenter.redirects import RelativeRedirects
 from controlcenter.services import Services
@@ -65,6 +67,11 @@ def build_tool_router(config: Config, settings: SettingsStore) -> ToolRouter:
     return ToolRouter([StaticSource(crm_tools()), mcp])
 
 
+def worker_handlers(services: Services) -> dict[str, Handler]:
+    """The outbox's handler of every job kind."""
+    return CrmSync(services.db, services.settings, services.crm).handlers()
+
+
 async def close_services(services: Services) -> None:
     # Replies being written when the server stops are still saved (bounded wait).
     await services.chat_runs.drain(CHAT_DRAIN_S)
@@ -85,7 +92,9 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         services = build_services(config)
         app.state.services = services
         # Each server process runs one worker; lease-based claiming keeps several safe.
-        worker = start_worker(services) if run_worker else None
+        worker = (
+            start_worker(services.db, config, worker_handlers(services)) if run_worker else None
+        )
         try:
             yield
         finally:

@@ -101,7 +101,7 @@ def serve(
 @app.command()
 def worker() -> None:
     """Run only the outbox worker, until SIGTERM or Ctrl-C (then it stops gracefully)."""
-    from controlcenter.app import build_services, close_services
+    from controlcenter.app import build_services, close_services, worker_handlers
     from controlcenter.logs import configure_logging
     from controlcenter.outbox.runtime import run_until_signalled
 
@@ -112,7 +112,7 @@ def worker() -> None:
     async def run() -> None:
         services = build_services(config)
         try:
-            await run_until_signalled(services)
+            await run_until_signalled(services.db, config, worker_handlers(services))
         finally:
             await close_services(services)
 
