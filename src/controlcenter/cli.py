@@ -19,7 +19,7 @@ from controlcenter.auth.service import (
 )
 from controlcenter.config import Config
 from controlcenter.db import Database
-from controlcenter.migrate import upgrade
+from controlcenter.db.migrate import upgrade
 from controlcenter.tools_cli import app as tools_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Control Center service.")

@@ -13,7 +13,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from controlcenter.cross_origin import check_origins, parse_origins
-from controlcenter.lookups import check_database_url
+from controlcenter.db.lookups import check_database_url
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./var/controlcenter.db"
 

@@ -53,8 +53,8 @@ def _run(work: Callable[[Services], Awaitable[T]]) -> T:
 
     from controlcenter.app import build_services, close_services
     from controlcenter.config import Config
+    from controlcenter.db.migrate import upgrade
     from controlcenter.logs import configure_logging
-    from controlcenter.migrate import upgrade
 
     config = Config()
     upgrade(config.database_url)

@@ -36,8 +36,8 @@ from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.types import TypeDecorator
 
-from controlcenter.lookups import POSTGRES_LOOKUP_CONNECTIONS, Lookups
-from controlcenter.sqlite_driver import BUSY_TIMEOUT_MS, inline_creator
+from controlcenter.db.lookups import POSTGRES_LOOKUP_CONNECTIONS, Lookups
+from controlcenter.db.sqlite_driver import BUSY_TIMEOUT_MS, inline_creator
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",

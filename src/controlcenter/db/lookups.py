@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from controlcenter.sqlite_driver import BUSY_TIMEOUT_MS
+from controlcenter.db.sqlite_driver import BUSY_TIMEOUT_MS
 
 POSTGRES_LOOKUP_CONNECTIONS = 10
 
