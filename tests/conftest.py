@@ -26,7 +26,7 @@ from controlcenter.config import Config
 from controlcenter.db import Database
 from controlcenter.db.migrate import upgrade
 from controlcenter.db.migrations.tables import Base
-from controlcenter.services import Services
+from controlcenter.web.deps import Services
 from tests.dbtools import reset_postgres
 from tests.fakes.server import listening_socket
 

@@ -10,22 +10,17 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from controlcenter import health
 from controlcenter.admin_settings.router import router as settings_router
 from controlcenter.admin_settings.store import SettingsStore
-from controlcenter.allow import AllowedMethods
 from controlcenter.auth.refusals import too_many_attempts
 from controlcenter.auth.router import router as auth_router
 from controlcenter.auth.throttle import TooManyAttemptsError
-from controlcenter.body_limit import BodyLimitMiddleware
 from controlcenter.chat.router import router as chat_router
+from controlcenter.common.logs import configure_logging, get_logger
 from controlcenter.config import Config
 from controlcenter.crm.tools import crm_tools
 from controlcenter.crm.transport import CrmTransport
-from controlcenter.cross_origin import CrossOriginProtection
 from controlcenter.db import Database
-from controlcenter.errors import ApiError
-from controlcenter.logs import configure_logging, get_logger
 from controlcenter.ocs.index import IndexFastPath
 from controlcenter.ocs.router import document_security
 from controlcenter.ocs.router import router as ocs_router
@@ -34,10 +29,15 @@ from controlcenter.onboarding.router import router as onboarding_router
 from controlcenter.outbox.runtime import start_worker
 from controlcenter.outbox.worker import Handler
 from controlcenter.providers.registry import build_providers, close_providers
-from controlcenter.redirects import RelativeRedirects
-from controlcenter.services import Services
 from controlcenter.tools.mcp_source import MCP_SERVER_URL_SETTING, McpSource
 from controlcenter.tools.router import StaticSource, ToolRouter
+from controlcenter.web import health
+from controlcenter.web.allow import AllowedMethods
+from controlcenter.web.deps import Services
+from controlcenter.web.errors import ApiError
+from controlcenter.web.middleware.body_limit import BodyLimitMiddleware
+from controlcenter.web.middleware.cross_origin import CrossOriginProtection
+from controlcenter.web.middleware.redirects import RelativeRedirects
 
 log = get_logger(__name__)
 

@@ -20,7 +20,7 @@ from controlcenter.auth.service import (
 from controlcenter.config import Config
 from controlcenter.db import Database
 from controlcenter.db.migrate import upgrade
-from controlcenter.tools_cli import app as tools_app
+from controlcenter.tools.cli import app as tools_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Control Center service.")
 db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
@@ -70,8 +70,10 @@ def serve(
     """Apply migrations, then serve the API and run the outbox worker."""
     import uvicorn
 
-    from controlcenter.header_limit import PROTOCOL
-    from controlcenter.logs import configure_logging  # only `serve` logs: keep the rest quick
+    from controlcenter.common.logs import (
+        configure_logging,  # only `serve` logs: keep the rest quick
+    )
+    from controlcenter.web.middleware.header_limit import PROTOCOL
 
     config = Config()
     configure_logging(config.log_level, config.log_format)
@@ -102,7 +104,7 @@ def serve(
 def worker() -> None:
     """Run only the outbox worker, until SIGTERM or Ctrl-C (then it stops gracefully)."""
     from controlcenter.app import build_services, close_services, worker_handlers
-    from controlcenter.logs import configure_logging
+    from controlcenter.common.logs import configure_logging
     from controlcenter.outbox.runtime import run_until_signalled
 
     config = Config()

@@ -10,10 +10,10 @@ from pydantic import ValidationError
 from controlcenter.admin_settings import service
 from controlcenter.admin_settings.schemas import SettingsInput, parse_settings
 from controlcenter.auth.dependencies import ServicesDep, SuperAdmin
-from controlcenter.errors import ApiError, InvalidJSONError, describe
-from controlcenter.http import read_json
-from controlcenter.logs import get_logger
-from controlcenter.validation import issues
+from controlcenter.common.logs import get_logger
+from controlcenter.web.body import read_json
+from controlcenter.web.errors import ApiError, InvalidJSONError, describe
+from controlcenter.web.validation import issues
 
 router = APIRouter(prefix="/api/v1/admin", tags=["settings"])
 log = get_logger(__name__)

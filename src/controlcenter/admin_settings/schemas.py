@@ -9,7 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, create_
 from pydantic_core import PydanticCustomError
 
 from controlcenter.admin_settings.names import NOTIFICATION_EMAIL, SETTING_NAMES
-from controlcenter.validation import StoredStr
+from controlcenter.web.validation import StoredStr
 
 
 def _email_or_empty(value: str) -> str:

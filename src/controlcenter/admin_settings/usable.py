@@ -11,7 +11,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from controlcenter.admin_settings.names import SettingName
-from controlcenter.logs import get_logger
+from controlcenter.common.logs import get_logger
 
 log = get_logger(__name__)
 

@@ -8,8 +8,8 @@ from fastapi import Depends, Request
 
 from controlcenter.auth.models import SUPER_ADMIN
 from controlcenter.auth.service import Principal, principal_from_bearer, principal_from_jwt
-from controlcenter.errors import ApiError
-from controlcenter.services import Services, get_services
+from controlcenter.web.deps import Services, get_services
+from controlcenter.web.errors import ApiError
 
 SESSION_COOKIE = "session"
 

@@ -12,8 +12,8 @@ from controlcenter.auth.dependencies import SESSION_COOKIE, CurrentUser, Service
 from controlcenter.auth.refusals import client_address
 from controlcenter.auth.service import authenticate_password, revoke_session, start_session
 from controlcenter.auth.throttle import SignInThrottle
-from controlcenter.errors import ApiError, InvalidJSONError
-from controlcenter.http import read_json
+from controlcenter.web.body import read_json
+from controlcenter.web.errors import ApiError, InvalidJSONError
 
 router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
 

@@ -20,10 +20,10 @@ from controlcenter.chat.conversations import (
 )
 from controlcenter.chat.schemas import API_KEY_SETTINGS, message_json
 from controlcenter.chat.stream import EventChannel
+from controlcenter.common.logs import get_logger
 from controlcenter.common.secrets import MASK, redact
 from controlcenter.db import Database
 from controlcenter.llm.types import AssistantTurn, ToolResultsTurn, Turn, UserTurn
-from controlcenter.logs import get_logger
 from controlcenter.providers.base import Provider, ProviderError
 
 log = get_logger(__name__)

@@ -15,8 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.models import Conversation, Message
 from controlcenter.db import Database, utcnow
-from controlcenter.pagination import DEFAULT_LIMIT, Cursor
-from controlcenter.validation import text_problem
+from controlcenter.web.pagination import DEFAULT_LIMIT, Cursor
+from controlcenter.web.validation import text_problem
 
 TITLE_LENGTH = 100  # SPEC 8: characters (code points), not bytes
 USER = "user"

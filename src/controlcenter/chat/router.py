@@ -21,16 +21,16 @@ from controlcenter.chat.schemas import (
     parse_chat_request,
 )
 from controlcenter.chat.service import MissingApiKeyError, start_chat
-from controlcenter.errors import ApiError, InvalidJSONError, InvalidTextError
-from controlcenter.http import read_json
-from controlcenter.pagination import (
+from controlcenter.web.body import read_json
+from controlcenter.web.deps import ChatPartsDep, DatabaseDep
+from controlcenter.web.errors import ApiError, InvalidJSONError, InvalidTextError
+from controlcenter.web.pagination import (
     DEFAULT_LIMIT,
     INVALID_CURSOR,
     MAX_LIMIT,
     Cursor,
     InvalidCursorError,
 )
-from controlcenter.services import ChatPartsDep, DatabaseDep
 
 router = APIRouter(prefix="/api/v1/control-center", tags=["chat"])
 

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from controlcenter.admin_settings.names import AGENCY_API_KEY, AGENCY_ID
 from controlcenter.admin_settings.usable import check_credential
 from controlcenter.auth.models import User
+from controlcenter.common.logs import get_logger
 from controlcenter.crm.client import AgencyLocationToken, CrmClient
 from controlcenter.crm.transport import CrmTransport
-from controlcenter.logs import get_logger
 
 log = get_logger(__name__)
 

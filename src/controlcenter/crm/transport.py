@@ -18,11 +18,11 @@ import httpx
 from cachetools import TLRUCache
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
+from controlcenter.common.logs import get_logger
 from controlcenter.common.retry import WaitRetryAfter, parse_retry_after
 from controlcenter.common.secrets import MASK, redact
 from controlcenter.config import Config
 from controlcenter.crm.errors import CrmError, CrmUnavailable, error_for_status
-from controlcenter.logs import get_logger
 
 log = get_logger(__name__)
 

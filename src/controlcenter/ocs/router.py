@@ -12,7 +12,7 @@ from fastapi import APIRouter, FastAPI, Request, Response
 
 from controlcenter.auth.refusals import client_address
 from controlcenter.ocs.index import PATH, answer_index
-from controlcenter.services import get_services
+from controlcenter.web.deps import get_services
 
 router = APIRouter()
 

@@ -25,13 +25,13 @@ from controlcenter.admin_settings.names import SettingName
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.admin_settings.usable import credential_problem
 from controlcenter.auth.models import User
+from controlcenter.common.logs import get_logger
 from controlcenter.common.secrets import MASK, redact
 from controlcenter.crm.client import CrmClient
 from controlcenter.crm.custom_fields import CustomFieldIds
 from controlcenter.crm.errors import CrmError
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
-from controlcenter.logs import get_logger
 from controlcenter.onboarding.models import ARRAY_FIELDS, BOOLEAN_FIELDS, FIELDS, Onboarding
 from controlcenter.outbox.errors import (
     DeliveryError,

@@ -8,11 +8,11 @@ from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
 from controlcenter.auth.dependencies import CurrentUser, ServicesDep
-from controlcenter.errors import ApiError, InvalidJSONError, InvalidTextError, describe
-from controlcenter.http import read_json
-from controlcenter.logs import get_logger
+from controlcenter.common.logs import get_logger
 from controlcenter.onboarding import service
 from controlcenter.onboarding.schemas import ONBOARDING_INPUT, record
+from controlcenter.web.body import read_json
+from controlcenter.web.errors import ApiError, InvalidJSONError, InvalidTextError, describe
 
 router = APIRouter(prefix="/api/v1", tags=["onboarding"])
 log = get_logger(__name__)

@@ -9,7 +9,7 @@ from typing_extensions import TypedDict
 
 from controlcenter.common.times import iso
 from controlcenter.onboarding.models import FIELDS, Onboarding
-from controlcenter.validation import StoredStr
+from controlcenter.web.validation import StoredStr
 
 # users.brokerage is VARCHAR(500): longer is refused as invalid rather than failing on PostgreSQL.
 BROKERAGE_MAX = 500

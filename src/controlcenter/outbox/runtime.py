@@ -7,9 +7,9 @@ import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from controlcenter.common.logs import get_logger
 from controlcenter.config import Config
 from controlcenter.db import Database
-from controlcenter.logs import get_logger
 from controlcenter.outbox.worker import Handler, OutboxWorker
 
 log = get_logger(__name__)

@@ -26,10 +26,10 @@ from typing import Any
 
 from sqlalchemy import or_, select, update
 
+from controlcenter.common.logs import get_logger
 from controlcenter.common.retry import backoff_delay
 from controlcenter.config import Config
 from controlcenter.db import Database, utcnow
-from controlcenter.logs import get_logger
 from controlcenter.outbox.errors import DeliveryError, MissingSettings, PermanentError
 from controlcenter.outbox.lease import LeaseLostError, kept_lease
 from controlcenter.outbox.models import DEAD, DONE, PENDING, OutboxJob

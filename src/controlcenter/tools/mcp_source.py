@@ -32,7 +32,7 @@ from mcp_types import CallToolResult, TextContent
 
 from controlcenter.admin_settings.names import MCP_SERVER_URL
 from controlcenter.admin_settings.usable import OnceReporter, UnusableSettingError, url_problem
-from controlcenter.logs import get_logger
+from controlcenter.common.logs import get_logger
 from controlcenter.tools.base import Settings, Tool, ToolContext, ToolError
 
 log = get_logger(__name__)

@@ -17,8 +17,8 @@ from jsonschema import SchemaError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
+from controlcenter.common.logs import get_logger
 from controlcenter.llm.types import ToolCall, ToolResult, ToolSpec
-from controlcenter.logs import get_logger
 from controlcenter.tools.base import Settings, Tool, ToolContext, ToolError
 from controlcenter.tools.schema import combinator_rule, offered_schema
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from fastapi import Request
 
-from controlcenter.errors import InvalidJSONError, InvalidTextError
-from controlcenter.validation import text_problem
+from controlcenter.web.errors import InvalidJSONError, InvalidTextError
+from controlcenter.web.validation import text_problem
 
 
 def _reject_constant(name: str) -> Any:

@@ -25,8 +25,8 @@ from controlcenter.llm.types import ToolCall
 from controlcenter.tools.base import ToolContext
 
 if TYPE_CHECKING:  # the service's components load only when a command runs
-    from controlcenter.services import Services
     from controlcenter.tools.router import Toolbox
+    from controlcenter.web.deps import Services
 
 app = typer.Typer(no_args_is_help=True, help="The tools offered to the model.")
 
@@ -52,9 +52,9 @@ def _run(work: Callable[[Services], Awaitable[T]]) -> T:
     import structlog
 
     from controlcenter.app import build_services, close_services
+    from controlcenter.common.logs import configure_logging
     from controlcenter.config import Config
     from controlcenter.db.migrate import upgrade
-    from controlcenter.logs import configure_logging
 
     config = Config()
     upgrade(config.database_url)

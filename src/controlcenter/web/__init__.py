@@ -1,0 +1,1 @@
+"""HTTP infrastructure every router shares: dependencies, errors, request bodies, middleware."""
