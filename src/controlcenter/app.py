@@ -14,8 +14,11 @@ from controlcenter.admin_settings.router import router as settings_router
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.auth.refusals import too_many_attempts
 from controlcenter.auth.router import router as auth_router
+from controlcenter.auth.service import RequestAuth
 from controlcenter.auth.throttle import TooManyAttemptsError
 from controlcenter.chat.router import router as chat_router
+from controlcenter.chat.service import ChatParts
+from controlcenter.chat.stream import ChatRuns
 from controlcenter.common.logs import configure_logging, get_logger
 from controlcenter.config import Config
 from controlcenter.crm.tools import crm_tools
@@ -47,13 +50,22 @@ CHAT_DRAIN_S = 30.0
 def build_services(config: Config) -> Services:
     db = Database(config.database_url)
     settings = SettingsStore(db, config.fernet_key)
+    crm = CrmTransport.from_config(config)
+    providers = build_providers(config)
+    tools = build_tool_router(config, settings)
+    chat_runs = ChatRuns()
     return Services(
         config=config,
         db=db,
         settings=settings,
-        crm=CrmTransport.from_config(config),
-        providers=build_providers(config),
-        tools=build_tool_router(config, settings),
+        crm=crm,
+        providers=providers,
+        tools=tools,
+        chat_runs=chat_runs,
+        auth=RequestAuth(db, config.jwt_key),
+        chat=ChatParts(
+            db=db, settings=settings, crm=crm, providers=providers, tools=tools, runs=chat_runs
+        ),
     )
 
 

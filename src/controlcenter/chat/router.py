@@ -7,7 +7,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
-from controlcenter.auth.dependencies import CurrentUser
 from controlcenter.chat.conversations import (
     delete_conversation,
     get_conversation,
@@ -22,7 +21,7 @@ from controlcenter.chat.schemas import (
 )
 from controlcenter.chat.service import MissingApiKeyError, start_chat
 from controlcenter.web.body import read_json
-from controlcenter.web.deps import ChatPartsDep, DatabaseDep
+from controlcenter.web.deps import ChatPartsDep, CurrentUser, DatabaseDep
 from controlcenter.web.errors import ApiError, InvalidJSONError, InvalidTextError
 from controlcenter.web.pagination import (
     DEFAULT_LIMIT,

@@ -13,7 +13,6 @@ from starlette.responses import Response
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from controlcenter.auth.dependencies import SESSION_COOKIE
 from controlcenter.auth.refusals import too_many_attempts
 from controlcenter.auth.service import PasswordGuard
 from controlcenter.auth.throttle import SignInThrottle, TooManyAttemptsError
@@ -29,6 +28,7 @@ from controlcenter.ocs.envelope import (
     render,
 )
 from controlcenter.ocs.service import index_caller, index_message
+from controlcenter.web.deps import SESSION_COOKIE
 
 PATH = "/ocs/v2.php/apps/{app_id}/api"
 _PATH = compile_path(PATH)[0]  # the regex Starlette's route matches with

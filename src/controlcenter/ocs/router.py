@@ -12,7 +12,7 @@ from fastapi import APIRouter, FastAPI, Request, Response
 
 from controlcenter.auth.refusals import client_address
 from controlcenter.ocs.index import PATH, answer_index
-from controlcenter.web.deps import get_services
+from controlcenter.web.deps import ConfigDep, DatabaseDep
 
 router = APIRouter()
 
@@ -113,13 +113,14 @@ SECURITY_SCHEMES: dict[str, Any] = {
     response_class=Response,
     openapi_extra=_OPENAPI,
 )
-async def api_index(app_id: str, request: Request) -> Response:
+async def api_index(
+    app_id: str, request: Request, database: DatabaseDep, config: ConfigDep
+) -> Response:
     # GET normally never gets here: `IndexFastPath` answers it in front of the framework.
     # This route answers HEAD and the other methods, and documents the index in /openapi.json.
-    services = await get_services(request)
     return await answer_index(
-        services.db,
-        services.config,
+        database,
+        config,
         app_id,
         request.headers,
         request.query_params,

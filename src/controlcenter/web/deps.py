@@ -1,32 +1,48 @@
-"""The long-lived objects of one app instance, built once in the lifespan."""
+"""FastAPI dependencies: the app's parts, the caller, and the role checks.
 
-from __future__ import annotations
+`Services` holds the long-lived objects of one app instance, built once by `app.py` in the
+lifespan; this module and `app.py` are the only ones that see it. Every route asks here for
+only what it uses (the database, the chat's parts, the caller). Domain types are imported for
+type checking only: the routers of every domain import this module, so it imports none of
+theirs at run time (no cycle between packages; `tests/test_layout.py`).
+
+No `from __future__ import annotations` here: FastAPI reads the `Annotated` dependencies of
+these functions at run time, and the domain types inside them stay quoted.
+"""
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Annotated
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
 
-from controlcenter.admin_settings.store import SettingsStore
-from controlcenter.chat.service import ChatParts
-from controlcenter.chat.stream import ChatRuns
 from controlcenter.config import Config
-from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
-from controlcenter.providers.base import Provider
-from controlcenter.tools.router import ToolRouter
+from controlcenter.web.errors import ApiError
+
+if TYPE_CHECKING:
+    from controlcenter.admin_settings.store import SettingsStore
+    from controlcenter.auth.service import Principal, RequestAuth
+    from controlcenter.chat.service import ChatParts
+    from controlcenter.chat.stream import ChatRuns
+    from controlcenter.crm.transport import CrmTransport
+    from controlcenter.providers.base import Provider
+    from controlcenter.tools.router import ToolRouter
+
+SESSION_COOKIE = "session"
 
 
 @dataclass
 class Services:
     config: Config
     db: Database
-    settings: SettingsStore
-    crm: CrmTransport  # the shared pool every CRM client borrows
-    providers: Mapping[str, Provider] = field(default_factory=dict)
-    tools: ToolRouter = field(default_factory=ToolRouter)
-    chat_runs: ChatRuns = field(default_factory=ChatRuns)
+    settings: "SettingsStore"
+    crm: "CrmTransport"  # the shared pool every CRM client borrows
+    providers: "Mapping[str, Provider]"
+    tools: "ToolRouter"
+    chat_runs: "ChatRuns"
+    auth: "RequestAuth"
+    chat: "ChatParts"  # the same objects, as the chat uses them
 
 
 async def get_services(request: Request) -> Services:
@@ -36,23 +52,65 @@ async def get_services(request: Request) -> Services:
     return services
 
 
+async def get_config(request: Request) -> Config:
+    return (await get_services(request)).config
+
+
 async def get_database(request: Request) -> Database:
-    """The database alone, for the routes that need nothing else."""
     return (await get_services(request)).db
 
 
-async def get_chat_parts(request: Request) -> ChatParts:
-    """What the chat uses of the app, and nothing else."""
-    services = await get_services(request)
-    return ChatParts(
-        db=services.db,
-        settings=services.settings,
-        crm=services.crm,
-        providers=services.providers,
-        tools=services.tools,
-        runs=services.chat_runs,
-    )
+async def get_settings_store(request: Request) -> "SettingsStore":
+    return (await get_services(request)).settings
 
 
+async def get_chat_parts(request: Request) -> "ChatParts":
+    return (await get_services(request)).chat
+
+
+def bearer_token(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return None
+
+
+async def optional_principal(
+    request: Request, services: Annotated[Services, Depends(get_services)]
+) -> "Principal | None":
+    """The caller from `Authorization: Bearer` (preferred) or the `session` cookie.
+
+    A bearer header that is present decides on its own (a wrong one is no session, even beside
+    a valid cookie); the cookie only ever carries a session JWT, never an API token.
+    """
+    token = bearer_token(request)
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if not token and not cookie:
+        return None
+    return await services.auth.principal(token, cookie)
+
+
+async def require_user(
+    principal: Annotated["Principal | None", Depends(optional_principal)],
+) -> "Principal":
+    if principal is None:
+        raise ApiError(401, "Unauthorized")
+    return principal
+
+
+async def require_super_admin(
+    principal: Annotated["Principal | None", Depends(optional_principal)],
+) -> "Principal":
+    if principal is None or not principal.is_super_admin:
+        raise ApiError(403, "Forbidden")
+    return principal
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+ConfigDep = Annotated[Config, Depends(get_config)]
 DatabaseDep = Annotated[Database, Depends(get_database)]
-ChatPartsDep = Annotated[ChatParts, Depends(get_chat_parts)]
+SettingsDep = Annotated["SettingsStore", Depends(get_settings_store)]
+ChatPartsDep = Annotated["ChatParts", Depends(get_chat_parts)]
+CurrentUser = Annotated["Principal", Depends(require_user)]
+SuperAdmin = Annotated["Principal", Depends(require_super_admin)]

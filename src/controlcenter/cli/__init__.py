@@ -17,10 +17,10 @@ from controlcenter.auth.service import (
     create_user,
     get_user_by_email,
 )
+from controlcenter.cli.tools import app as tools_app
 from controlcenter.config import Config
 from controlcenter.db import Database
 from controlcenter.db.migrate import upgrade
-from controlcenter.tools.cli import app as tools_app
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Control Center service.")
 db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
