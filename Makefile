@@ -5,7 +5,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run test test-sqlite test-postgres lint bench setup
+.PHONY: run demo test test-db test-sqlite test-postgres test-browser ui-screenshots lint bench setup
 
 setup:
 	@./scripts/ensure-uv.sh
@@ -13,7 +13,13 @@ setup:
 
 run: setup
 	@mkdir -p var
-	$(UV) run controlcenter serve --host $(HOST) --port $(PORT)
+	@# Silent, so that with LOG_FORMAT=json every line is JSON. Ctrl-C is the normal way to
+	@# stop: the shell waits for the service to finish (trap) instead of dying of SIGINT itself.
+	@trap true INT; $(UV) run controlcenter serve --host $(HOST) --port $(PORT) || [ $$? -eq 130 ]
+
+# The product with a demo model and a demo CRM: no key, no network, a throwaway database.
+demo: setup
+	@$(UV) run python -m tests.fakes.demo --host $(HOST) --port $(PORT)
 
 lint: setup
 	$(UV) run ruff check src tests bench
@@ -23,13 +29,33 @@ lint: setup
 # Each run has its own base directory: pytest prunes the numbered ones of other runs.
 test-sqlite: setup
 	@mkdir -p .tmp
-	$(UV) run pytest --basetemp=.tmp/pytest-sqlite $(PYTEST_ARGS)
+	$(UV) run pytest --basetemp=.tmp/pytest-sqlite --ignore=tests/browser $(PYTEST_ARGS)
 
 test-postgres: setup
 	@mkdir -p .tmp
-	./scripts/with-postgres.sh $(UV) run pytest --basetemp=.tmp/pytest-postgres $(PYTEST_ARGS)
+	./scripts/with-postgres.sh $(UV) run pytest --basetemp=.tmp/pytest-postgres --ignore=tests/browser $(PYTEST_ARGS)
 
-test: lint test-sqlite test-postgres
+# The pages in Debian's Chromium (installed when missing) and `make demo` run as a process.
+test-browser: setup
+	@./scripts/ensure-chromium.sh
+	@mkdir -p .tmp
+	$(UV) run pytest --basetemp=.tmp/pytest-browser tests/browser $(PYTEST_ARGS)
+
+# The database suites one after the other, the browser tests beside them (Chromium is
+# installed first: two apt-get runs at once would fight over dpkg's lock).
+test: lint
+	@./scripts/ensure-chromium.sh
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-db test-browser
+
+test-db:
+	@$(MAKE) --no-print-directory test-sqlite
+	@$(MAKE) --no-print-directory test-postgres
+
+# Refreshes the pictures in docs/ui/ (docs/ui.md) from the browser tests.
+ui-screenshots: setup
+	@./scripts/ensure-chromium.sh
+	@mkdir -p .tmp
+	UI_SCREENSHOT_DIR=docs/ui $(UV) run pytest --basetemp=.tmp/pytest-ui tests/browser/test_layout.py
 
 bench: setup
 	$(UV) run python -m bench $(BENCH_ARGS)

@@ -3,7 +3,8 @@ loose at the top, and `Services` seen only where the app is put together.
 
 The graph is read from the source (every `import` that runs, at any depth of a module; imports
 under `if TYPE_CHECKING:` are left out, since they never run). Alembic's script directory
-(`db/migrations/`, no `__init__.py`) is not a package and is left out too.
+(`db/migrations/`, no `__init__.py`) is not a package and is left out too; `web/` counts module
+by module (see `package_of`).
 """
 
 from __future__ import annotations
@@ -44,10 +45,18 @@ def runtime_imports(tree: ast.Module) -> Iterator[tuple[str, list[str]]]:
 
 
 def package_of(module: str) -> str | None:
-    """The top-level package (or top module) a module belongs to, below `controlcenter`."""
+    """The top-level package (or top module) a module belongs to, below `controlcenter`.
+
+    `web/` is the HTTP edge, of two kinds: what every router uses (errors, bodies, validation,
+    middleware) and the app's surface over the domains (deps, pages, the OpenAPI document). So
+    each of its modules and subpackages counts on its own: a router may use `web.errors` while
+    `web.pages` shows the router's domain.
+    """
     parts = module.split(".")
     if parts[0] != "controlcenter" or len(parts) < 2:
         return None
+    if parts[1] == "web" and len(parts) > 2:
+        return ".".join(parts[1:3])
     return parts[1]
 
 

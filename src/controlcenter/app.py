@@ -10,6 +10,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from controlcenter.accounts.own_router import router as own_account_router
+from controlcenter.accounts.users_router import router as users_router
 from controlcenter.admin_settings.router import router as settings_router
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.auth.refusals import too_many_attempts
@@ -34,13 +36,15 @@ from controlcenter.outbox.worker import Handler
 from controlcenter.providers.registry import build_providers, close_providers
 from controlcenter.tools.mcp_source import MCP_SERVER_URL_SETTING, McpSource
 from controlcenter.tools.router import StaticSource, ToolRouter
-from controlcenter.web import health
+from controlcenter.web import api_docs, health, openapi_doc
 from controlcenter.web.allow import AllowedMethods
 from controlcenter.web.deps import Services
 from controlcenter.web.errors import ApiError
 from controlcenter.web.middleware.body_limit import BodyLimitMiddleware
 from controlcenter.web.middleware.cross_origin import CrossOriginProtection
 from controlcenter.web.middleware.redirects import RelativeRedirects
+from controlcenter.web.middleware.request_id import RequestIdMiddleware
+from controlcenter.web.pages import mount_pages
 
 log = get_logger(__name__)
 
@@ -118,14 +122,16 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         title="Control Center",
         version="0.0.1",
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # served by api_docs, with local assets
         openapi_url="/openapi.json",
         redoc_url=None,
+        generate_unique_id_function=openapi_doc.operation_id,
     )
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
     app.add_middleware(RelativeRedirects)
     app.add_middleware(CrossOriginProtection, allowed=config.trusted_origins)
-    app.add_middleware(IndexFastPath)  # outermost of ours: GET never meets the body limit
+    app.add_middleware(IndexFastPath)  # GET never meets the body limit
+    app.add_middleware(RequestIdMiddleware)  # outermost: every answer and log record has one
     _install_error_handlers(app)
     for router in (
         health.router,
@@ -134,9 +140,14 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         chat_router,
         onboarding_router,
         settings_router,
+        users_router,
+        own_account_router,
     ):
         app.include_router(router)
+    mount_pages(app)
+    api_docs.install(app)
     document_security(app)
+    openapi_doc.install(app)
     return app
 
 
@@ -162,7 +173,11 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"error": "Validation failed"}, status_code=400)
+        details = [
+            {"path": list(error["loc"]), "message": error["msg"], "type": error["type"]}
+            for error in exc.errors()
+        ]
+        return JSONResponse({"error": "Validation failed", "details": details}, status_code=400)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

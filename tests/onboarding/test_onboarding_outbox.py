@@ -17,9 +17,27 @@ COMPLETE, HIGH_GCI, SYNC = "crm.tag_onboarding_complete", "crm.tag_high_gci", "c
 
 
 async def jobs(server: RunningServer) -> list[tuple[str, dict[str, Any], str, int]]:
+    """Each job's kind, payload (without the request id, see below), status and attempts."""
     async with server.db.read() as db:
         rows = (await db.scalars(select(OutboxJob))).all()
-    return sorted((row.kind, row.payload, row.status, row.attempts) for row in rows)
+    return sorted(
+        (row.kind, {k: v for k, v in row.payload.items() if k != "requestId"}, row.status,
+         row.attempts)
+        for row in rows
+    )  # fmt: skip
+
+
+async def test_jobs_carry_the_id_of_the_request_that_wrote_them(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+) -> None:
+    user = await users.create()
+    response = await client.post(
+        URL, json={"gciLast12Months": "250"}, headers={**user.headers, "X-Request-ID": "req-42"}
+    )
+    assert response.headers["X-Request-ID"] == "req-42"
+    async with server.db.read() as db:
+        rows = (await db.scalars(select(OutboxJob))).all()
+    assert len(rows) == 3 and {row.payload["requestId"] for row in rows} == {"req-42"}
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,45 @@ UNPARSEABLE_BODIES: list[bytes] = [
 ]
 
 
+def assert_invalid(response: httpx.Response) -> list[list[Any]]:
+    """SPEC's 400 `Validation failed`, with `details` (`[{path, message, type}]`) added."""
+    body = response.json()
+    assert response.status_code == 400, body
+    assert body["error"] == INVALID["error"] and set(body) == {"error", "details"}, body
+    assert body["details"], body
+    for issue in body["details"]:
+        assert set(issue) == {"path", "message", "type"}
+        assert isinstance(issue["path"], list) and issue["message"] and issue["type"]
+    return [issue["path"] for issue in body["details"]]
+
+
+async def test_details_name_each_wrong_field(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+) -> None:
+    user = await users.create()
+    for body, paths in (
+        ({"usingOtherCrm": "true"}, [["usingOtherCrm"]]),
+        ({"goalsSelected": ["ok", 2]}, [["goalsSelected", 1]]),
+        ({"brokerageName": "x" * 501}, [["brokerageName"]]),
+        ({"yearsInBusiness": 5, "wantsMoreLeads": None},
+         [["yearsInBusiness"], ["wantsMoreLeads"]]),
+        ([], [[]]),
+    ):  # fmt: skip
+        response = await client.post(URL, json=body, headers=user.headers)
+        assert assert_invalid(response) == paths, body
+    typed = await client.post(URL, json={"usingOtherCrm": "true"}, headers=user.headers)
+    assert typed.json()["details"] == [
+        {
+            "path": ["usingOtherCrm"],
+            "message": "Input should be a valid boolean",
+            "type": "bool_type",
+        }
+    ]
+    # The input itself is never echoed: it may be anything a user typed.
+    secretish = await client.post(URL, json={"yearsInBusiness": 123456789}, headers=user.headers)
+    assert "123456789" not in secretish.text
+
+
 async def _seed(client: httpx.AsyncClient, user: AppUser) -> None:
     body = {"yearsInBusiness": "7", "crmPainPoints": ["x"], "brokerageName": "Kept"}
     assert (await client.post(URL, json=body, headers=user.headers)).status_code == 200
@@ -71,7 +110,7 @@ async def test_invalid_bodies_are_400_and_change_nothing(
     for body in INVALID_BODIES:
         # content=, not json=: httpx sends no body at all for json=None.
         response = await client.post(URL, content=json.dumps(body), headers=user.headers)
-        assert (response.status_code, response.json()) == (400, INVALID), body
+        assert_invalid(response)
     assert await snapshot(server.db) == before
 
 
@@ -83,7 +122,7 @@ async def test_a_lone_surrogate_is_invalid(
     before = await snapshot(server.db)
     for raw in (b'{"currentCrmName": "\\ud800"}', b'{"goalsSelected": ["a\\udfff"]}'):
         response = await client.post(URL, content=raw, headers=user.headers)
-        assert (response.status_code, response.json()) == (400, INVALID)
+        assert_invalid(response)
     assert await snapshot(server.db) == before
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, String
+from sqlalchemy import Boolean, ForeignKey, String, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlcenter.db import Base, UTCDateTime, new_id, utcnow
 
 ROLES = ("user", "admin", "super_admin")
+USER = "user"
+ADMIN = "admin"
 SUPER_ADMIN = "super_admin"
 
 
@@ -23,6 +25,7 @@ class User(Base):
     brokerage: Mapped[str | None] = mapped_column(String(500), default=None)
     password_hash: Mapped[str] = mapped_column(String(200))
     crm_location_id: Mapped[str | None] = mapped_column(String(100), default=None)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
 
@@ -55,3 +58,4 @@ class ApiToken(Base):
     label: Mapped[str] = mapped_column(String(200), default="")
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), default=None)

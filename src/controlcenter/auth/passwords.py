@@ -42,3 +42,8 @@ def _verify(password_hash: str | None, password: str) -> bool:
 async def verify_password(password_hash: str | None, password: str) -> bool:
     """True when `password` matches; a None hash still costs one verification."""
     return await anyio.to_thread.run_sync(_verify, password_hash, password)
+
+
+async def hash_password_off_loop(password: str) -> str:
+    """`hash_password` in a worker thread, for callers on the event loop."""
+    return await anyio.to_thread.run_sync(hash_password, password)

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlcenter.auth.models import ROLES, SUPER_ADMIN, ApiToken, Session, User
+from controlcenter.auth.models import ADMIN, ROLES, SUPER_ADMIN, ApiToken, Session, User
 from controlcenter.auth.passwords import hash_password, verify_password
 from controlcenter.auth.throttle import SignInThrottle
 from controlcenter.auth.tokens import (
@@ -39,20 +39,35 @@ class Principal:
     def is_super_admin(self) -> bool:
         return self.user.role == SUPER_ADMIN
 
+    @property
+    def is_admin(self) -> bool:
+        """An administrator or a super administrator."""
+        return self.user.role in (ADMIN, SUPER_ADMIN)
+
 
 def normalise_email(email: str) -> str:
     return email.strip().lower()
 
 
 async def create_user(
-    db: AsyncSession, *, email: str, password: str, name: str = "", role: str = "user"
+    db: AsyncSession,
+    *,
+    email: str,
+    password: str,
+    name: str = "",
+    role: str = "user",
+    password_hash: str | None = None,
 ) -> User:
+    """Add a user; `password_hash`, when given, is used instead of hashing `password` here
+    (callers on the event loop hash beforehand, off the loop)."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}")
     email = normalise_email(email)
     if await db.scalar(select(User).where(User.email == email)) is not None:
         raise UserExistsError(email)
-    user = User(email=email, name=name, role=role, password_hash=hash_password(password))
+    user = User(
+        email=email, name=name, role=role, password_hash=password_hash or hash_password(password)
+    )
     db.add(user)
     await db.flush()
     return user
@@ -63,9 +78,10 @@ async def get_user_by_email(db: AsyncSession, email: str) -> User | None:
 
 
 async def authenticate_password(db: AsyncSession, email: str, password: str) -> User | None:
+    """The user when the password is theirs and the account is not disabled."""
     user = await get_user_by_email(db, email)
     ok = await verify_password(user.password_hash if user else None, password)
-    return user if ok else None
+    return user if ok and user is not None and not user.disabled else None
 
 
 async def start_session(db: AsyncSession, user: User, *, key: str, ttl_s: int) -> str:
@@ -89,19 +105,22 @@ _USER_FIELDS = ("id", "email", "name", "role", "brokerage", "password_hash", "cr
 _U = ", ".join(f"u.{field}" for field in _USER_FIELDS)  # constant: no input reaches the SQL
 _USER_BY_SESSION = (
     f"SELECT s.expires_at, s.revoked_at, {_U} FROM sessions s"  # noqa: S608
-    " JOIN users u ON u.id = s.user_id WHERE s.id = ? AND s.user_id = ?"
+    " JOIN users u ON u.id = s.user_id WHERE s.id = ? AND s.user_id = ? AND NOT u.disabled"
 )
 _USER_BY_TOKEN = (
-    f"SELECT {_U} FROM api_tokens t"  # noqa: S608
-    " JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?"
+    f"SELECT {_U}, t.id, t.last_used_at FROM api_tokens t"  # noqa: S608
+    " JOIN users u ON u.id = t.user_id WHERE t.token_hash = ? AND NOT u.disabled"
 )
 # One statement answers both "who is this" and "is the secret one of their tokens", so the
 # token path (what scripts and clients use) never pays for Argon2.
 _USER_AND_TOKEN_BY_EMAIL = (
-    f"SELECT {_U}, t.id FROM users u"  # noqa: S608
+    f"SELECT {_U}, t.id, t.last_used_at FROM users u"  # noqa: S608
     " LEFT JOIN api_tokens t ON t.user_id = u.id AND t.token_hash = ?"
-    " WHERE u.email = ? LIMIT 1"
+    " WHERE u.email = ? AND NOT u.disabled LIMIT 1"
 )
+# `lastUsedAt` is written at most this often per token, so the token path stays read-only
+# on almost every request (SQLite has one writer at a time).
+TOKEN_USE_RESOLUTION = timedelta(minutes=1)
 
 
 def _user(values: Sequence[Any]) -> User:
@@ -124,7 +143,19 @@ async def principal_from_jwt(database: Database, token: str, *, key: str) -> Pri
 
 async def principal_from_api_token(database: Database, token: str) -> Principal | None:
     row = await database.lookup(_USER_BY_TOKEN, hash_api_token(token))
-    return Principal(user=_user(row), session_id=None) if row is not None else None
+    if row is None:
+        return None
+    await _note_token_use(database, row[-2], row[-1])
+    return Principal(user=_user(row[:-2]), session_id=None)
+
+
+async def _note_token_use(database: Database, token_id: str, last_used: Any) -> None:
+    now = utcnow()
+    previous = as_utc(last_used)
+    if previous is not None and now - previous < TOKEN_USE_RESOLUTION:
+        return
+    async with database.write() as db:
+        await db.execute(update(ApiToken).where(ApiToken.id == token_id).values(last_used_at=now))
 
 
 async def principal_from_bearer(database: Database, token: str, *, key: str) -> Principal | None:
@@ -153,13 +184,14 @@ async def principal_from_basic(
     row = await database.lookup(
         _USER_AND_TOKEN_BY_EMAIL, hash_api_token(secret), normalise_email(email)
     )
-    if row is not None and row[-1] is not None:
-        return Principal(user=_user(row[:-1]), session_id=None)
+    if row is not None and row[-2] is not None:
+        await _note_token_use(database, row[-2], row[-1])
+        return Principal(user=_user(row[:-2]), session_id=None)
     attempt = await guard.throttle.begin(email, guard.address) if guard else None
     if row is None:
         await verify_password(None, secret)  # the same time for an unknown e-mail
         return None
-    user = _user(row[:-1])
+    user = _user(row[:-2])
     if not await verify_password(user.password_hash, secret):
         return None
     if guard and attempt:

@@ -59,8 +59,9 @@ async def run_chat(
         await _process(db, provider, context, turn, channel)
     except ProviderError as exc:
         code = str(exc.status_code) if exc.status_code is not None else None
-        log.warning("provider error", provider=turn.provider, status=code)
-        channel.send(events.error(redact(exc.message, turn.api_key, mask=MASK) or UNEXPECTED, code))
+        message = redact(exc.message, turn.api_key, mask=MASK)
+        log.warning("provider error", provider=turn.provider, status=code, message=message)
+        channel.send(events.error(message or UNEXPECTED, code))
     except UnusableSettingError as exc:
         # An operator's mistake, not a bug: one line naming the setting, no traceback.
         log.warning("chat refused: configuration error", setting=exc.name, problem=exc.reason)

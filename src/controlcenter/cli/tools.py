@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -49,8 +48,6 @@ class Offered:
 
 def _run(work: Callable[[ChatParts], Awaitable[T]]) -> T:
     """Migrate, then run `work` with the service's own components, closed afterwards."""
-    import structlog
-
     from controlcenter.app import build_services, close_services
     from controlcenter.common.logs import configure_logging
     from controlcenter.config import Config
@@ -58,9 +55,7 @@ def _run(work: Callable[[ChatParts], Awaitable[T]]) -> T:
 
     config = Config()
     upgrade(config.database_url)
-    configure_logging(config.log_level, config.log_format)
-    # stdout carries the answer (JSON); log lines go to stderr.
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+    configure_logging(config.log_level, config.log_format)  # stderr: stdout is the answer
 
     async def run() -> T:
         services = build_services(config)

@@ -1,37 +1,122 @@
-"""Structured logging (structlog over the standard library)."""
+"""One log stream: structlog and the standard library's loggers (uvicorn, Alembic, httpx, the
+SDKs) rendered by the same processors, to stderr, as console lines or one JSON object a line.
+
+Every record made while a request is served carries its `request_id` (bound by
+`request_id.RequestIdMiddleware` in a context variable, which asyncio copies into the tasks a
+request starts, so the chat's background work carries it too). Secrets that look like
+credentials are masked in every record, whoever wrote it.
+"""
 
 from __future__ import annotations
 
 import logging
+import sys
+from typing import Any
 
 import structlog
+from structlog.types import EventDict, Processor, WrappedLogger
+
+from controlcenter.common.secrets import redact
+
+_ACCESS_LOGGER = "uvicorn.access"
+_HANDLER_NAME = "controlcenter"
+
+
+def _redact_values(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
+    for key, value in event.items():
+        if isinstance(value, str):
+            event[key] = redact(value)
+    return event
+
+
+def _access_fields(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
+    """uvicorn's access line as fields (its arguments are client, method, path, version,
+    status), so that a JSON consumer need not parse the message."""
+    args = event.pop("positional_args", None)
+    record = event.get("_record")
+    if record is not None and record.name == _ACCESS_LOGGER and len(args or ()) == 5:
+        client, method, path, version, status = args
+        event.update(client=client, method=method, path=path, http=version, status=status)
+    return event
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is when a record is emitted (a test's capture, a
+    redirected stream), not to the one there was when logging was configured."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _: Any) -> None:
+        pass
+
+
+def _shared() -> list[Processor]:
+    return [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
 
 
 def configure_logging(level: str = "INFO", fmt: str = "console") -> None:
-    renderer: structlog.types.Processor = (
+    """Send every record, ours and the libraries', through one formatter on stderr."""
+    renderer: Processor = (
         structlog.processors.JSONRenderer()
         if fmt == "json"
         else structlog.dev.ConsoleRenderer(colors=False)
     )
+    numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
     structlog.configure(
         processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            *_shared(),
             structlog.processors.format_exc_info,
-            renderer,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(
-            logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
-        ),
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
         # Not cached: structlog.testing.capture_logs must see the loggers made before it.
         cache_logger_on_first_use=False,
     )
-    logging.basicConfig(level=level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    # httpx logs every request URL at INFO; URLs carry no secrets here, but keep it quiet.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[*_shared(), _access_fields],
+        pass_foreign_args=True,
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            # Plain tracebacks: structlog's rich ones print local variables (request data).
+            structlog.processors.format_exc_info,
+            _redact_values,
+            renderer,
+        ],
+    )
+    handler = _StderrHandler()
+    handler.setFormatter(formatter)
+    handler.set_name(_HANDLER_NAME)
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        # Only our own earlier one: handlers of a host (pytest's capture) stay.
+        if old.get_name() == _HANDLER_NAME:
+            root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(numeric)
+    # Libraries that install handlers of their own log through the root's one instead.
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "alembic"):
+        library = logging.getLogger(name)
+        library.handlers.clear()
+        library.propagate = True
+        library.setLevel(logging.NOTSET)
+    # httpx and the SDKs log every request at INFO: kept for DEBUG only.
+    for name in ("httpx", "httpcore", "anthropic", "openai", "mcp"):
+        logging.getLogger(name).setLevel(max(numeric, logging.WARNING))
 
 
 def get_logger(name: str) -> structlog.stdlib.BoundLogger:
+    """A structlog logger named `name` (stdlib-compatible methods, key-value fields)."""
     logger: structlog.stdlib.BoundLogger = structlog.get_logger(name)
     return logger

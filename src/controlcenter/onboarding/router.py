@@ -12,7 +12,8 @@ from controlcenter.onboarding import service
 from controlcenter.onboarding.schemas import ONBOARDING_INPUT, record
 from controlcenter.web.body import read_json
 from controlcenter.web.deps import CurrentUser, DatabaseDep
-from controlcenter.web.errors import ApiError, InvalidJSONError, InvalidTextError, describe
+from controlcenter.web.errors import ApiError, InvalidJSONError, describe
+from controlcenter.web.validation import issues
 
 router = APIRouter(prefix="/api/v1", tags=["onboarding"])
 log = get_logger(__name__)
@@ -40,12 +41,10 @@ async def save_onboarding(
     except InvalidJSONError as exc:
         # SPEC 4.4 step 7 puts an unparseable body among the failures answered with 500.
         raise ApiError(500, SAVE_FAILED) from exc
-    except InvalidTextError as exc:
-        raise ApiError(400, "Validation failed") from exc  # SPEC 4.4's body, without details
     try:
         data = ONBOARDING_INPUT.validate_python(body)
     except ValidationError as exc:
-        raise ApiError(400, "Validation failed") from exc
+        raise ApiError(400, "Validation failed", details=issues(exc)) from exc
     try:
         row = await service.save_onboarding(db, principal.user.id, data)
     except service.UserGoneError as exc:

@@ -9,7 +9,7 @@ from typing_extensions import TypedDict
 
 from controlcenter.common.times import iso
 from controlcenter.onboarding.models import FIELDS, Onboarding
-from controlcenter.web.validation import StoredStr
+from controlcenter.web.validation import STORABLE
 
 # users.brokerage is VARCHAR(500): longer is refused as invalid rather than failing on PostgreSQL.
 BROKERAGE_MAX = 500
@@ -17,9 +17,10 @@ BROKERAGE_MAX = 500
 TEXT_MAX = 10_000
 ITEMS_MAX = 100
 ITEM_MAX = 1_000
-Text = Annotated[StoredStr, StringConstraints(max_length=TEXT_MAX)]
+Text = Annotated[str, StringConstraints(max_length=TEXT_MAX), STORABLE]
 Items = Annotated[
-    list[Annotated[StoredStr, StringConstraints(max_length=ITEM_MAX)]], Field(max_length=ITEMS_MAX)
+    list[Annotated[str, StringConstraints(max_length=ITEM_MAX), STORABLE]],
+    Field(max_length=ITEMS_MAX),
 ]
 
 
@@ -42,7 +43,7 @@ class OnboardingInput(TypedDict, total=False):
     leadsPerMonthTarget: Text
     channelsSelected: Items
     systemsToConnect: Items
-    brokerageName: Annotated[StoredStr, StringConstraints(max_length=BROKERAGE_MAX)]
+    brokerageName: Annotated[str, StringConstraints(max_length=BROKERAGE_MAX), STORABLE]
 
 
 ONBOARDING_INPUT: TypeAdapter[OnboardingInput] = TypeAdapter(OnboardingInput)

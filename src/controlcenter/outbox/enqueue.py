@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
+from structlog.contextvars import get_contextvars
 
 from controlcenter.db import new_id, utcnow
 from controlcenter.outbox.kinds import JobKind
 from controlcenter.outbox.models import PENDING, OutboxJob
+
+REQUEST_ID = "requestId"
 
 
 def enqueue(db: AsyncSession, kind: JobKind, payload: dict[str, Any]) -> OutboxJob:
@@ -20,10 +23,12 @@ def enqueue(db: AsyncSession, kind: JobKind, payload: dict[str, Any]) -> OutboxJ
     if not isinstance(kind, JobKind):
         raise ValueError(f"unknown outbox job kind: {kind}")
     now = utcnow()
+    # The request that caused the job, so that its delivery's records carry the same id.
+    request_id = get_contextvars().get("request_id")
     job = OutboxJob(
         id=new_id(),
         kind=kind,
-        payload=dict(payload),
+        payload={**payload, REQUEST_ID: request_id} if request_id else dict(payload),
         status=PENDING,
         attempts=0,
         next_attempt_at=now,

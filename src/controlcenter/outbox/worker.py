@@ -25,11 +25,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import or_, select, update
+from structlog.contextvars import bound_contextvars
 
 from controlcenter.common.logs import get_logger
 from controlcenter.common.retry import backoff_delay
 from controlcenter.config import Config
 from controlcenter.db import Database, utcnow
+from controlcenter.outbox.enqueue import REQUEST_ID
 from controlcenter.outbox.errors import DeliveryError, MissingSettings, PermanentError
 from controlcenter.outbox.lease import LeaseLostError, kept_lease
 from controlcenter.outbox.models import DEAD, DONE, PENDING, OutboxJob
@@ -200,6 +202,14 @@ class OutboxWorker:
     # -- delivering --------------------------------------------------------------------------
 
     async def _deliver(self, job: ClaimedJob) -> None:
+        request_id = job.payload.get(REQUEST_ID)
+        if not isinstance(request_id, str):
+            await self._deliver_job(job)
+            return
+        with bound_contextvars(request_id=request_id):
+            await self._deliver_job(job)
+
+    async def _deliver_job(self, job: ClaimedJob) -> None:
         fields = {"job_id": job.id, "kind": job.kind, "worker": self._name}
         handler = self._handlers.get(job.kind)
         waiting = False

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import Request
+from pydantic import BaseModel, ValidationError
 
-from controlcenter.web.errors import InvalidJSONError, InvalidTextError
-from controlcenter.web.validation import text_problem
+from controlcenter.web.errors import ApiError, InvalidJSONError, InvalidTextError
+from controlcenter.web.validation import issues, text_problem
 
 
 def _reject_constant(name: str) -> Any:
@@ -55,3 +56,34 @@ def text_problems(value: Any, path: tuple[str | int, ...] = ()) -> list[dict[str
         for index, item in enumerate(value):
             found.extend(text_problems(item, (*path, index)))
     return found
+
+
+M = TypeVar("M", bound=BaseModel)
+NOT_AN_OBJECT = {"path": [], "message": "Input should be a JSON object", "type": "dict_type"}
+
+
+async def read_model(request: Request, model: type[M], *, optional: bool = False) -> M:
+    """The body validated against `model`: 400 `Invalid JSON body`, or 400 `Validation failed`
+    with `details` naming each wrong field. `optional`: no body at all counts as `{}`."""
+    if optional and not await request.body():
+        return model.model_validate({})
+    try:
+        body = await read_json(request)
+    except InvalidJSONError as exc:
+        raise ApiError(400, "Invalid JSON body") from exc
+    if not isinstance(body, dict):
+        raise ApiError(400, "Validation failed", details=[NOT_AN_OBJECT])
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise ApiError(400, "Validation failed", details=issues(exc)) from exc
+
+
+def json_body(model: type[BaseModel], *, optional: bool = False) -> dict[str, Any]:
+    """`openapi_extra` for a route that reads its body by hand (see `read_json`)."""
+    return {
+        "requestBody": {
+            "required": not optional,
+            "content": {"application/json": {"schema": model.model_json_schema()}},
+        }
+    }

@@ -107,10 +107,20 @@ async def require_super_admin(
     return principal
 
 
+async def require_admin(
+    principal: Annotated["Principal | None", Depends(optional_principal)],
+) -> "Principal":
+    """An administrator or a super administrator (user administration, CONTRACT 8)."""
+    if principal is None or not principal.is_admin:
+        raise ApiError(403, "Forbidden")
+    return principal
+
+
 ServicesDep = Annotated[Services, Depends(get_services)]
 ConfigDep = Annotated[Config, Depends(get_config)]
 DatabaseDep = Annotated[Database, Depends(get_database)]
 SettingsDep = Annotated["SettingsStore", Depends(get_settings_store)]
 ChatPartsDep = Annotated["ChatParts", Depends(get_chat_parts)]
 CurrentUser = Annotated["Principal", Depends(require_user)]
+Admin = Annotated["Principal", Depends(require_admin)]
 SuperAdmin = Annotated["Principal", Depends(require_super_admin)]

@@ -30,7 +30,10 @@ def _storable(value: str) -> str:
     return value
 
 
-StoredStr = Annotated[str, AfterValidator(_storable)]
+STORABLE = AfterValidator(_storable)
+"""The check of `StoredStr`, to follow a `StringConstraints` on `str` (after it, pydantic's own
+string messages: `String should have at most N characters`)."""
+StoredStr = Annotated[str, STORABLE]
 """A string that every supported database can store as it is."""
 
 

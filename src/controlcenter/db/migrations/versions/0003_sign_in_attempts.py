@@ -1,7 +1,7 @@
 """sign-in attempts (the throttle of CONTRACT 9)
 
 Revision ID: 0003
-Revises: 0001
+Revises: 0002
 Create Date: 2026-11-23 18:50:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0003"
-down_revision: str | None = "0001"
+down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,1 @@
+"""User administration and the own account: API, command line and services (CONTRACT 8)."""

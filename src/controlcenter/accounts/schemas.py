@@ -1,0 +1,101 @@
+"""Request bodies of the user and token endpoints (CONTRACT 8).
+
+Strict (no coercion) and closed: an unknown key is refused, so a misspelt `disabeld` never
+passes silently as a change that was not made.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+from controlcenter.admin_settings.schemas import EmailOrEmpty
+from controlcenter.web.validation import StoredStr
+
+PASSWORD_MIN = 12
+PASSWORD_MAX = 1024
+LOCATION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""HighLevel location ids: 1-64 letters, digits, `_` or `-`."""
+
+
+def _location_id(value: str) -> str:
+    if not LOCATION_ID.fullmatch(value):
+        raise PydanticCustomError(
+            "location_id", "must be 1-64 letters, digits, '_' or '-' (a CRM location id)"
+        )
+    return value
+
+
+def _length(low: int, high: int) -> Any:
+    """Length bounds checked after `StoredStr`'s own check, in pydantic's words, and shown in
+    the JSON schema."""
+
+    def check(value: str) -> str:
+        if len(value) < low:
+            raise PydanticCustomError(
+                "string_too_short",
+                "String should have at least {min_length} characters",
+                {"min_length": low},
+            )
+        if len(value) > high:
+            raise PydanticCustomError(
+                "string_too_long",
+                "String should have at most {max_length} characters",
+                {"max_length": high},
+            )
+        return value
+
+    return [AfterValidator(check), Field(json_schema_extra={"minLength": low, "maxLength": high})]
+
+
+Email = Annotated[EmailOrEmpty, *_length(3, 320), AfterValidator(lambda value: value.lower())]
+"""An e-mail address (syntax only, as for settings), stored lower-cased."""
+Name = Annotated[StoredStr, *_length(0, 200)]
+Password = Annotated[StoredStr, *_length(PASSWORD_MIN, PASSWORD_MAX)]
+Role = Literal["user", "admin", "super_admin"]
+LocationId = Annotated[StoredStr, AfterValidator(_location_id)]
+Label = Annotated[StoredStr, *_length(1, 200)]
+
+_CLOSED = ConfigDict(strict=True, extra="forbid")
+
+
+class UserCreate(BaseModel):
+    """`password` absent: one is generated and returned once."""
+
+    model_config = _CLOSED
+    email: Email
+    name: Name = ""
+    role: Role = "user"
+    password: Password = None  # type: ignore[assignment]  # absent is fine, null is not
+
+
+class UserPatch(BaseModel):
+    """Only the fields sent change; `crmLocationId: null` unlinks the CRM location."""
+
+    model_config = _CLOSED
+    # Absent leaves a field unchanged; null is refused (it is not "absent"), except below.
+    name: Name = None  # type: ignore[assignment]
+    role: Role = None  # type: ignore[assignment]
+    disabled: bool = None  # type: ignore[assignment]
+    crmLocationId: LocationId | None = None
+
+
+class PasswordReset(BaseModel):
+    """`password` absent: one is generated and returned once."""
+
+    model_config = _CLOSED
+    password: Password = None  # type: ignore[assignment]
+
+
+class TokenCreate(BaseModel):
+    model_config = _CLOSED
+    label: Label
+
+
+class PasswordChange(BaseModel):
+    model_config = _CLOSED
+    currentPassword: Annotated[StoredStr, *_length(0, PASSWORD_MAX)]
+    newPassword: Password

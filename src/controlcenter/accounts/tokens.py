@@ -1,0 +1,65 @@
+"""API tokens (app passwords) of one user: list, create, revoke. No HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, select
+
+from controlcenter.auth.models import ApiToken
+from controlcenter.auth.tokens import hash_api_token, new_api_token
+from controlcenter.common.logs import get_logger
+from controlcenter.common.times import iso
+from controlcenter.db import Database, new_id, utcnow
+
+log = get_logger(__name__)
+
+
+def token_view(token: ApiToken) -> dict[str, Any]:
+    """`{id, label, createdAt, lastUsedAt}`: never the secret nor its hash."""
+    return {
+        "id": token.id,
+        "label": token.label,
+        "createdAt": iso(token.created_at),
+        "lastUsedAt": iso(token.last_used_at) if token.last_used_at else None,
+    }
+
+
+async def list_tokens(database: Database, user_id: str) -> list[ApiToken]:
+    """The user's tokens, oldest first."""
+    async with database.read() as db:
+        query = (
+            select(ApiToken)
+            .where(ApiToken.user_id == user_id)
+            .order_by(ApiToken.created_at, ApiToken.id)
+        )
+        return list((await db.scalars(query)).all())
+
+
+async def add_token(database: Database, user_id: str, label: str) -> tuple[ApiToken, str]:
+    """A new token and its secret, which is returned this once and stored only as a hash."""
+    secret = new_api_token()
+    token = ApiToken(
+        id=new_id(),
+        user_id=user_id,
+        label=label,
+        token_hash=hash_api_token(secret),
+        created_at=utcnow(),
+    )
+    async with database.write() as db:
+        db.add(token)
+    log.info("api token created", user_id=user_id, token_id=token.id)
+    return token, secret
+
+
+async def revoke_token(database: Database, token_id: str, *, user_id: str | None = None) -> bool:
+    """Delete a token (only among `user_id`'s when given). False when there is none."""
+    query = delete(ApiToken).where(ApiToken.id == token_id)
+    if user_id is not None:
+        query = query.where(ApiToken.user_id == user_id)
+    async with database.write() as db:
+        result = await db.execute(query)
+    revoked = bool(getattr(result, "rowcount", 0))
+    if revoked:
+        log.info("api token revoked", token_id=token_id)
+    return revoked

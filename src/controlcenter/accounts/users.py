@@ -1,0 +1,301 @@
+"""Administration of user accounts (CONTRACT 8), shared by the admin API and the CLI. No HTTP.
+
+Who may do what: a super administrator anything; an administrator only acts on accounts whose
+role is `user` and only gives the role `user`; the command line acts as the operator (no
+role limit). Whoever acts, the last active super administrator is never demoted, disabled or
+deleted, so the service can always be administered.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from controlcenter.auth.models import ADMIN, SUPER_ADMIN, USER, ApiToken, Session, User
+from controlcenter.auth.passwords import hash_password_off_loop, verify_password
+from controlcenter.auth.service import create_user, normalise_email
+from controlcenter.chat.models import Conversation, Message
+from controlcenter.common.logs import get_logger
+from controlcenter.common.times import iso
+from controlcenter.db import Database, utcnow
+from controlcenter.onboarding.models import Onboarding
+from controlcenter.outbox.models import PENDING, OutboxJob
+
+log = get_logger(__name__)
+
+OPERATOR = "operator"
+"""The actor of the command line: whoever can run it owns the database."""
+
+LAST_SUPER_ADMIN = "The last active super administrator cannot be demoted, disabled or deleted"
+CANCELLED = "cancelled"
+GENERATED_PASSWORD_BYTES = 18  # 24 URL-safe characters
+
+
+class NotFoundError(Exception):
+    pass
+
+
+class ForbiddenError(Exception):
+    """The actor's role does not allow this change."""
+
+
+class LastSuperAdminError(Exception):
+    pass
+
+
+class BadCursorError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class UserChanges:
+    """A PATCH: only the fields that are not None change (`crm_location_id=""` unlinks)."""
+
+    name: str | None = None
+    role: str | None = None
+    disabled: bool | None = None
+    crm_location_id: str | None = None
+
+
+def generate_password() -> str:
+    return secrets.token_urlsafe(GENERATED_PASSWORD_BYTES)
+
+
+def admin_view(user: User) -> dict[str, Any]:
+    """The user object of CONTRACT 2 plus what an administrator needs (CONTRACT 8)."""
+    return {
+        **user.public(),
+        "createdAt": iso(user.created_at),
+        "disabled": bool(user.disabled),
+        "crmLocationId": user.crm_location_id,
+    }
+
+
+def _check_may_act(actor_role: str, target_role: str, new_role: str | None = None) -> None:
+    if actor_role in (SUPER_ADMIN, OPERATOR):
+        return
+    if actor_role != ADMIN or target_role != USER or new_role not in (None, USER):
+        raise ForbiddenError
+
+
+def encode_cursor(email: str) -> str:
+    return base64.urlsafe_b64encode(email.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> str:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        return base64.b64decode(padded, altchars=b"-_", validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
+        raise BadCursorError from exc
+
+
+async def list_users(
+    database: Database, *, limit: int, cursor: str | None = None
+) -> tuple[list[User], str | None]:
+    """Users ordered by e-mail; the cursor is the last e-mail of the previous page."""
+    query = select(User).order_by(User.email).limit(limit + 1)
+    if cursor:
+        query = query.where(User.email > decode_cursor(cursor))
+    async with database.read() as db:
+        rows = list((await db.scalars(query)).all())
+    if len(rows) > limit:
+        rows = rows[:limit]
+        return rows, encode_cursor(rows[-1].email)
+    return rows, None
+
+
+async def get_user(database: Database, user_id: str) -> User:
+    async with database.read() as db:
+        user = await db.get(User, user_id)
+    if user is None:
+        raise NotFoundError(user_id)
+    return user
+
+
+async def find_user_id(database: Database, email: str) -> str:
+    async with database.read() as db:
+        user_id = await db.scalar(select(User.id).where(User.email == normalise_email(email)))
+    if user_id is None:
+        raise NotFoundError(email)
+    return user_id
+
+
+async def add_user(
+    database: Database,
+    *,
+    actor_role: str,
+    email: str,
+    name: str = "",
+    role: str = USER,
+    password: str | None = None,
+) -> tuple[User, str | None]:
+    """Create an account; returns it with the generated password (None when one was given).
+
+    Raises UserExistsError or ForbiddenError.
+    """
+    _check_may_act(actor_role, USER, role)
+    generated = generate_password() if password is None else None
+    chosen = password or generated or ""
+    password_hash = await hash_password_off_loop(chosen)
+    async with database.write() as db:
+        user = await create_user(
+            db, email=email, password=chosen, name=name, role=role, password_hash=password_hash
+        )
+    log.info("user created", user_id=user.id, role=role, by=actor_role)
+    return user, generated
+
+
+async def _locked_target(db: AsyncSession, user_id: str) -> User:
+    """The target row, plus every active super administrator locked (PostgreSQL), so that
+    two administrators demoting each other at once cannot both pass the last-one check."""
+    await db.execute(
+        select(User.id).where(User.role == SUPER_ADMIN, User.disabled.is_(False)).with_for_update()
+    )
+    user = await db.scalar(select(User).where(User.id == user_id).with_for_update())
+    if user is None:
+        raise NotFoundError(user_id)
+    return user
+
+
+async def _check_not_last_super_admin(db: AsyncSession, user: User) -> None:
+    if user.role != SUPER_ADMIN or user.disabled:
+        return
+    active = await db.scalar(
+        select(func.count())
+        .select_from(User)
+        .where(User.role == SUPER_ADMIN, User.disabled.is_(False))
+    )
+    if (active or 0) <= 1:
+        raise LastSuperAdminError
+
+
+async def _revoke_sessions(db: AsyncSession, user_id: str, *, keep: str | None = None) -> None:
+    query = update(Session).where(Session.user_id == user_id, Session.revoked_at.is_(None))
+    if keep is not None:
+        query = query.where(Session.id != keep)
+    await db.execute(query.values(revoked_at=utcnow()))
+
+
+async def update_user(
+    database: Database, user_id: str, changes: UserChanges, *, actor_role: str
+) -> User:
+    """Apply a PATCH. Disabling revokes every session and deletes every API token at once.
+
+    Raises NotFoundError, ForbiddenError or LastSuperAdminError.
+    """
+    async with database.write() as db:
+        user = await _locked_target(db, user_id)
+        _check_may_act(actor_role, user.role, changes.role)
+        demoted = changes.role is not None and changes.role != SUPER_ADMIN
+        if demoted or changes.disabled:
+            await _check_not_last_super_admin(db, user)
+        if changes.name is not None:
+            user.name = changes.name
+        if changes.role is not None:
+            user.role = changes.role
+        if changes.crm_location_id is not None:
+            user.crm_location_id = changes.crm_location_id or None
+        if changes.disabled is not None:
+            if changes.disabled and not user.disabled:
+                await _revoke_sessions(db, user.id)
+                await db.execute(delete(ApiToken).where(ApiToken.user_id == user.id))
+            user.disabled = changes.disabled
+        user.updated_at = utcnow()
+    log.info(
+        "user updated",
+        user_id=user_id,
+        by=actor_role,
+        changed=[name for name, value in vars(changes).items() if value is not None],
+    )
+    return user
+
+
+async def reset_password(
+    database: Database, user_id: str, password: str | None, *, actor_role: str
+) -> str | None:
+    """Set a new password (generated when None, then returned) and revoke the sessions."""
+    generated = generate_password() if password is None else None
+    new_hash = await hash_password_off_loop(password or generated or "")
+    async with database.write() as db:
+        user = await _locked_target(db, user_id)
+        _check_may_act(actor_role, user.role)
+        user.password_hash = new_hash
+        user.updated_at = utcnow()
+        await _revoke_sessions(db, user.id)
+    log.info("password reset", user_id=user_id, by=actor_role)
+    return generated
+
+
+async def delete_user(database: Database, user_id: str, *, actor_role: str) -> int:
+    """Remove the user with sessions, tokens, conversations and onboarding record; their
+    pending outbox jobs end as cancelled. Returns how many jobs were cancelled."""
+    async with database.write() as db:
+        user = await _locked_target(db, user_id)
+        _check_may_act(actor_role, user.role)
+        await _check_not_last_super_admin(db, user)
+        conversations = select(Conversation.id).where(Conversation.user_id == user_id)
+        await db.execute(delete(Message).where(Message.conversation_id.in_(conversations)))
+        await db.execute(delete(Conversation).where(Conversation.user_id == user_id))
+        await db.execute(delete(Onboarding).where(Onboarding.userId == user_id))
+        await db.execute(delete(Session).where(Session.user_id == user_id))
+        await db.execute(delete(ApiToken).where(ApiToken.user_id == user_id))
+        cancelled = await _cancel_jobs(db, user_id)
+        await db.delete(user)
+    log.info("user deleted", user_id=user_id, by=actor_role, cancelled_jobs=len(cancelled))
+    for job_id, kind in cancelled:
+        log.info("outbox job cancelled: its user was deleted", job_id=job_id, kind=kind)
+    return len(cancelled)
+
+
+async def _cancel_jobs(db: AsyncSession, user_id: str) -> list[tuple[str, str]]:
+    # Payloads are JSON, which SQLite and PostgreSQL query differently; pending jobs are few,
+    # so they are matched here. A job being delivered right now loses its lease: the worker's
+    # outcome is then discarded (it only writes while it holds the lease).
+    jobs = (await db.scalars(select(OutboxJob).where(OutboxJob.status == PENDING))).all()
+    cancelled: list[tuple[str, str]] = []
+    now = utcnow()
+    for job in jobs:
+        if job.payload.get("userId") == user_id:
+            job.status = CANCELLED
+            job.locked_until = None
+            job.last_error = "user deleted"
+            job.updated_at = now
+            cancelled.append((job.id, job.kind))
+    return cancelled
+
+
+class WrongPasswordError(Exception):
+    pass
+
+
+async def change_own_password(
+    database: Database,
+    user_id: str,
+    current: str,
+    new: str,
+    *,
+    keep_session: str | None,
+) -> None:
+    """Check the current password, set the new one, revoke every other session."""
+    async with database.read() as db:
+        user = await db.get(User, user_id)
+    if user is None:
+        raise NotFoundError(user_id)
+    if not await verify_password(user.password_hash, current):
+        raise WrongPasswordError
+    new_hash = await hash_password_off_loop(new)
+    async with database.write() as db:
+        await db.execute(
+            update(User)
+            .where(User.id == user_id)
+            .values(password_hash=new_hash, updated_at=utcnow())
+        )
+        await _revoke_sessions(db, user_id, keep=keep_session)
+    log.info("password changed", user_id=user_id)

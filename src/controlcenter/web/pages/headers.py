@@ -1,0 +1,51 @@
+"""The security headers every page and page asset carries (CONTRACT section 9)."""
+
+from __future__ import annotations
+
+from starlette.responses import Response
+from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
+
+# No inline script, no other host: the scripts are the vendored files and the pages' own.
+CONTENT_SECURITY_POLICY = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    )
+)
+
+PAGE_HEADERS: dict[str, str] = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "Referrer-Policy": "same-origin",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+
+# Assets may be cached; they change with the service's version (see VENDORED.md for names).
+ASSET_HEADERS: dict[str, str] = {
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-cache",
+}
+
+
+def with_page_headers(response: Response) -> Response:
+    response.headers.update(PAGE_HEADERS)
+    return response
+
+
+class PageAssets(StaticFiles):
+    """StaticFiles whose answers carry the asset headers."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        response.headers.update(ASSET_HEADERS)
+        return response

@@ -1,0 +1,129 @@
+// /admin/users: the users of CONTRACT 8 (list, create, role, disable, password, CRM location).
+"use strict";
+
+document.addEventListener("DOMContentLoaded", () => {
+  const USERS_URL = "/api/v1/admin/users";
+  const isSuper = document.body.dataset.role === "super_admin";
+  const selfId = document.body.dataset.userId;
+  const body = document.getElementById("users-body");
+  const template = document.getElementById("user-row");
+  const more = document.getElementById("more-users");
+  const pageError = document.getElementById("page-error");
+  const notice = document.getElementById("users-status");
+  const createForm = document.getElementById("create-user");
+  const createError = document.getElementById("create-error");
+  const ROLE_NAMES = { user: "Broker", admin: "Administrator", super_admin: "Super administrator" };
+  let cursor = null;
+
+  function say(text) {
+    notice.textContent = text;
+  }
+
+  function problem(text) {
+    cc.show(pageError, text);
+  }
+
+  function row(user) {
+    const tr = template.content.firstElementChild.cloneNode(true);
+    tr.dataset.userId = user.id;
+    tr.querySelector(".email").textContent = user.email;
+    tr.querySelector(".name").textContent = user.name || "—";
+    const role = tr.querySelector(".role");
+    role.setAttribute("aria-label", `Role of ${user.email}`);
+    for (const [value, label] of Object.entries(ROLE_NAMES)) {
+      const option = cc.el("option", { value, text: label });
+      // Only a super administrator may make or unmake administrators (CONTRACT 8).
+      if (!isSuper && value !== "user" && value !== user.role) option.disabled = true;
+      role.append(option);
+    }
+    role.value = user.role;
+    if (!isSuper && user.role !== "user") role.disabled = true;
+    role.addEventListener("change", async () => {
+      const result = await patch(user, { role: role.value });
+      if (result) say(`${user.email} is now ${ROLE_NAMES[result.role]}.`);
+      else role.value = user.role;
+    });
+    tr.querySelector(".status-cell").textContent = user.disabled ? "Disabled" : "Active";
+    const toggle = tr.querySelector(".toggle-disabled");
+    toggle.textContent = user.disabled ? "Enable" : "Disable";
+    toggle.setAttribute("aria-label", `${user.disabled ? "Enable" : "Disable"} ${user.email}`);
+    toggle.addEventListener("click", async () => {
+      const result = await patch(user, { disabled: !user.disabled });
+      if (result) say(`${user.email} is ${result.disabled ? "disabled" : "enabled"}.`);
+    });
+    const crm = tr.querySelector(".crm");
+    crm.value = user.crmLocationId || "";
+    crm.setAttribute("aria-label", `CRM location of ${user.email}`);
+    const link = tr.querySelector(".link-crm");
+    link.setAttribute("aria-label", `Link CRM location of ${user.email}`);
+    link.addEventListener("click", async () => {
+      const result = await patch(user, { crmLocationId: crm.value.trim() || null });
+      if (result) say(result.crmLocationId ? `${user.email} is linked to ${result.crmLocationId}.` : `${user.email} has no CRM location now.`);
+    });
+    const reset = tr.querySelector(".reset-password");
+    reset.setAttribute("aria-label", `Reset password of ${user.email}`);
+    reset.addEventListener("click", async () => {
+      if (!confirm(`Reset the password of ${user.email}? Their sessions are signed out.`)) return;
+      const result = await cc.api("POST", `${USERS_URL}/${encodeURIComponent(user.id)}/password`, {});
+      if (result.status !== 200) return problem("The password was not reset: " + cc.errorText(result));
+      say(`New password for ${user.email} (shown once): ${result.data.password}`);
+    });
+    const del = tr.querySelector(".delete-user");
+    del.setAttribute("aria-label", `Delete ${user.email}`);
+    if (user.id === selfId) del.disabled = true;
+    del.addEventListener("click", async () => {
+      if (!confirm(`Delete ${user.email} with their conversations, tokens and setup? This cannot be undone.`)) return;
+      const result = await cc.api("DELETE", `${USERS_URL}/${encodeURIComponent(user.id)}`);
+      if (result.status !== 200 && result.status !== 204) return problem("The user was not deleted: " + cc.errorText(result));
+      tr.remove();
+      say(`${user.email} was deleted.`);
+    });
+    return tr;
+  }
+
+  async function patch(user, change) {
+    cc.show(pageError, "");
+    const result = await cc.api("PATCH", `${USERS_URL}/${encodeURIComponent(user.id)}`, change);
+    if (result.status !== 200) {
+      problem(`${user.email} was not changed: ` + cc.errorText(result));
+      return null;
+    }
+    const updated = result.data.user;
+    const old = body.querySelector(`tr[data-user-id="${CSS.escape(user.id)}"]`);
+    if (old) old.replaceWith(row(updated));
+    return updated;
+  }
+
+  async function load(next) {
+    const url = USERS_URL + "?limit=100" + (next ? "&cursor=" + encodeURIComponent(next) : "");
+    const result = await cc.api("GET", url);
+    if (result.status !== 200) return problem("The users could not be loaded: " + cc.errorText(result));
+    if (!next) body.replaceChildren();
+    for (const user of result.data.users) body.append(row(user));
+    cursor = result.data.nextCursor || null;
+    more.hidden = !cursor;
+  }
+
+  more.addEventListener("click", () => load(cursor));
+
+  createForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    cc.show(createError, "");
+    const payload = { email: createForm.email.value.trim(), role: createForm.role.value };
+    if (createForm.name.value.trim()) payload.name = createForm.name.value.trim();
+    if (createForm.password.value) payload.password = createForm.password.value;
+    const result = await cc.api("POST", USERS_URL, payload);
+    if (result.status !== 201 && result.status !== 200) {
+      const details = Object.values(cc.detailsByField(result.data)).flat();
+      cc.show(createError, details.length ? details.join(" ") : cc.errorText(result));
+      return;
+    }
+    createForm.reset();
+    body.prepend(row(result.data.user));
+    say(result.data.password
+      ? `Created ${result.data.user.email}. Their password (shown once): ${result.data.password}`
+      : `Created ${result.data.user.email}.`);
+  });
+
+  load(null);
+});
