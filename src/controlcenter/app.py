@@ -27,7 +27,6 @@ from controlcenter.crm.tools import crm_tools
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
 from controlcenter.ocs.index import IndexFastPath
-from controlcenter.ocs.router import document_security
 from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.crm_sync import CrmSync
 from controlcenter.onboarding.router import router as onboarding_router
@@ -52,7 +51,7 @@ CHAT_DRAIN_S = 30.0
 
 
 def build_services(config: Config) -> Services:
-    db = Database(config.database_url)
+    db = Database(config.database_url, sqlite_driver=config.sqlite_driver)
     settings = SettingsStore(db, config.fernet_key)
     crm = CrmTransport.from_config(config)
     providers = build_providers(config)
@@ -146,7 +145,6 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         app.include_router(router)
     mount_pages(app)
     api_docs.install(app)
-    document_security(app)
     openapi_doc.install(app)
     return app
 

@@ -65,6 +65,8 @@ class Config(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
     database_url: str = DEFAULT_DATABASE_URL
+    # SQLite through the project's driver on the loop's thread, or aiosqlite's as a fallback.
+    sqlite_driver: Literal["inline", "aiosqlite"] = "inline"
     _check_database_url = field_validator("database_url")(check_database_url)
     secret_key: str | None = Field(default=None, repr=False)
     settings_encryption_key: str | None = Field(default=None, repr=False)

@@ -10,7 +10,7 @@ No `from __future__ import annotations` here: FastAPI reads the `Annotated` depe
 these functions at run time, and the domain types inside them stay quoted.
 """
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
@@ -99,21 +99,23 @@ async def require_user(
     return principal
 
 
-async def require_super_admin(
-    principal: Annotated["Principal | None", Depends(optional_principal)],
-) -> "Principal":
-    if principal is None or not principal.is_super_admin:
-        raise ApiError(403, "Forbidden")
-    return principal
+def _role_check(
+    allows: "Callable[[Principal], bool]", what: str
+) -> "Callable[[Principal | None], Awaitable[Principal]]":
+    async def check(
+        principal: Annotated["Principal | None", Depends(optional_principal)],
+    ) -> "Principal":
+        if principal is None or not allows(principal):
+            raise ApiError(403, "Forbidden")
+        return principal
+
+    check.__doc__ = f"The caller, when {what}; 403 otherwise."
+    return check
 
 
-async def require_admin(
-    principal: Annotated["Principal | None", Depends(optional_principal)],
-) -> "Principal":
-    """An administrator or a super administrator (user administration, CONTRACT 8)."""
-    if principal is None or not principal.is_admin:
-        raise ApiError(403, "Forbidden")
-    return principal
+require_super_admin = _role_check(lambda p: p.is_super_admin, "a super administrator")
+# User administration (CONTRACT 8).
+require_admin = _role_check(lambda p: p.is_admin, "an administrator or a super administrator")
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]
