@@ -343,7 +343,13 @@ def _complete(path: str, method: str, operation: Schema, schemas: dict[str, Sche
             "description": _SSE_DESCRIPTION,
             "content": {
                 "text/event-stream": {
-                    "schema": {"type": "string"},
+                    # Each event as a client's SSE parser gives it: its `data` line is one
+                    # ChatEvent in JSON (`x-itemSchema`).
+                    "schema": {
+                        "type": "object",
+                        "required": ["data"],
+                        "properties": {"data": {"type": "string"}},
+                    },
                     "x-itemSchema": ref("ChatEvent"),
                     "example": _SSE_EXAMPLE,
                 }
