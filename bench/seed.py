@@ -10,7 +10,7 @@ from controlcenter.auth.models import User
 from controlcenter.auth.passwords import hash_password
 from controlcenter.auth.service import create_api_token, normalise_email, start_session
 from controlcenter.db import Database
-from controlcenter.migrate import upgrade
+from controlcenter.db.migrate import upgrade
 
 PASSWORD = "bench-password-0123456789"  # a throwaway account on a temp database
 SESSION_TTL_S = 3600

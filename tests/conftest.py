@@ -24,9 +24,9 @@ from controlcenter.auth import passwords
 from controlcenter.auth.service import create_api_token, create_user, start_session
 from controlcenter.config import Config
 from controlcenter.db import Database
-from controlcenter.migrate import upgrade
-from controlcenter.models import Base
-from controlcenter.services import Services
+from controlcenter.db.migrate import upgrade
+from controlcenter.db.migrations.tables import Base
+from controlcenter.web.deps import Services
 from tests.dbtools import reset_postgres
 from tests.fakes.server import listening_socket
 

@@ -10,35 +10,39 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from controlcenter import api_docs, health, openapi_doc
 from controlcenter.accounts.own_router import router as own_account_router
 from controlcenter.accounts.users_router import router as users_router
 from controlcenter.admin_settings.router import router as settings_router
 from controlcenter.admin_settings.store import SettingsStore
-from controlcenter.allow import AllowedMethods
 from controlcenter.auth.refusals import too_many_attempts
 from controlcenter.auth.router import router as auth_router
+from controlcenter.auth.service import RequestAuth
 from controlcenter.auth.throttle import TooManyAttemptsError
-from controlcenter.body_limit import BodyLimitMiddleware
 from controlcenter.chat.router import router as chat_router
+from controlcenter.chat.service import ChatParts
+from controlcenter.chat.stream import ChatRuns
+from controlcenter.common.logs import configure_logging, get_logger
 from controlcenter.config import Config
 from controlcenter.crm.tools import crm_tools
 from controlcenter.crm.transport import CrmTransport
-from controlcenter.cross_origin import CrossOriginProtection
 from controlcenter.db import Database
-from controlcenter.errors import ApiError
-from controlcenter.logs import configure_logging, get_logger
 from controlcenter.ocs.index import IndexFastPath
-from controlcenter.ocs.router import document_security
 from controlcenter.ocs.router import router as ocs_router
+from controlcenter.onboarding.crm_sync import CrmSync
 from controlcenter.onboarding.router import router as onboarding_router
 from controlcenter.outbox.runtime import start_worker
+from controlcenter.outbox.worker import Handler
 from controlcenter.providers.registry import build_providers, close_providers
-from controlcenter.redirects import RelativeRedirects
-from controlcenter.request_id import RequestIdMiddleware
-from controlcenter.services import Services
 from controlcenter.tools.mcp_source import MCP_SERVER_URL_SETTING, McpSource
 from controlcenter.tools.router import StaticSource, ToolRouter
+from controlcenter.web import api_docs, health, openapi_doc
+from controlcenter.web.allow import AllowedMethods
+from controlcenter.web.deps import Services
+from controlcenter.web.errors import ApiError
+from controlcenter.web.middleware.body_limit import BodyLimitMiddleware
+from controlcenter.web.middleware.cross_origin import CrossOriginProtection
+from controlcenter.web.middleware.redirects import RelativeRedirects
+from controlcenter.web.middleware.request_id import RequestIdMiddleware
 from controlcenter.web.pages import mount_pages
 
 log = get_logger(__name__)
@@ -47,15 +51,24 @@ CHAT_DRAIN_S = 30.0
 
 
 def build_services(config: Config) -> Services:
-    db = Database(config.database_url)
+    db = Database(config.database_url, sqlite_driver=config.sqlite_driver)
     settings = SettingsStore(db, config.fernet_key)
+    crm = CrmTransport.from_config(config)
+    providers = build_providers(config)
+    tools = build_tool_router(config, settings)
+    chat_runs = ChatRuns()
     return Services(
         config=config,
         db=db,
         settings=settings,
-        crm=CrmTransport.from_config(config),
-        providers=build_providers(config),
-        tools=build_tool_router(config, settings),
+        crm=crm,
+        providers=providers,
+        tools=tools,
+        chat_runs=chat_runs,
+        auth=RequestAuth(db, config.jwt_key),
+        chat=ChatParts(
+            db=db, settings=settings, crm=crm, providers=providers, tools=tools, runs=chat_runs
+        ),
     )
 
 
@@ -67,6 +80,11 @@ def build_tool_router(config: Config, settings: SettingsStore) -> ToolRouter:
 
     mcp = McpSource(mcp_server_url, ttl_s=config.mcp_cache_ttl_s, timeout_s=config.mcp_timeout_s)
     return ToolRouter([StaticSource(crm_tools()), mcp])
+
+
+def worker_handlers(services: Services) -> dict[str, Handler]:
+    """The outbox's handler of every job kind."""
+    return CrmSync(services.db, services.settings, services.crm).handlers()
 
 
 async def close_services(services: Services) -> None:
@@ -89,7 +107,9 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         services = build_services(config)
         app.state.services = services
         # Each server process runs one worker; lease-based claiming keeps several safe.
-        worker = start_worker(services) if run_worker else None
+        worker = (
+            start_worker(services.db, config, worker_handlers(services)) if run_worker else None
+        )
         try:
             yield
         finally:
@@ -125,7 +145,6 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         app.include_router(router)
     mount_pages(app)
     api_docs.install(app)
-    document_security(app)
     openapi_doc.install(app)
     return app
 

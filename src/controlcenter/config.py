@@ -1,4 +1,6 @@
-"""The deployment's configuration: one pydantic-settings class, read once at start-up."""
+"""The deployment's configuration: one pydantic-settings class, read once at start-up.
+
+It imports nothing of the project, so that every module can read it."""
 
 from __future__ import annotations
 
@@ -7,15 +9,54 @@ import secrets
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from cryptography.fernet import Fernet
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-from controlcenter.cross_origin import check_origins, parse_origins
-from controlcenter.lookups import check_database_url
+from sqlalchemy.engine import make_url
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./var/controlcenter.db"
+
+
+def check_database_url(url: str) -> str:
+    """`url`, unless it names an in-memory SQLite database: the lookups keep a connection of
+    their own, and a second connection to ":memory:" is a second, empty database."""
+    if url.startswith("sqlite") and make_url(url).database in (None, "", ":memory:"):
+        raise ValueError("SQLite must be a file database, not in-memory")
+    return url
+
+
+def parse_origins(value: str) -> frozenset[str]:
+    """`ALLOWED_ORIGINS`: origins (`scheme://host[:port]`) separated by commas or spaces.
+
+    Raises ValueError for an entry that is not an origin, so that a typo stops the start-up
+    instead of silently refusing (or allowing) a front end.
+    """
+    origins: set[str] = set()
+    for entry in value.replace(",", " ").split():
+        origin = entry.rstrip("/").lower()
+        parts = urlsplit(origin)
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or parts.username is not None
+            or parts.password is not None
+            or parts.path
+            or parts.query
+            or parts.fragment
+        ):
+            raise ValueError(
+                f"ALLOWED_ORIGINS: {entry!r} is not an origin like https://host[:port]"
+            )
+        origins.add(origin)
+    return frozenset(origins)
+
+
+def check_origins(value: str) -> str:
+    """`value`, once `parse_origins` accepts it (the configuration's validator)."""
+    parse_origins(value)
+    return value
 
 
 class Config(BaseSettings):
@@ -24,6 +65,8 @@ class Config(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
     database_url: str = DEFAULT_DATABASE_URL
+    # SQLite through the project's driver on the loop's thread, or aiosqlite's as a fallback.
+    sqlite_driver: Literal["inline", "aiosqlite"] = "inline"
     _check_database_url = field_validator("database_url")(check_database_url)
     secret_key: str | None = Field(default=None, repr=False)
     settings_encryption_key: str | None = Field(default=None, repr=False)

@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy import delete, update
 from starlette.requests import Request
 
-from controlcenter.auth.dependencies import optional_principal, require_super_admin, require_user
 from controlcenter.auth.models import Session, User
 from controlcenter.auth.service import start_session
-from controlcenter.errors import ApiError
+from controlcenter.web.deps import optional_principal, require_super_admin, require_user
+from controlcenter.web.errors import ApiError
 from tests.conftest import TEST_SECRET_KEY, AppUser, RunningServer, UserFactory
 
 ME = "/api/v1/auth/me"

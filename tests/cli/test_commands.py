@@ -13,7 +13,7 @@ import httpx
 import pytest
 from argon2 import PasswordHasher
 
-from controlcenter.migrate import alembic_config
+from controlcenter.db.migrate import alembic_config
 from tests.cli.conftest import Cli
 
 

@@ -8,6 +8,7 @@ from email.utils import format_datetime
 
 import pytest
 
+from controlcenter.common.retry import parse_retry_after
 from controlcenter.crm.client import CrmClient
 from controlcenter.crm.errors import (
     CrmAuthError,
@@ -17,7 +18,7 @@ from controlcenter.crm.errors import (
     CrmRequestError,
     CrmUnavailable,
 )
-from controlcenter.crm.transport import CrmTransport, RetryPolicy, parse_retry_after
+from controlcenter.crm.transport import CrmTransport, RetryPolicy
 from tests.crm.conftest import Location
 from tests.fakes.crm import FakeCrm
 

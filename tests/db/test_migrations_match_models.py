@@ -8,8 +8,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine
 
-from controlcenter.migrate import upgrade
-from controlcenter.models import Base
+from controlcenter.db.migrate import upgrade
+from controlcenter.db.migrations.tables import Base
 
 
 def test_no_difference_after_upgrade(tmp_path: Path) -> None:

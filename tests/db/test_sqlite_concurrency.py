@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import text
 
 from controlcenter.db import Database
-from controlcenter.sqlite_driver import BUSY_TIMEOUT_MS
+from controlcenter.db.sqlite_driver import BUSY_TIMEOUT_MS
 from tests.db.counter import create_schema, increment
 
 TASKS = 200

@@ -1230,8 +1230,8 @@ DEMO_OPERATOR_TOKEN = "pit-demo-operator-000000000000"
 def define_onboarding_fields(fake: FakeCrm, location_id: str) -> dict[str, str]:
     """The contact custom fields docs/outbox.md asks the operator to create, one per onboarding
     answer; their ids by key."""
+    from controlcenter.onboarding.crm_sync import custom_field_key
     from controlcenter.onboarding.models import FIELDS
-    from controlcenter.outbox.delivery import custom_field_key
 
     keys = [custom_field_key(name) for name in FIELDS]
     return {key: fake.add_custom_field(location_id, key, key=key)["id"] for key in keys}

@@ -28,7 +28,7 @@ from controlcenter.app import create_app
 from controlcenter.auth.service import create_user
 from controlcenter.config import Config
 from controlcenter.db import Database
-from controlcenter.migrate import upgrade
+from controlcenter.db.migrate import upgrade
 from tests.fakes.crm import (
     DEMO_AGENCY_TOKEN,
     DEMO_COMPANY_ID,

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from controlcenter.app import worker_handlers
 from controlcenter.auth.models import User
-from controlcenter.outbox.delivery import CrmDelivery
 from controlcenter.outbox.runtime import RunningWorker
 from controlcenter.outbox.worker import OutboxWorker
 from tests.chat.conftest import llm as llm  # both providers, each asserting `invalid == []`
@@ -84,7 +84,12 @@ def new_worker(server: RunningServer, **overrides: object) -> OutboxWorker:
     """The service's own delivery handlers in a worker with test-sized timings."""
     services = server.services
     config = fast_config(services.config, **overrides)
-    return OutboxWorker(services.db, config, CrmDelivery(services).handlers(), name="e2e")
+    return OutboxWorker(
+        services.db,
+        config,
+        worker_handlers(services),
+        name="e2e",
+    )
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controlcenter.services import Services
+from controlcenter.web.deps import Services
 from tests.fakes.crm import FakeCrm, define_onboarding_fields
 
 COMPLETE_TAG = "onboarding-complete"

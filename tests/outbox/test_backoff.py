@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import random
 
-from controlcenter.outbox.backoff import backoff_delay
+from controlcenter.common.retry import backoff_delay
 
 
 def test_full_jitter_stays_under_the_exponential_bound() -> None:

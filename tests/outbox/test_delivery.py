@@ -8,12 +8,18 @@ import json
 import pytest
 from structlog.testing import capture_logs
 
+from controlcenter.app import worker_handlers
 from controlcenter.auth.models import User
 from controlcenter.config import Config
 from controlcenter.db import Database
+from controlcenter.onboarding.crm_sync import (
+    SYNC_USER,
+    TAG_HIGH_GCI,
+    TAG_ONBOARDING_COMPLETE,
+    CrmSync,
+    custom_field_key,
+)
 from controlcenter.onboarding.models import Onboarding
-from controlcenter.outbox.delivery import CrmDelivery, custom_field_key
-from controlcenter.outbox.kinds import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
 from controlcenter.outbox.models import DEAD, DONE, PENDING
 from controlcenter.outbox.worker import OutboxWorker
 from tests.conftest import AppUser, RunningServer, UserFactory
@@ -31,7 +37,7 @@ from tests.outbox.operator import (
 def worker_for(server: RunningServer, config: Config | None = None) -> OutboxWorker:
     services = server.services
     config = config or fast_config(services.config)
-    return OutboxWorker(services.db, config, CrmDelivery(services).handlers())
+    return OutboxWorker(services.db, config, worker_handlers(services))
 
 
 @pytest.fixture
@@ -118,7 +124,7 @@ async def test_the_field_ids_are_looked_up_once_per_location(
     server: RunningServer, users: UserFactory, fake_crm: FakeCrm, operator: Operator
 ) -> None:
     user = await broker(server, users, gciLast12Months="$250k+")
-    delivery = CrmDelivery(server.services)
+    delivery = CrmSync(server.services.db, server.services.settings, server.services.crm)
     worker = OutboxWorker(server.db, fast_config(server.services.config), delivery.handlers())
     for _ in range(3):
         await add_job(server.db, TAG_HIGH_GCI, {"userId": user.id, "gci": "$250k+"})

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from controlcenter.config import Config
-from controlcenter.outbox.kinds import TAG_ONBOARDING_COMPLETE
+from controlcenter.onboarding.crm_sync import TAG_ONBOARDING_COMPLETE
 from controlcenter.outbox.models import DONE, PENDING
 from tests.conftest import RunningServer, UserFactory
 from tests.fakes.crm import FakeCrm

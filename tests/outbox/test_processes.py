@@ -18,7 +18,7 @@ from controlcenter.app import create_app
 from controlcenter.auth.models import User
 from controlcenter.config import Config
 from controlcenter.db import utcnow
-from controlcenter.outbox.kinds import TAG_ONBOARDING_COMPLETE
+from controlcenter.onboarding.crm_sync import TAG_ONBOARDING_COMPLETE
 from controlcenter.outbox.models import DONE, PENDING
 from tests.conftest import RunningServer, UserFactory
 from tests.fakes.crm import FakeCrm

@@ -12,10 +12,9 @@ from collections import Counter
 
 from structlog.testing import capture_logs
 
-from controlcenter.app import build_services
+from controlcenter.app import build_services, worker_handlers
 from controlcenter.auth.models import User
-from controlcenter.outbox.delivery import CrmDelivery
-from controlcenter.outbox.kinds import TAG_ONBOARDING_COMPLETE
+from controlcenter.onboarding.crm_sync import TAG_ONBOARDING_COMPLETE
 from controlcenter.outbox.models import DONE
 from controlcenter.outbox.worker import OutboxWorker
 from tests.conftest import RunningServer, UserFactory
@@ -43,8 +42,7 @@ async def test_racing_workers_deliver_each_job_exactly_once(
     config = fast_config(server.services.config, outbox_concurrency=4)
     services = [build_services(config) for _ in range(count)]
     workers = [
-        OutboxWorker(s.db, config, CrmDelivery(s).handlers(), name=f"w{i}")
-        for i, s in enumerate(services)
+        OutboxWorker(s.db, config, worker_handlers(s), name=f"w{i}") for i, s in enumerate(services)
     ]
     fake_crm.delay_s = 0.01  # keeps deliveries in flight while the others claim
     with capture_logs() as logs:

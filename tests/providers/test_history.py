@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from controlcenter.providers.base import AssistantTurn, ToolResultsTurn, UserTurn
-from controlcenter.providers.history import parse_arguments, redact, sendable_turns
-from controlcenter.tools.base import ToolCall, ToolResult
+from controlcenter.common.secrets import redact
+from controlcenter.llm.types import AssistantTurn, ToolCall, ToolResult, ToolResultsTurn, UserTurn
+from controlcenter.providers.history import parse_arguments, sendable_turns
 
 CALL_A = ToolCall("a", "t", {})
 CALL_B = ToolCall("b", "t", {})

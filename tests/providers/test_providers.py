@@ -10,18 +10,18 @@ from typing import Any
 import pytest
 
 from controlcenter.config import Config
-from controlcenter.providers.anthropic import AnthropicProvider
-from controlcenter.providers.base import (
+from controlcenter.llm.types import (
     AssistantTurn,
-    Provider,
-    ProviderError,
+    ToolCall,
+    ToolResult,
     ToolResultsTurn,
     ToolSpec,
     UserTurn,
 )
+from controlcenter.providers.anthropic import AnthropicProvider
+from controlcenter.providers.base import Provider, ProviderError
 from controlcenter.providers.openai import OpenAIProvider
 from controlcenter.providers.registry import build_providers, close_providers
-from controlcenter.tools.base import ToolCall, ToolResult
 from tests.fakes.llm import ErrorReply, FakeAnthropic, FakeOpenAI, Reply, ToolUse
 
 Case = tuple[Provider, FakeAnthropic | FakeOpenAI]

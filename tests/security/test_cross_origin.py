@@ -11,8 +11,7 @@ import httpx
 import pytest
 
 from controlcenter.app import create_app
-from controlcenter.config import Config
-from controlcenter.cross_origin import parse_origins
+from controlcenter.config import Config, parse_origins
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.server import LoopbackServer
 

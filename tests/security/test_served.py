@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from controlcenter.header_limit import HEADER_LIMIT
+from controlcenter.web.middleware.header_limit import HEADER_LIMIT
 from tests.cli.conftest import Cli
 from tests.cli.test_commands import free_port, wait_until_serving
 

@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from controlcenter.tools.base import ToolCall, ToolContext, ToolError
+from controlcenter.llm.types import ToolCall
+from controlcenter.tools.base import ToolContext, ToolError
 from controlcenter.tools.mcp_source import McpSource
 from controlcenter.tools.router import StaticSource, ToolRouter
 from tests.fakes.mcp_server import FakeMcp

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from controlcenter.tools.base import Tool, ToolCall, ToolContext, ToolError
+from controlcenter.llm.types import ToolCall
+from controlcenter.tools.base import Settings, Tool, ToolContext, ToolError
 from controlcenter.tools.router import (
     MAX_TOOLS,
     StaticSource,
@@ -38,7 +39,7 @@ class CountingSource:
         self.tools = list(tools)
         self.calls = 0
 
-    async def list_tools(self) -> Sequence[Tool]:
+    async def list_tools(self, settings: Settings | None = None) -> Sequence[Tool]:
         self.calls += 1
         return self.tools
 

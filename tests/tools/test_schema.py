@@ -10,7 +10,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from controlcenter.crm.tools import crm_tools
-from controlcenter.tools.base import Tool, ToolCall, ToolContext
+from controlcenter.llm.types import ToolCall
+from controlcenter.tools.base import Settings, Tool, ToolContext
 from controlcenter.tools.mcp_source import McpSource
 from controlcenter.tools.router import MAX_TOOLS, StaticSource, Toolbox, ToolRouter
 from controlcenter.tools.schema import offends, offered_schema
@@ -199,7 +200,7 @@ async def test_arguments_are_checked_against_the_schema_as_published() -> None:
 
 async def test_a_tool_not_offered_is_logged_once_however_often_its_source_relists() -> None:
     class Relisting:
-        async def list_tools(self) -> list[Tool]:  # a fresh list each time, as after a TTL
+        async def list_tools(self, settings: Settings | None = None) -> list[Tool]:  # fresh
             return [Tool("odd", "", {"type": "string"}, make_tool("odd").handler)]
 
     router = ToolRouter([Relisting()])

@@ -9,9 +9,9 @@ from fastapi.responses import JSONResponse
 
 from controlcenter.accounts import tokens, users
 from controlcenter.accounts.schemas import PasswordChange, TokenCreate
-from controlcenter.auth.dependencies import CurrentUser, ServicesDep
-from controlcenter.errors import ApiError
-from controlcenter.http import json_body, read_model
+from controlcenter.web.body import json_body, read_model
+from controlcenter.web.deps import CurrentUser, DatabaseDep
+from controlcenter.web.errors import ApiError
 
 router = APIRouter(prefix="/api/v1/auth", tags=["account"])
 
@@ -24,41 +24,37 @@ WRONG_PASSWORD = {
 
 
 @router.get("/tokens")
-async def list_tokens(principal: CurrentUser, services: ServicesDep) -> dict[str, Any]:
+async def list_tokens(principal: CurrentUser, db: DatabaseDep) -> dict[str, Any]:
     """The caller's API tokens, oldest first (never their secrets)."""
-    rows = await tokens.list_tokens(services.db, principal.user.id)
+    rows = await tokens.list_tokens(db, principal.user.id)
     return {"tokens": [tokens.token_view(row) for row in rows]}
 
 
 @router.post("/tokens", status_code=201, openapi_extra=json_body(TokenCreate))
-async def create_token(
-    request: Request, principal: CurrentUser, services: ServicesDep
-) -> JSONResponse:
+async def create_token(request: Request, principal: CurrentUser, db: DatabaseDep) -> JSONResponse:
     """A new API token; its secret is in this answer and nowhere else, ever."""
     body = await read_model(request, TokenCreate)
-    token, secret = await tokens.add_token(services.db, principal.user.id, body.label)
+    token, secret = await tokens.add_token(db, principal.user.id, body.label)
     return JSONResponse({"token": tokens.token_view(token), "secret": secret}, status_code=201)
 
 
 @router.delete("/tokens/{token_id}")
-async def revoke_token(
-    token_id: str, principal: CurrentUser, services: ServicesDep
-) -> dict[str, Any]:
+async def revoke_token(token_id: str, principal: CurrentUser, db: DatabaseDep) -> dict[str, Any]:
     """Revoke one of the caller's tokens (another user's is answered as unknown)."""
-    if not await tokens.revoke_token(services.db, token_id, user_id=principal.user.id):
+    if not await tokens.revoke_token(db, token_id, user_id=principal.user.id):
         raise ApiError(404, TOKEN_NOT_FOUND)
     return {"success": True}
 
 
 @router.post("/password", openapi_extra=json_body(PasswordChange))
 async def change_password(
-    request: Request, principal: CurrentUser, services: ServicesDep
+    request: Request, principal: CurrentUser, db: DatabaseDep
 ) -> dict[str, Any]:
     """Change the caller's password; every other session of theirs ends."""
     body = await read_model(request, PasswordChange)
     try:
         await users.change_own_password(
-            services.db,
+            db,
             principal.user.id,
             body.currentPassword,
             body.newPassword,

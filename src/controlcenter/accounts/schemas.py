@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 from controlcenter.admin_settings.schemas import EmailOrEmpty
-from controlcenter.validation import StoredStr
+from controlcenter.web.validation import StoredStr
 
 PASSWORD_MIN = 12
 PASSWORD_MAX = 1024

@@ -8,9 +8,9 @@ from sqlalchemy import delete, select
 
 from controlcenter.auth.models import ApiToken
 from controlcenter.auth.tokens import hash_api_token, new_api_token
+from controlcenter.common.logs import get_logger
+from controlcenter.common.times import iso
 from controlcenter.db import Database, new_id, utcnow
-from controlcenter.logs import get_logger
-from controlcenter.onboarding.schemas import iso
 
 log = get_logger(__name__)
 

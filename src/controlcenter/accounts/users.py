@@ -21,10 +21,10 @@ from controlcenter.auth.models import ADMIN, SUPER_ADMIN, USER, ApiToken, Sessio
 from controlcenter.auth.passwords import hash_password_off_loop, verify_password
 from controlcenter.auth.service import create_user, normalise_email
 from controlcenter.chat.models import Conversation, Message
+from controlcenter.common.logs import get_logger
+from controlcenter.common.times import iso
 from controlcenter.db import Database, utcnow
-from controlcenter.logs import get_logger
 from controlcenter.onboarding.models import Onboarding
-from controlcenter.onboarding.schemas import iso
 from controlcenter.outbox.models import PENDING, OutboxJob
 
 log = get_logger(__name__)

@@ -9,10 +9,10 @@ from fastapi.responses import JSONResponse
 
 from controlcenter.accounts import users
 from controlcenter.accounts.schemas import PasswordReset, UserCreate, UserPatch
-from controlcenter.auth.dependencies import Admin, ServicesDep
 from controlcenter.auth.service import UserExistsError
-from controlcenter.errors import ApiError
-from controlcenter.http import json_body, read_model
+from controlcenter.web.body import json_body, read_model
+from controlcenter.web.deps import Admin, DatabaseDep
+from controlcenter.web.errors import ApiError
 
 router = APIRouter(prefix="/api/v1/admin/users", tags=["users"])
 
@@ -40,13 +40,13 @@ def _refusal(exc: Exception) -> ApiError:
 @router.get("")
 async def list_users(
     principal: Admin,
-    services: ServicesDep,
+    db: DatabaseDep,
     limit: Annotated[int, Query(ge=1, le=LIST_MAX)] = 50,
     cursor: Annotated[str | None, Query(max_length=1000)] = None,
 ) -> dict[str, Any]:
     """Every account, ordered by e-mail, a page at a time."""
     try:
-        rows, next_cursor = await users.list_users(services.db, limit=limit, cursor=cursor)
+        rows, next_cursor = await users.list_users(db, limit=limit, cursor=cursor)
     except users.BadCursorError as exc:
         detail = {"path": ["cursor"], "message": "Invalid cursor", "type": "cursor"}
         raise ApiError(400, "Validation failed", details=[detail]) from exc
@@ -54,12 +54,12 @@ async def list_users(
 
 
 @router.post("", status_code=201, openapi_extra=json_body(UserCreate))
-async def create_user(request: Request, principal: Admin, services: ServicesDep) -> JSONResponse:
+async def create_user(request: Request, principal: Admin, db: DatabaseDep) -> JSONResponse:
     """Create an account; a generated password is returned once when none is given."""
     body = await read_model(request, UserCreate)
     try:
         user, generated = await users.add_user(
-            services.db,
+            db,
             actor_role=principal.user.role,
             email=body.email,
             name=body.name,
@@ -76,7 +76,7 @@ async def create_user(request: Request, principal: Admin, services: ServicesDep)
 
 @router.patch("/{user_id}", openapi_extra=json_body(UserPatch))
 async def update_user(
-    user_id: str, request: Request, principal: Admin, services: ServicesDep
+    user_id: str, request: Request, principal: Admin, db: DatabaseDep
 ) -> dict[str, Any]:
     """Rename, change the role, disable or enable, link or unlink a CRM location."""
     body = await read_model(request, UserPatch)
@@ -88,9 +88,7 @@ async def update_user(
         crm_location_id=(body.crmLocationId or "") if "crmLocationId" in given else None,
     )
     try:
-        user = await users.update_user(
-            services.db, user_id, changes, actor_role=principal.user.role
-        )
+        user = await users.update_user(db, user_id, changes, actor_role=principal.user.role)
     except REFUSALS as exc:
         raise _refusal(exc) from exc
     return {"user": users.admin_view(user)}
@@ -98,14 +96,14 @@ async def update_user(
 
 @router.post("/{user_id}/password", openapi_extra=json_body(PasswordReset, optional=True))
 async def reset_password(
-    user_id: str, request: Request, principal: Admin, services: ServicesDep
+    user_id: str, request: Request, principal: Admin, db: DatabaseDep
 ) -> dict[str, Any]:
     """Set a new password (generated and returned once when none is given); the user's
     sessions end."""
     body = await read_model(request, PasswordReset, optional=True)
     try:
         generated = await users.reset_password(
-            services.db, user_id, body.password, actor_role=principal.user.role
+            db, user_id, body.password, actor_role=principal.user.role
         )
     except REFUSALS as exc:
         raise _refusal(exc) from exc
@@ -116,10 +114,10 @@ async def reset_password(
 
 
 @router.delete("/{user_id}")
-async def delete_user(user_id: str, principal: Admin, services: ServicesDep) -> dict[str, Any]:
+async def delete_user(user_id: str, principal: Admin, db: DatabaseDep) -> dict[str, Any]:
     """Remove the account with its sessions, tokens, conversations and onboarding record."""
     try:
-        await users.delete_user(services.db, user_id, actor_role=principal.user.role)
+        await users.delete_user(db, user_id, actor_role=principal.user.role)
     except REFUSALS as exc:
         raise _refusal(exc) from exc
     return {"success": True}

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-SETTING_NAMES: tuple[str, ...] = (
+from typing import Literal, get_args
+
+from controlcenter.common.secrets import MASK
+
+# The one spelling of each name: mypy checks every use against this list.
+SettingName = Literal[
     "crmAgencyApiKey",
     "crmAgencyId",
     "crmPrivateToken",
@@ -24,9 +29,23 @@ SETTING_NAMES: tuple[str, ...] = (
     "providerAApiKey",
     "providerBApiKey",
     "mcpServerUrl",
-)
+]
 
-SECRET_NAMES: frozenset[str] = frozenset(
+SETTING_NAMES: tuple[SettingName, ...] = get_args(SettingName)
+
+# The names other modules use, typed so that a misspelling is a type error.
+AGENCY_API_KEY: SettingName = "crmAgencyApiKey"
+AGENCY_ID: SettingName = "crmAgencyId"
+PRIVATE_TOKEN: SettingName = "crmPrivateToken"  # noqa: S105 - a name, not a secret
+OWNER_LOCATION_ID: SettingName = "crmOwnerLocationId"
+TAG_HIGH_GCI: SettingName = "tagHighGCI"
+TAG_ONBOARDING_COMPLETE: SettingName = "tagOnboardingComplete"
+PROVIDER_A_API_KEY: SettingName = "providerAApiKey"
+PROVIDER_B_API_KEY: SettingName = "providerBApiKey"
+MCP_SERVER_URL: SettingName = "mcpServerUrl"
+NOTIFICATION_EMAIL: SettingName = "notificationEmail"
+
+SECRET_NAMES: frozenset[SettingName] = frozenset(
     {
         "crmAgencyApiKey",
         "crmPrivateToken",
@@ -38,8 +57,6 @@ SECRET_NAMES: frozenset[str] = frozenset(
         "providerBApiKey",
     }
 )
-
-MASK = "••••"
 
 
 def mask(name: str, value: str) -> str:

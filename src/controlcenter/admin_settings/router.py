@@ -9,11 +9,11 @@ from pydantic import ValidationError
 
 from controlcenter.admin_settings import service
 from controlcenter.admin_settings.schemas import SettingsInput, parse_settings
-from controlcenter.auth.dependencies import ServicesDep, SuperAdmin
-from controlcenter.errors import ApiError, InvalidJSONError, describe
-from controlcenter.http import read_json
-from controlcenter.logs import get_logger
-from controlcenter.validation import issues
+from controlcenter.common.logs import get_logger
+from controlcenter.web.body import read_json
+from controlcenter.web.deps import DatabaseDep, SettingsDep, SuperAdmin
+from controlcenter.web.errors import ApiError, InvalidJSONError, describe
+from controlcenter.web.validation import issues
 
 router = APIRouter(prefix="/api/v1/admin", tags=["settings"])
 log = get_logger(__name__)
@@ -24,9 +24,9 @@ UNKNOWN_SETTING = "Unknown setting"
 
 
 @router.get("/settings")
-async def get_settings(principal: SuperAdmin, services: ServicesDep) -> dict[str, Any]:
+async def get_settings(principal: SuperAdmin, store: SettingsDep) -> dict[str, Any]:
     try:
-        settings = await service.masked_settings(services.settings)
+        settings = await service.masked_settings(store)
     except Exception as exc:
         # Typically SettingsDecryptError (the key changed): it names the setting, not its value.
         log.error("reading settings failed", error=describe(exc))
@@ -41,7 +41,7 @@ _BODY = {"content": {"application/json": {"schema": SettingsInput.model_json_sch
 
 @router.put("/settings", openapi_extra={"requestBody": _BODY})
 async def put_settings(
-    request: Request, principal: SuperAdmin, services: ServicesDep
+    request: Request, principal: SuperAdmin, db: DatabaseDep, settings: SettingsDep
 ) -> dict[str, Any]:
     try:
         values = parse_settings(await read_json(request))
@@ -50,7 +50,7 @@ async def put_settings(
     except ValidationError as exc:
         raise ApiError(400, "Validation failed", details=issues(exc)) from exc
     try:
-        await service.update_settings(services.db, services.settings, values, principal.user.id)
+        await service.update_settings(db, settings, values, principal.user.id)
     except Exception as exc:
         log.error("saving settings failed", user_id=principal.user.id, error=describe(exc))
         raise ApiError(500, UPDATE_FAILED) from exc
@@ -58,10 +58,12 @@ async def put_settings(
 
 
 @router.delete("/settings/{name}")
-async def delete_setting(name: str, principal: SuperAdmin, services: ServicesDep) -> dict[str, Any]:
+async def delete_setting(
+    name: str, principal: SuperAdmin, db: DatabaseDep, settings: SettingsDep
+) -> dict[str, Any]:
     """Clear one setting (CONTRACT 8): PUT cannot, since it drops empty values."""
     try:
-        await service.clear_setting(services.db, services.settings, name)
+        await service.clear_setting(db, settings, name)
     except service.UnknownSettingError as exc:
         raise ApiError(404, UNKNOWN_SETTING) from exc
     except Exception as exc:

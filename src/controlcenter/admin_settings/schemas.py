@@ -8,8 +8,8 @@ from email_validator import EmailNotValidError, validate_email
 from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, create_model
 from pydantic_core import PydanticCustomError
 
-from controlcenter.admin_settings.names import SETTING_NAMES
-from controlcenter.validation import StoredStr
+from controlcenter.admin_settings.names import NOTIFICATION_EMAIL, SETTING_NAMES
+from controlcenter.web.validation import StoredStr
 
 
 def _email_or_empty(value: str) -> str:
@@ -29,7 +29,7 @@ EmailOrEmpty = Annotated[StoredStr, AfterValidator(_email_or_empty)]
 
 
 def _field_type(name: str) -> Any:
-    return EmailOrEmpty if name == "notificationEmail" else StoredStr
+    return EmailOrEmpty if name == NOTIFICATION_EMAIL else StoredStr
 
 
 # Built from the one list of names so the request can never drift from GET's 21 names. The

@@ -9,6 +9,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.admin_settings.models import Setting
+from controlcenter.admin_settings.names import SettingName
 from controlcenter.db import Database, utcnow
 
 
@@ -27,14 +28,14 @@ class SettingsStore:
         except InvalidToken as exc:
             raise SettingsDecryptError(row.name) from exc
 
-    async def get(self, name: str) -> str | None:
+    async def get(self, name: SettingName) -> str | None:
         """The decrypted value of one setting, None when unset or empty."""
         async with self._db.read() as session:
             row = await session.get(Setting, name)
         value = self._decrypt(row) if row is not None else ""
         return value or None
 
-    async def get_many(self, names: Iterable[str]) -> dict[str, str]:
+    async def get_many(self, names: Iterable[SettingName]) -> dict[str, str]:
         """Decrypted values of the names that are set."""
         wanted = list(names)
         async with self._db.read() as session:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from controlcenter.logs import get_logger
+from controlcenter.admin_settings.names import SettingName
+from controlcenter.common.logs import get_logger
 
 log = get_logger(__name__)
 
@@ -21,7 +22,7 @@ NOT_HTTP_URL = "it must be an http:// or https:// URL"
 class UnusableSettingError(Exception):
     """A stored setting that cannot be used as it is; the message names it, never its value."""
 
-    def __init__(self, name: str, reason: str) -> None:
+    def __init__(self, name: SettingName, reason: str) -> None:
         self.name = name
         self.reason = reason
         super().__init__(f"Configuration error: the setting {name} cannot be used ({reason})")
@@ -47,7 +48,7 @@ def url_problem(value: str) -> str | None:
     return None
 
 
-def check_credential(name: str, value: str) -> None:
+def check_credential(name: SettingName, value: str) -> None:
     """Raises UnusableSettingError when `value` cannot be sent as a credential."""
     reason = credential_problem(value)
     if reason is not None:

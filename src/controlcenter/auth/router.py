@@ -8,12 +8,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from controlcenter.auth.dependencies import SESSION_COOKIE, CurrentUser, ServicesDep
 from controlcenter.auth.refusals import client_address
 from controlcenter.auth.service import authenticate_password, revoke_session, start_session
 from controlcenter.auth.throttle import SignInThrottle
-from controlcenter.errors import ApiError, InvalidJSONError
-from controlcenter.http import read_json
+from controlcenter.web.body import read_json
+from controlcenter.web.deps import SESSION_COOKIE, ConfigDep, CurrentUser, DatabaseDep
+from controlcenter.web.errors import ApiError, InvalidJSONError
 
 router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
 
@@ -25,17 +25,16 @@ class LoginBody(BaseModel):
 
 
 @router.post("/login")
-async def login(request: Request, services: ServicesDep) -> JSONResponse:
+async def login(request: Request, database: DatabaseDep, config: ConfigDep) -> JSONResponse:
     try:
         body = LoginBody.model_validate(await read_json(request))
     except InvalidJSONError as exc:
         raise ApiError(400, "Invalid JSON body") from exc
     except ValidationError as exc:
         raise ApiError(400, "Validation failed") from exc
-    config = services.config
-    throttle = SignInThrottle.from_config(services.db, config)
+    throttle = SignInThrottle.from_config(database, config)
     attempt = await throttle.begin(body.email, client_address(request))  # or 429
-    async with services.db.write() as db:
+    async with database.write() as db:
         user = await authenticate_password(db, body.email, body.password)
         if user is None:
             raise ApiError(401, "Invalid credentials")
@@ -56,9 +55,9 @@ async def login(request: Request, services: ServicesDep) -> JSONResponse:
 
 
 @router.post("/logout")
-async def logout(principal: CurrentUser, services: ServicesDep) -> JSONResponse:
+async def logout(principal: CurrentUser, database: DatabaseDep, config: ConfigDep) -> JSONResponse:
     if principal.session_id is not None:
-        async with services.db.write() as db:
+        async with database.write() as db:
             await revoke_session(db, principal.session_id)
     response = JSONResponse({"success": True})
     response.delete_cookie(
@@ -66,7 +65,7 @@ async def logout(principal: CurrentUser, services: ServicesDep) -> JSONResponse:
         path="/",
         httponly=True,
         samesite="lax",
-        secure=services.config.cookie_secure,
+        secure=config.cookie_secure,
     )
     return response
 

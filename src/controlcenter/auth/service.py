@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlcenter.auth.models import ROLES, ApiToken, Session, User
+from controlcenter.auth.models import ADMIN, ROLES, SUPER_ADMIN, ApiToken, Session, User
 from controlcenter.auth.passwords import hash_password, verify_password
 from controlcenter.auth.throttle import SignInThrottle
 from controlcenter.auth.tokens import (
@@ -34,6 +34,15 @@ class Principal:
 
     user: User
     session_id: str | None
+
+    @property
+    def is_super_admin(self) -> bool:
+        return self.user.role == SUPER_ADMIN
+
+    @property
+    def is_admin(self) -> bool:
+        """An administrator or a super administrator."""
+        return self.user.role in (ADMIN, SUPER_ADMIN)
 
 
 def normalise_email(email: str) -> str:
@@ -211,3 +220,22 @@ async def create_api_token(db: AsyncSession, user: User, label: str = "") -> str
     db.add(ApiToken(user_id=user.id, label=label, token_hash=hash_api_token(token)))
     await db.flush()
     return token
+
+
+class RequestAuth:
+    """Who is calling, from the credentials a request carries (the role checks of web.deps).
+
+    A bearer token that is present decides on its own (a wrong one is no session, even beside a
+    valid cookie); the cookie only ever carries a session JWT, never an API token.
+    """
+
+    def __init__(self, database: Database, key: str) -> None:
+        self._database = database
+        self._key = key
+
+    async def principal(self, bearer: str | None, session_cookie: str | None) -> Principal | None:
+        if bearer:
+            return await principal_from_bearer(self._database, bearer, key=self._key)
+        if session_cookie:
+            return await principal_from_jwt(self._database, session_cookie, key=self._key)
+        return None

@@ -10,24 +10,21 @@ from typing import Any
 from controlcenter.admin_settings.usable import UnusableSettingError, check_credential
 from controlcenter.auth.models import User
 from controlcenter.chat import events
+from controlcenter.chat.context import ChatContext
 from controlcenter.chat.conversations import (
+    ASSISTANT,
+    StoredText,
     new_message_id,
     save_assistant_message,
     start_turn,
 )
-from controlcenter.chat.schemas import API_KEY_SETTINGS
+from controlcenter.chat.schemas import API_KEY_SETTINGS, message_json
 from controlcenter.chat.stream import EventChannel
-from controlcenter.crm.broker import broker_client
-from controlcenter.logs import get_logger
-from controlcenter.providers.base import (
-    AssistantTurn,
-    ProviderError,
-    ToolResultsTurn,
-    Turn,
-    UserTurn,
-)
-from controlcenter.services import Services
-from controlcenter.tools.base import ToolContext
+from controlcenter.common.logs import get_logger
+from controlcenter.common.secrets import MASK, redact
+from controlcenter.db import Database
+from controlcenter.llm.types import AssistantTurn, ToolResultsTurn, Turn, UserTurn
+from controlcenter.providers.base import Provider, ProviderError
 
 log = get_logger(__name__)
 
@@ -54,13 +51,15 @@ class ChatTurn:
     api_key: str
 
 
-async def run_chat(services: Services, turn: ChatTurn, channel: EventChannel) -> None:
+async def run_chat(
+    db: Database, provider: Provider, context: ChatContext, turn: ChatTurn, channel: EventChannel
+) -> None:
     """Runs to the end whatever happens to the connection; the channel is closed in every case."""
     try:
-        await _process(services, turn, channel)
+        await _process(db, provider, context, turn, channel)
     except ProviderError as exc:
         code = str(exc.status_code) if exc.status_code is not None else None
-        message = _redact(exc.message, turn.api_key)
+        message = redact(exc.message, turn.api_key, mask=MASK)
         log.warning("provider error", provider=turn.provider, status=code, message=message)
         channel.send(events.error(message or UNEXPECTED, code))
     except UnusableSettingError as exc:
@@ -70,17 +69,21 @@ async def run_chat(services: Services, turn: ChatTurn, channel: EventChannel) ->
     except Exception as exc:
         # The traceback is logged as text so that the key can be taken out of it as well.
         trace = "".join(traceback.format_exception(exc))
-        log.error("chat failed", provider=turn.provider, traceback=_redact(trace, turn.api_key))
-        channel.send(events.error(_redact(str(exc), turn.api_key) or UNEXPECTED))
+        log.error(
+            "chat failed", provider=turn.provider, traceback=redact(trace, turn.api_key, mask=MASK)
+        )
+        channel.send(events.error(redact(str(exc), turn.api_key, mask=MASK) or UNEXPECTED))
     finally:
         channel.close()
 
 
-async def _process(services: Services, turn: ChatTurn, channel: EventChannel) -> None:
+async def _process(
+    db: Database, provider: Provider, context: ChatContext, turn: ChatTurn, channel: EventChannel
+) -> None:
     # Before anything is saved: a key that cannot travel in a header fails every call.
     check_credential(API_KEY_SETTINGS[turn.provider], turn.api_key)
     started = await start_turn(
-        services.db,
+        db,
         user_id=turn.user.id,
         conversation_id=turn.conversation_id,
         message=turn.message,
@@ -91,10 +94,8 @@ async def _process(services: Services, turn: ChatTurn, channel: EventChannel) ->
     message_id = new_message_id()
     channel.send(events.message_start(started.conversation_id, message_id))
 
-    toolbox = await services.tools.toolbox()
-    turns: list[Turn] = [*started.history, UserTurn(turn.message)]
-    context = ToolContext(user_id=turn.user.id, crm=await broker_client(services, turn.user))
-    provider = services.providers[turn.provider]
+    toolbox, acting_for = await context.toolbox(turn.user)
+    turns: list[Turn] = [*map(_as_turn, started.history), UserTurn(turn.message)]
 
     content = ""
     tool_calls: list[dict[str, Any]] = []
@@ -113,7 +114,7 @@ async def _process(services: Services, turn: ChatTurn, channel: EventChannel) ->
             shown = toolbox.original(call)
             tool_calls.append(shown.to_json())
             channel.send(events.tool_call_start(shown))
-            result = await toolbox.execute(call, context)
+            result = await toolbox.execute(call, acting_for)
             results.append(result)
             tool_results.append(result.to_json())
             channel.send(events.tool_result(result))
@@ -121,15 +122,17 @@ async def _process(services: Services, turn: ChatTurn, channel: EventChannel) ->
         turns.append(ToolResultsTurn(tuple(results)))
 
     message = await save_assistant_message(
-        services.db,
+        db,
         conversation_id=started.conversation_id,
         message_id=message_id,
         content=content,
         tool_calls=tool_calls,
         tool_results=tool_results,
     )
-    channel.send(events.message_complete(message))
+    channel.send(events.message_complete(message_json(message)))
 
 
-def _redact(text: str, secret: str) -> str:
-    return text.replace(secret, "••••") if secret else text
+def _as_turn(stored: StoredText) -> Turn:
+    if stored.role == ASSISTANT:
+        return AssistantTurn(text=stored.content)
+    return UserTurn(text=stored.content)

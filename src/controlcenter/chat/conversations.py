@@ -1,4 +1,6 @@
-"""Conversations and messages in the database (SPEC 2.4, 4.2 steps 1-3 and 9; CONTRACT 2)."""
+"""Conversations and messages in the database (SPEC 2.4, 4.2 steps 1-3 and 9; CONTRACT 2).
+
+Storage only: it returns rows; `chat.schemas` shapes them as JSON, the agent as turns."""
 
 from __future__ import annotations
 
@@ -6,7 +8,6 @@ import secrets
 import string
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, delete, or_, select
@@ -14,9 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.models import Conversation, Message
 from controlcenter.db import Database, utcnow
-from controlcenter.pagination import DEFAULT_LIMIT, Cursor
-from controlcenter.providers.base import AssistantTurn, Turn, UserTurn
-from controlcenter.validation import text_problem
+from controlcenter.web.pagination import DEFAULT_LIMIT, Cursor
+from controlcenter.web.validation import text_problem
 
 TITLE_LENGTH = 100  # SPEC 8: characters (code points), not bytes
 USER = "user"
@@ -30,15 +30,18 @@ def new_message_id() -> str:
     return f"msg_{int(time.time() * 1000)}_{suffix}"
 
 
-def iso(moment: datetime) -> str:
-    """ISO 8601 in UTC with milliseconds and `Z`, as JavaScript's toISOString writes it."""
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+@dataclass(frozen=True)
+class StoredText:
+    """One stored message as the model reads it again."""
+
+    role: str
+    content: str
 
 
 @dataclass(frozen=True)
 class StartedTurn:
     conversation_id: str
-    history: tuple[Turn, ...]  # the stored messages before this one, empty contents left out
+    history: tuple[StoredText, ...]  # the stored messages before this one, empty ones left out
 
 
 async def start_turn(
@@ -55,7 +58,7 @@ async def start_turn(
             conversation = Conversation(user_id=user_id, title=message[:TITLE_LENGTH])
             session.add(conversation)
             await session.flush()
-            history: tuple[Turn, ...] = ()
+            history: tuple[StoredText, ...] = ()
         else:
             if not isinstance(conversation_id, str):
                 return None
@@ -86,8 +89,8 @@ async def save_assistant_message(
     content: str,
     tool_calls: list[dict[str, Any]],
     tool_results: list[dict[str, Any]],
-) -> dict[str, Any]:
-    """Step 9; returns the ControlCenterMessage of step 10."""
+) -> Message:
+    """Step 9; the saved row (step 10 sends it as a ControlCenterMessage)."""
     now = utcnow()
     row = Message(
         id=message_id,
@@ -103,12 +106,12 @@ async def save_assistant_message(
         conversation = await session.get(Conversation, conversation_id)
         if conversation is not None:
             conversation.updated_at = now
-    return message_json(row)
+    return row
 
 
 async def list_conversations(
     db: Database, user_id: str, *, limit: int = DEFAULT_LIMIT, after: Cursor | None = None
-) -> tuple[list[dict[str, Any]], str | None]:
+) -> tuple[list[Conversation], str | None]:
     """A page of the caller's conversations, newest first, and the cursor of the next page
     (None after the last)."""
     query = select(Conversation).where(Conversation.user_id == user_id)
@@ -125,12 +128,13 @@ async def list_conversations(
     page = rows[:limit]
     more = len(rows) > limit
     next_cursor = Cursor(page[-1].created_at, page[-1].id).encode() if more else None
-    return [conversation_json(row) for row in page], next_cursor
+    return page, next_cursor
 
 
 async def get_conversation(
     db: Database, user_id: str, conversation_id: str
-) -> dict[str, Any] | None:
+) -> tuple[Conversation, list[Message]] | None:
+    """The caller's conversation and its messages, oldest first; None when not theirs."""
     async with db.read() as session:
         conversation = await _owned(session, user_id, conversation_id)
         if conversation is None:
@@ -138,7 +142,7 @@ async def get_conversation(
         messages = await session.scalars(
             select(Message).where(Message.conversation_id == conversation.id).order_by(Message.seq)
         )
-        return {**conversation_json(conversation), "messages": [message_json(m) for m in messages]}
+        return conversation, list(messages)
 
 
 async def delete_conversation(db: Database, user_id: str, conversation_id: str) -> bool:
@@ -152,26 +156,6 @@ async def delete_conversation(db: Database, user_id: str, conversation_id: str) 
         return True
 
 
-def conversation_json(row: Conversation) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "title": row.title,
-        "createdAt": iso(row.created_at),
-        "updatedAt": iso(row.updated_at),
-    }
-
-
-def message_json(row: Message) -> dict[str, Any]:
-    """A stored message / ControlCenterMessage: toolCalls and toolResults only when present."""
-    body: dict[str, Any] = {"id": row.id, "role": row.role, "content": row.content}
-    if row.tool_calls:
-        body["toolCalls"] = row.tool_calls
-    if row.tool_results:
-        body["toolResults"] = row.tool_results
-    body["createdAt"] = iso(row.created_at)
-    return body
-
-
 async def _owned(session: AsyncSession, user_id: str, conversation_id: str) -> Conversation | None:
     # Another user's conversation is indistinguishable from a missing one (CONTRACT 5).
     if text_problem(conversation_id) is not None:
@@ -183,15 +167,11 @@ async def _owned(session: AsyncSession, user_id: str, conversation_id: str) -> C
     )
 
 
-async def _history(session: AsyncSession, conversation_id: str) -> tuple[Turn, ...]:
+async def _history(session: AsyncSession, conversation_id: str) -> tuple[StoredText, ...]:
     rows = await session.execute(
         select(Message.role, Message.content)
         .where(Message.conversation_id == conversation_id)
         .order_by(Message.seq)
     )
-    turns: list[Turn] = []
-    for role, content in rows:
-        if not content:
-            continue  # the APIs reject empty text (CONTRACT 5)
-        turns.append(AssistantTurn(text=content) if role == ASSISTANT else UserTurn(text=content))
-    return tuple(turns)
+    # Empty contents are left out: the APIs reject empty text (CONTRACT 5).
+    return tuple(StoredText(role, content) for role, content in rows if content)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from controlcenter.tools.base import ToolCall, ToolResult
+from controlcenter.llm.types import ToolCall, ToolResult
 
 Event = dict[str, Any]
 

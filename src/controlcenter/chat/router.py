@@ -7,23 +7,23 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
-from controlcenter.auth.dependencies import CurrentUser, ServicesDep
-from controlcenter.chat.agent import ChatTurn, run_chat
 from controlcenter.chat.conversations import (
     delete_conversation,
     get_conversation,
     list_conversations,
 )
 from controlcenter.chat.schemas import (
-    API_KEY_SETTINGS,
     INVALID_TEXT,
-    missing_key_message,
+    ChatRequestError,
+    conversation_json,
+    conversation_with_messages,
     parse_chat_request,
 )
-from controlcenter.chat.stream import EventChannel
-from controlcenter.errors import ApiError, InvalidJSONError, InvalidTextError
-from controlcenter.http import read_json
-from controlcenter.pagination import (
+from controlcenter.chat.service import MissingApiKeyError, start_chat
+from controlcenter.web.body import read_json
+from controlcenter.web.deps import ChatPartsDep, CurrentUser, DatabaseDep
+from controlcenter.web.errors import ApiError, InvalidJSONError, InvalidTextError
+from controlcenter.web.pagination import (
     DEFAULT_LIMIT,
     INVALID_CURSOR,
     MAX_LIMIT,
@@ -45,7 +45,7 @@ SSE_HEADERS = {
 
 @router.post("/chat")
 async def chat(
-    request: Request, principal: CurrentUser, services: ServicesDep
+    request: Request, principal: CurrentUser, chat_parts: ChatPartsDep
 ) -> StreamingResponse:
     try:
         body = await read_json(request)
@@ -53,31 +53,17 @@ async def chat(
         raise ApiError(400, "Invalid JSON body") from exc
     except InvalidTextError as exc:
         raise ApiError(400, INVALID_TEXT) from exc  # SPEC 4.2's errors are plain `{error}`
-    parsed = parse_chat_request(body)
-    api_key = await services.settings.get(API_KEY_SETTINGS[parsed.provider])
-    if not api_key:
-        raise ApiError(400, missing_key_message(parsed.provider))
-    channel = EventChannel()
-    services.chat_runs.start(
-        run_chat(
-            services,
-            ChatTurn(
-                user=principal.user,
-                message=parsed.message,
-                conversation_id=parsed.conversation_id,
-                provider=parsed.provider,
-                api_key=api_key,
-            ),
-            channel,
-        )
-    )
+    try:
+        channel = await start_chat(chat_parts, principal.user, parse_chat_request(body))
+    except (ChatRequestError, MissingApiKeyError) as exc:
+        raise ApiError(400, str(exc)) from exc
     return StreamingResponse(channel.frames(), headers=SSE_HEADERS)
 
 
 @router.get("/conversations")
 async def conversations(
     principal: CurrentUser,
-    services: ServicesDep,
+    db: DatabaseDep,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query(max_length=500)] = None,
 ) -> dict[str, Any]:
@@ -85,26 +71,24 @@ async def conversations(
         after = Cursor.decode(cursor) if cursor else None
     except InvalidCursorError as exc:
         raise ApiError(400, INVALID_CURSOR) from exc
-    page, next_cursor = await list_conversations(
-        services.db, principal.user.id, limit=limit, after=after
-    )
-    return {"conversations": page, "nextCursor": next_cursor}
+    page, next_cursor = await list_conversations(db, principal.user.id, limit=limit, after=after)
+    return {"conversations": [conversation_json(row) for row in page], "nextCursor": next_cursor}
 
 
 @router.get("/conversations/{conversation_id}")
 async def conversation(
-    conversation_id: str, principal: CurrentUser, services: ServicesDep
+    conversation_id: str, principal: CurrentUser, db: DatabaseDep
 ) -> dict[str, Any]:
-    found = await get_conversation(services.db, principal.user.id, conversation_id)
+    found = await get_conversation(db, principal.user.id, conversation_id)
     if found is None:
         raise ApiError(404, CONVERSATION_NOT_FOUND)
-    return {"conversation": found}
+    return {"conversation": conversation_with_messages(*found)}
 
 
 @router.delete("/conversations/{conversation_id}")
 async def remove_conversation(
-    conversation_id: str, principal: CurrentUser, services: ServicesDep
+    conversation_id: str, principal: CurrentUser, db: DatabaseDep
 ) -> dict[str, Any]:
-    if not await delete_conversation(services.db, principal.user.id, conversation_id):
+    if not await delete_conversation(db, principal.user.id, conversation_id):
         raise ApiError(404, CONVERSATION_NOT_FOUND)
     return {"success": True}

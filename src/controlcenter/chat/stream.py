@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 from controlcenter.chat.events import Event, frame
-from controlcenter.logs import get_logger
+from controlcenter.common.logs import get_logger
 
 log = get_logger(__name__)
 

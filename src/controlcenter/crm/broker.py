@@ -8,28 +8,35 @@ never from the model, so one broker cannot reach another's data.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from controlcenter.admin_settings.names import AGENCY_API_KEY, AGENCY_ID
 from controlcenter.admin_settings.usable import check_credential
 from controlcenter.auth.models import User
+from controlcenter.common.logs import get_logger
 from controlcenter.crm.client import AgencyLocationToken, CrmClient
-from controlcenter.logs import get_logger
-from controlcenter.services import Services
+from controlcenter.crm.transport import CrmTransport
 
 log = get_logger(__name__)
 
-AGENCY_SETTINGS = ("crmAgencyApiKey", "crmAgencyId")
+AGENCY_SETTINGS = (AGENCY_API_KEY, AGENCY_ID)
 
 
-async def broker_client(services: Services, user: User) -> CrmClient | None:
+async def broker_client(
+    settings: Mapping[str, str], transport: CrmTransport, user: User
+) -> CrmClient | None:
     """The client scoped to the user's linked location; None when it cannot be built.
+
+    `settings` holds (at least) the agency settings, as the caller read them.
 
     Raises UnusableSettingError when the agency key cannot be sent in a header (CONTRACT 8).
     """
     location_id = (user.crm_location_id or "").strip()
     if not location_id:
         return None
-    values = await services.settings.get_many(AGENCY_SETTINGS)
-    agency_key = values.get("crmAgencyApiKey", "").strip()
-    company_id = values.get("crmAgencyId", "").strip()
+    values = settings
+    agency_key = values.get(AGENCY_API_KEY, "").strip()
+    company_id = values.get(AGENCY_ID, "").strip()
     if not agency_key or not company_id:
         log.warning(
             "crm agency settings missing",
@@ -37,6 +44,6 @@ async def broker_client(services: Services, user: User) -> CrmClient | None:
             missing=[name for name in AGENCY_SETTINGS if not values.get(name, "").strip()],
         )
         return None
-    check_credential("crmAgencyApiKey", agency_key)  # a clear chat error, not a codec trace
-    token = AgencyLocationToken(services.crm, agency_key, company_id, location_id)
-    return CrmClient(services.crm, token=token, location_id=location_id)
+    check_credential(AGENCY_API_KEY, agency_key)  # a clear chat error, not a codec trace
+    token = AgencyLocationToken(transport, agency_key, company_id, location_id)
+    return CrmClient(transport, token=token, location_id=location_id)

@@ -17,8 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cachetools import TTLCache
+
 from controlcenter.crm.client import CrmClient, segment
 from controlcenter.crm.errors import CrmError
+
+_MAX_LOCATIONS = 1024
 
 
 @dataclass(frozen=True)
@@ -39,9 +43,10 @@ class CustomFieldIds:
     lookup per delivery while it is still missing."""
 
     def __init__(self, ttl_s: float = 300.0, recheck_s: float = 60.0) -> None:
-        self._ttl_s = ttl_s
         self._recheck_s = recheck_s
-        self._known: dict[str, _Known] = {}
+        self._known: TTLCache[str, _Known] = TTLCache(
+            maxsize=_MAX_LOCATIONS, ttl=ttl_s, timer=time.monotonic
+        )
 
     async def values(self, client: CrmClient, by_key: Mapping[str, Any]) -> CustomFieldValues:
         """The values of `by_key` as `{id, field_value}` items, in the order given."""
@@ -58,11 +63,10 @@ class CustomFieldIds:
 
     async def _ids(self, client: CrmClient, wanted: set[str]) -> dict[str, str]:
         known = self._known.get(client.location_id)
-        now = time.monotonic()
-        if known is not None:
-            age = now - known.fetched_at
-            if age < self._ttl_s and (wanted <= known.ids.keys() or age < self._recheck_s):
-                return known.ids
+        if known is not None and (
+            wanted <= known.ids.keys() or time.monotonic() - known.fetched_at < self._recheck_s
+        ):
+            return known.ids
         ids = await self._fetch(client)
         self._known[client.location_id] = _Known(ids, time.monotonic())
         return ids

@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from functools import partial
 from typing import Any
 
 import httpx
+from cachetools import TLRUCache
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
+from controlcenter.common.logs import get_logger
+from controlcenter.common.retry import WaitRetryAfter, parse_retry_after
+from controlcenter.common.secrets import MASK, redact
 from controlcenter.config import Config
 from controlcenter.crm.errors import CrmError, CrmUnavailable, error_for_status
-from controlcenter.logs import get_logger
 
 log = get_logger(__name__)
 
@@ -28,7 +31,6 @@ DEFAULT_VERSION = "2021-07-28"
 FAMILY_VERSIONS = {"conversations": "2021-04-15", "calendars": "2021-04-15"}
 
 _IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
-_MASK = "••••"
 
 
 def version_for(path: str) -> str:
@@ -39,32 +41,35 @@ def version_for(path: str) -> str:
 
 @dataclass(frozen=True)
 class RetryPolicy:
+    """How often and how long a CRM call is retried (the shared policy of `common.retry`)."""
+
     max_retries: int = 3
     backoff_base_s: float = 0.5
     max_wait_s: float = 20.0  # cap on one wait, Retry-After included
 
-    def backoff(self, attempt: int) -> float:
-        """Exponential with jitter, so that many clients do not retry in lockstep."""
-        raw: float = self.backoff_base_s * (2**attempt)
-        return float(min(self.max_wait_s, raw * (0.5 + random.random() / 2)))  # noqa: S311
+    def retrying(self, before_sleep: Callable[[RetryCallState], None]) -> AsyncRetrying:
+        """Retries what the failed attempt says may be retried, while the attempts last and
+        no wait is longer than `max_wait_s` (a longer Retry-After fails the call at once)."""
+        return AsyncRetrying(
+            retry=retry_if_exception(lambda exc: isinstance(exc, _Failed) and exc.may_retry),
+            wait=WaitRetryAfter(base_s=self.backoff_base_s, cap_s=self.max_wait_s),
+            stop=self._stop,
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+
+    def _stop(self, state: RetryCallState) -> bool:
+        return state.attempt_number > self.max_retries or state.upcoming_sleep > self.max_wait_s
 
 
-def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+class _Failed(Exception):
+    """One failed attempt: the error to raise, and whether the call may be sent again."""
+
+    def __init__(self, error: CrmError, *, may_retry: bool, retry_after: float | None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.may_retry = may_retry
+        self.retry_after = retry_after
 
 
 def api_message(response: httpx.Response) -> str:
@@ -80,14 +85,6 @@ def api_message(response: httpx.Response) -> str:
         if message:
             return str(message)
     return response.reason_phrase or f"HTTP {response.status_code}"
-
-
-def redact(text: str, *secrets: str) -> str:
-    """Never let a credential through, even if an upstream echoes it back."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, _MASK)
-    return text
 
 
 class CrmTransport:
@@ -149,54 +146,71 @@ class CrmTransport:
         headers = {"Authorization": f"Bearer {token}", "Version": version_for(path)}
         if params:
             params = {key: value for key, value in params.items() if value is not None}
-        attempt = 0
-        while True:
-            started = time.monotonic()
-            try:
-                response = await self._http.request(
-                    method, path, headers=headers, params=params, json=json, data=data
-                )
-            except httpx.TransportError as exc:
-                sent = not isinstance(
-                    exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout
-                )
-                error: CrmError = CrmUnavailable(
-                    None, f"CRM unreachable ({type(exc).__name__})", retryable=True
-                )
-                may_retry = idempotent or not sent
-                wait = self.retry.backoff(attempt)
-            else:
-                if response.status_code < 400:
-                    return _json_body(response)
-                retry_after = parse_retry_after(response.headers.get("Retry-After"))
-                error = error_for_status(
-                    response.status_code,
-                    redact(api_message(response), token),
-                    retry_after=retry_after,
-                )
-                may_retry = error.retryable and (idempotent or response.status_code == 429)
-                wait = retry_after if retry_after is not None else self.retry.backoff(attempt)
-            if not may_retry or attempt >= self.retry.max_retries or wait > self.retry.max_wait_s:
-                log.warning(
-                    "crm call failed",
-                    method=method,
-                    path=path,
-                    status=error.status,
-                    attempts=attempt + 1,
-                    error=error.message,
-                )
-                raise error
-            attempt += 1
-            log.info(
-                "crm call retried",
+        retrying = self.retry.retrying(partial(_log_retry, method, path))
+        attempts = 0
+        try:
+            async for attempt in retrying:
+                attempts = attempt.retry_state.attempt_number
+                with attempt:
+                    return await self._send(
+                        method,
+                        path,
+                        token,
+                        idempotent,
+                        headers=headers,
+                        params=params,
+                        json=json,
+                        data=data,
+                    )
+        except _Failed as failed:
+            log.warning(
+                "crm call failed",
                 method=method,
                 path=path,
-                status=error.status,
-                attempt=attempt,
-                wait_s=round(wait, 3),
-                elapsed_s=round(time.monotonic() - started, 3),
+                status=failed.error.status,
+                attempts=attempts,
+                error=failed.error.message,
             )
-            await asyncio.sleep(wait)
+            raise failed.error from failed.__cause__
+        raise AssertionError("unreachable: tenacity returns or raises")  # pragma: no cover
+
+    async def _send(
+        self, method: str, path: str, token: str, idempotent: bool, **request: Any
+    ) -> Any:
+        """One attempt: the JSON answer, or _Failed saying whether it may be sent again."""
+        try:
+            response = await self._http.request(method, path, **request)
+        except httpx.TransportError as exc:
+            sent = not isinstance(
+                exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout
+            )
+            error: CrmError = CrmUnavailable(
+                None, f"CRM unreachable ({type(exc).__name__})", retryable=True
+            )
+            raise _Failed(error, may_retry=idempotent or not sent, retry_after=None) from exc
+        if response.status_code < 400:
+            return _json_body(response)
+        retry_after = parse_retry_after(response.headers.get("Retry-After"))
+        error = error_for_status(
+            response.status_code,
+            redact(api_message(response), token, mask=MASK),
+            retry_after=retry_after,
+        )
+        may_retry = error.retryable and (idempotent or response.status_code == 429)
+        raise _Failed(error, may_retry=may_retry, retry_after=retry_after)
+
+
+def _log_retry(method: str, path: str, state: RetryCallState) -> None:
+    failed = state.outcome.exception() if state.outcome is not None else None
+    log.info(
+        "crm call retried",
+        method=method,
+        path=path,
+        status=failed.error.status if isinstance(failed, _Failed) else None,
+        attempt=state.attempt_number,
+        wait_s=round(state.upcoming_sleep, 3),
+        elapsed_s=round(state.seconds_since_start or 0.0, 3),
+    )
 
 
 def _json_body(response: httpx.Response) -> Any:
@@ -208,12 +222,6 @@ def _json_body(response: httpx.Response) -> Any:
         raise CrmError(response.status_code, "CRM answered with something other than JSON") from exc
 
 
-@dataclass
-class _CachedToken:
-    token: str
-    expires_at: float  # time.monotonic()
-
-
 class LocationTokenCache:
     """Location tokens obtained from the agency token, kept until shortly before expiry.
 
@@ -223,10 +231,16 @@ class LocationTokenCache:
     """
 
     _MARGIN_S = 60.0
+    _MAX_TOKENS = 10_000
 
     def __init__(self, transport: CrmTransport) -> None:
         self._transport = transport
-        self._tokens: dict[tuple[str, str, str], _CachedToken] = {}
+        # Each token lives as long as its own `expires_in` says (less the margin).
+        self._tokens: TLRUCache[tuple[str, str, str], tuple[str, float]] = TLRUCache(
+            maxsize=self._MAX_TOKENS,
+            ttu=lambda _key, value, now: now + value[1],
+            timer=time.monotonic,
+        )
         self._lock = asyncio.Lock()
 
     @staticmethod
@@ -236,12 +250,12 @@ class LocationTokenCache:
     async def get(self, agency_key: str, company_id: str, location_id: str) -> str:
         key = self._key(agency_key, company_id, location_id)
         cached = self._tokens.get(key)
-        if cached is not None and cached.expires_at > time.monotonic():
-            return cached.token
+        if cached is not None:
+            return cached[0]
         async with self._lock:  # one exchange at a time, so a burst of calls makes one
             cached = self._tokens.get(key)
-            if cached is not None and cached.expires_at > time.monotonic():
-                return cached.token
+            if cached is not None:
+                return cached[0]
             body = await self._transport.request(
                 "POST",
                 "/oauth/locationToken",
@@ -254,9 +268,7 @@ class LocationTokenCache:
                 raise CrmError(None, "CRM returned no location token")
             expires_in = body.get("expires_in")
             lifetime = float(expires_in) if isinstance(expires_in, int | float) else 3600.0
-            self._tokens[key] = _CachedToken(
-                token, time.monotonic() + max(0.0, lifetime - self._MARGIN_S)
-            )
+            self._tokens[key] = (token, max(0.0, lifetime - self._MARGIN_S))
             return token
 
     def invalidate(self, agency_key: str, company_id: str, location_id: str) -> None:

@@ -5,6 +5,7 @@ in: `IndexFastPath` for GET, the FastAPI route for the other methods. Every answ
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol
 
 from starlette.datastructures import Headers, QueryParams
 from starlette.requests import cookie_parser
@@ -12,10 +13,11 @@ from starlette.responses import Response
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from controlcenter.auth.dependencies import SESSION_COOKIE
 from controlcenter.auth.refusals import too_many_attempts
 from controlcenter.auth.service import PasswordGuard
 from controlcenter.auth.throttle import SignInThrottle, TooManyAttemptsError
+from controlcenter.config import Config
+from controlcenter.db import Database
 from controlcenter.ocs.envelope import (
     NOT_FOUND,
     NOT_LOGGED_IN,
@@ -26,7 +28,7 @@ from controlcenter.ocs.envelope import (
     render,
 )
 from controlcenter.ocs.service import index_caller, index_message
-from controlcenter.services import Services
+from controlcenter.web.deps import SESSION_COOKIE
 
 PATH = "/ocs/v2.php/apps/{app_id}/api"
 _PATH = compile_path(PATH)[0]  # the regex Starlette's route matches with
@@ -35,21 +37,28 @@ _UNAUTHORISED = {fmt: render(envelope(997, NOT_LOGGED_IN, []), fmt) for fmt in (
 _NOT_FOUND = {fmt: render(envelope(404, NOT_FOUND, []), fmt) for fmt in ("json", "xml")}
 
 
+class IndexParts(Protocol):
+    """What the index uses of the app (the app's services provide it)."""
+
+    db: Database
+    config: Config
+
+
 async def answer_index(
-    services: Services,
+    db: Database,
+    config: Config,
     app_id: str,
     headers: Headers,
     query: Mapping[str, str],
     client: str | None,
 ) -> Response:
     fmt: Format = choose_format(query.get("format"), headers.get("accept"))
-    config = services.config
     if app_id != config.app_id:
         return Response(_NOT_FOUND[fmt], status_code=404, media_type=media_type(fmt))
-    guard = PasswordGuard(SignInThrottle.from_config(services.db, config), client)
+    guard = PasswordGuard(SignInThrottle.from_config(db, config), client)
     try:
         principal = await index_caller(
-            services.db,
+            db,
             authorization=headers.get("authorization"),
             session_cookie=_session_cookie(headers.get("cookie")),
             key=config.jwt_key,
@@ -87,10 +96,11 @@ class IndexFastPath:
             match = _PATH.match(scope["path"])
             if match is not None:
                 query = QueryParams(scope["query_string"]) if scope["query_string"] else {}
-                services: Services = scope["app"].state.services
+                parts: IndexParts = scope["app"].state.services
                 client = scope.get("client")
                 response = await answer_index(
-                    services,
+                    parts.db,
+                    parts.config,
                     match["app_id"],
                     Headers(scope=scope),
                     query,

@@ -1,18 +1,21 @@
 """The dashboard API index (SPEC 4.1, CONTRACT section 4), answered as Nextcloud's OCS does.
 
-The route documents the index and answers HEAD and other methods; GET, the hot path that
-gets benchmarked, is answered by `ocs.index.IndexFastPath` in front of the framework.
+The route is the index's documented operation, with its security schemes declared by FastAPI
+security dependencies; it answers HEAD and the other methods. GET, the hot path that gets
+benchmarked, is answered by `ocs.index.IndexFastPath` in front of the framework, with the
+same `answer_index`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi import APIRouter, Request, Response, Security
+from fastapi.security import HTTPBasic, HTTPBearer
 
 from controlcenter.auth.refusals import client_address
 from controlcenter.ocs.index import PATH, answer_index
-from controlcenter.services import get_services
+from controlcenter.web.deps import ConfigDep, DatabaseDep
 
 router = APIRouter()
 
@@ -43,7 +46,6 @@ def _ocs_schema(data: dict[str, Any]) -> dict[str, Any]:
 
 
 _OPENAPI: dict[str, Any] = {
-    "security": [{"bearer_auth": []}, {"basic_auth": []}],
     "parameters": [
         {
             "name": "OCS-APIRequest",
@@ -91,18 +93,27 @@ _OPENAPI: dict[str, Any] = {
     },
 }
 
-SECURITY_SCHEMES: dict[str, Any] = {
-    "bearer_auth": {
-        "type": "http",
-        "scheme": "bearer",
-        "description": "A session JWT or an API token",
-    },
-    "basic_auth": {
-        "type": "http",
-        "scheme": "basic",
-        "description": "E-mail with the password or an API token",
-    },
-}
+
+class _DeclaredBearer(HTTPBearer):
+    """The bearer scheme as the interface description shows it. It reads nothing: the index
+    judges the credentials itself (`answer_index`), the same way on its GET fast path."""
+
+    async def __call__(self, request: Request) -> None:  # type: ignore[override]
+        return None
+
+
+class _DeclaredBasic(HTTPBasic):
+    """The basic scheme as the interface description shows it (see `_DeclaredBearer`)."""
+
+    async def __call__(self, request: Request) -> None:  # type: ignore[override]
+        return None
+
+
+# Either scheme: FastAPI lists each as its own requirement, and declares both in the components.
+_BEARER = _DeclaredBearer(scheme_name="bearer_auth", description="A session JWT or an API token")
+_BASIC = _DeclaredBasic(
+    scheme_name="basic_auth", description="E-mail with the password or an API token"
+)
 
 
 @router.get(
@@ -113,27 +124,22 @@ SECURITY_SCHEMES: dict[str, Any] = {
     response_class=Response,
     openapi_extra=_OPENAPI,
 )
-async def api_index(app_id: str, request: Request) -> Response:
+async def api_index(
+    app_id: str,
+    request: Request,
+    database: DatabaseDep,
+    config: ConfigDep,
+    _bearer: Annotated[None, Security(_BEARER)],
+    _basic: Annotated[None, Security(_BASIC)],
+) -> Response:
+    """The index, as the fast path answers GET; its security schemes are declared here."""
     # GET normally never gets here: `IndexFastPath` answers it in front of the framework.
     # This route answers HEAD and the other methods, and documents the index in /openapi.json.
-    services = await get_services(request)
     return await answer_index(
-        services, app_id, request.headers, request.query_params, client_address(request)
+        database,
+        config,
+        app_id,
+        request.headers,
+        request.query_params,
+        client_address(request),
     )
-
-
-def document_security(app: FastAPI) -> None:
-    """Declare the index's security schemes in /openapi.json (FastAPI only derives them from
-    security dependencies, which this route avoids on its hot path)."""
-
-    build = app.openapi
-
-    def openapi() -> dict[str, Any]:
-        first = app.openapi_schema is None
-        schema = build()  # FastAPI caches it in app.openapi_schema
-        if first:
-            schemes = schema.setdefault("components", {}).setdefault("securitySchemes", {})
-            schemes.update(SECURITY_SCHEMES)
-        return schema
-
-    app.openapi = openapi  # type: ignore[method-assign]

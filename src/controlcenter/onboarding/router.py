@@ -7,13 +7,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
-from controlcenter.auth.dependencies import CurrentUser, ServicesDep
-from controlcenter.errors import ApiError, InvalidJSONError, describe
-from controlcenter.http import read_json
-from controlcenter.logs import get_logger
+from controlcenter.common.logs import get_logger
 from controlcenter.onboarding import service
 from controlcenter.onboarding.schemas import ONBOARDING_INPUT, record
-from controlcenter.validation import issues
+from controlcenter.web.body import read_json
+from controlcenter.web.deps import CurrentUser, DatabaseDep
+from controlcenter.web.errors import ApiError, InvalidJSONError, describe
+from controlcenter.web.validation import issues
 
 router = APIRouter(prefix="/api/v1", tags=["onboarding"])
 log = get_logger(__name__)
@@ -22,8 +22,8 @@ SAVE_FAILED = "Failed to save onboarding"
 
 
 @router.get("/onboarding")
-async def get_onboarding(principal: CurrentUser, services: ServicesDep) -> dict[str, Any]:
-    row = await service.get_onboarding(services.db, principal.user.id)
+async def get_onboarding(principal: CurrentUser, db: DatabaseDep) -> dict[str, Any]:
+    row = await service.get_onboarding(db, principal.user.id)
     return {"onboarding": record(row) if row is not None else None}
 
 
@@ -34,7 +34,7 @@ _BODY = {"content": {"application/json": {"schema": ONBOARDING_INPUT.json_schema
 
 @router.post("/onboarding", openapi_extra={"requestBody": _BODY})
 async def save_onboarding(
-    request: Request, principal: CurrentUser, services: ServicesDep
+    request: Request, principal: CurrentUser, db: DatabaseDep
 ) -> dict[str, Any]:
     try:
         body = await read_json(request)
@@ -46,7 +46,7 @@ async def save_onboarding(
     except ValidationError as exc:
         raise ApiError(400, "Validation failed", details=issues(exc)) from exc
     try:
-        row = await service.save_onboarding(services.db, principal.user.id, data)
+        row = await service.save_onboarding(db, principal.user.id, data)
     except service.UserGoneError as exc:
         raise ApiError(401, "Unauthorized") from exc
     except Exception as exc:

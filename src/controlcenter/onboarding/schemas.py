@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, StringConstraints, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
+from controlcenter.common.times import iso
 from controlcenter.onboarding.models import FIELDS, Onboarding
-from controlcenter.validation import STORABLE
+from controlcenter.web.validation import STORABLE
 
 # users.brokerage is VARCHAR(500): longer is refused as invalid rather than failing on PostgreSQL.
 BROKERAGE_MAX = 500
@@ -47,11 +47,6 @@ class OnboardingInput(TypedDict, total=False):
 
 
 ONBOARDING_INPUT: TypeAdapter[OnboardingInput] = TypeAdapter(OnboardingInput)
-
-
-def iso(moment: datetime) -> str:
-    """ISO 8601 in UTC with milliseconds and `Z`, the form JavaScript's toISOString() gives."""
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def record(row: Onboarding) -> dict[str, Any]:

@@ -9,10 +9,10 @@ from sqlalchemy import select
 
 from controlcenter.auth.models import User
 from controlcenter.db import Database, new_id, utcnow
+from controlcenter.onboarding.crm_sync import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
 from controlcenter.onboarding.models import ARRAY_FIELDS, FIELDS, Onboarding
 from controlcenter.onboarding.schemas import OnboardingInput
 from controlcenter.outbox.enqueue import enqueue
-from controlcenter.outbox.kinds import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
 
 HIGH_GCI_MARKERS = ("100", "250")
 

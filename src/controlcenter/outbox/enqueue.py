@@ -8,19 +8,19 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from structlog.contextvars import get_contextvars
 
 from controlcenter.db import new_id, utcnow
-from controlcenter.outbox.kinds import KINDS
+from controlcenter.outbox.kinds import JobKind
 from controlcenter.outbox.models import PENDING, OutboxJob
 
 REQUEST_ID = "requestId"
 
 
-def enqueue(db: AsyncSession, kind: str, payload: dict[str, Any]) -> OutboxJob:
+def enqueue(db: AsyncSession, kind: JobKind, payload: dict[str, Any]) -> OutboxJob:
     """Add a pending job to `db`; it is committed (or rolled back) with the caller's data.
 
     Nothing is sent here: the worker delivers the job later, so a CRM outage or a crash
     between commit and delivery delays the side effect but never loses it.
     """
-    if kind not in KINDS:
+    if not isinstance(kind, JobKind):
         raise ValueError(f"unknown outbox job kind: {kind}")
     now = utcnow()
     # The request that caused the job, so that its delivery's records carry the same id.

@@ -1,9 +1,13 @@
-"""The kinds of outbox job and their payloads (SPEC 4.4 step 5)."""
+"""What a kind of job is: a name declared by the domain that delivers it."""
 
 from __future__ import annotations
 
-TAG_ONBOARDING_COMPLETE = "crm.tag_onboarding_complete"  # payload: {"userId"}
-TAG_HIGH_GCI = "crm.tag_high_gci"  # payload: {"userId", "gci"}
-SYNC_USER = "crm.sync_user"  # payload: {"userId"}
 
-KINDS = (TAG_ONBOARDING_COMPLETE, TAG_HIGH_GCI, SYNC_USER)
+class JobKind(str):
+    """A kind of outbox job, declared where its handler lives (`JobKind("crm.sync_user")`).
+
+    The outbox knows no kinds of its own: `enqueue` takes only declared ones, so a misspelt
+    name fails where it is written, and the worker runs each with the handler registered for it.
+    """
+
+    __slots__ = ()

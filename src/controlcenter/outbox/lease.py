@@ -18,8 +18,8 @@ from typing import Protocol
 
 from sqlalchemy import update
 
+from controlcenter.common.logs import get_logger
 from controlcenter.db import Database, utcnow
-from controlcenter.logs import get_logger
 from controlcenter.outbox.models import PENDING, OutboxJob
 
 log = get_logger(__name__)

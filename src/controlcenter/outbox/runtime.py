@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from controlcenter.logs import get_logger
-from controlcenter.outbox.delivery import CrmDelivery
-from controlcenter.outbox.worker import OutboxWorker
-from controlcenter.services import Services
+from controlcenter.common.logs import get_logger
+from controlcenter.config import Config
+from controlcenter.db import Database
+from controlcenter.outbox.worker import Handler, OutboxWorker
 
 log = get_logger(__name__)
 
@@ -28,17 +29,20 @@ class RunningWorker:
             log.exception("outbox worker ended with an error")
 
 
-def start_worker(services: Services, *, name: str = "worker") -> RunningWorker:
-    """Start the worker as a background task of the running event loop."""
-    handlers = CrmDelivery(services).handlers()
-    worker = OutboxWorker(services.db, services.config, handlers, name=name)
+def start_worker(
+    db: Database, config: Config, handlers: Mapping[str, Handler], *, name: str = "worker"
+) -> RunningWorker:
+    """Start the worker, with a handler per job kind, as a task of the running event loop."""
+    worker = OutboxWorker(db, config, handlers, name=name)
     task = asyncio.create_task(worker.run(), name=f"outbox-{name}")
     return RunningWorker(worker=worker, task=task)
 
 
-async def run_until_signalled(services: Services) -> None:
+async def run_until_signalled(
+    db: Database, config: Config, handlers: Mapping[str, Handler]
+) -> None:
     """The `controlcenter worker` process: run until SIGTERM or SIGINT, then stop gracefully."""
-    running = start_worker(services)
+    running = start_worker(db, config, handlers)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -27,10 +27,10 @@ from typing import Any
 from sqlalchemy import or_, select, update
 from structlog.contextvars import bound_contextvars
 
+from controlcenter.common.logs import get_logger
+from controlcenter.common.retry import backoff_delay
 from controlcenter.config import Config
 from controlcenter.db import Database, utcnow
-from controlcenter.logs import get_logger
-from controlcenter.outbox.backoff import backoff_delay
 from controlcenter.outbox.enqueue import REQUEST_ID
 from controlcenter.outbox.errors import DeliveryError, MissingSettings, PermanentError
 from controlcenter.outbox.lease import LeaseLostError, kept_lease

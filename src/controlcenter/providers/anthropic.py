@@ -14,14 +14,9 @@ from anthropic.types import (
     ToolUseBlockParam,
 )
 
-from controlcenter.providers.base import (
-    AssistantTurn,
-    ProviderError,
-    ProviderReply,
-    ToolSpec,
-    Turn,
-    UserTurn,
-)
+from controlcenter.common.secrets import redact
+from controlcenter.llm.types import AssistantTurn, ProviderReply, ToolCall, ToolSpec, Turn, UserTurn
+from controlcenter.providers.base import ProviderError
 from controlcenter.providers.clients import POOL_LIMITS, PooledClients
 from controlcenter.providers.history import (
     CONNECTION_MESSAGE,
@@ -29,10 +24,8 @@ from controlcenter.providers.history import (
     TIMEOUT_MESSAGE,
     has_text,
     new_call_id,
-    redact,
     sendable_turns,
 )
-from controlcenter.tools.base import ToolCall
 
 Block = TextBlockParam | ToolUseBlockParam | ToolResultBlockParam
 

@@ -8,50 +8,13 @@ and back.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-from controlcenter.tools.base import ToolCall, ToolResult
+from controlcenter.llm.types import ProviderReply, ToolSpec, Turn
 
 PROVIDER_A = "provider_a"
 PROVIDER_B = "provider_b"
 PROVIDERS = (PROVIDER_A, PROVIDER_B)
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool as offered to a provider: its name already matches ^[A-Za-z0-9_-]{1,64}$."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class UserTurn:
-    text: str
-
-
-@dataclass(frozen=True)
-class AssistantTurn:
-    text: str
-    tool_calls: tuple[ToolCall, ...] = ()
-
-
-@dataclass(frozen=True)
-class ToolResultsTurn:
-    """The results of the previous assistant turn's tool calls, one per call, in order."""
-
-    results: tuple[ToolResult, ...]
-
-
-Turn = UserTurn | AssistantTurn | ToolResultsTurn
-
-
-@dataclass(frozen=True)
-class ProviderReply:
-    text: str
-    tool_calls: tuple[ToolCall, ...] = ()
 
 
 class ProviderError(Exception):

@@ -7,11 +7,11 @@ of one base client (the copy reuses the base client's HTTP pool).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 import httpx2
+from cachetools import LRUCache
 
 # 1,000 chats at once each hold one connection while waiting for the model.
 POOL_LIMITS = httpx2.Limits(max_connections=2048, max_keepalive_connections=1024)
@@ -67,16 +67,10 @@ class ClientCache(Generic[C]):
 
     def __init__(self, make: Callable[[str], C], size: int = MAX_CACHED_KEYS) -> None:
         self._make = make
-        self._size = size
-        self._clients: OrderedDict[str, C] = OrderedDict()
+        self._clients: LRUCache[str, C] = LRUCache(maxsize=size)
 
     def get(self, api_key: str) -> C:
         client = self._clients.get(api_key)
         if client is None:
-            client = self._make(api_key)
-            self._clients[api_key] = client
-            if len(self._clients) > self._size:
-                self._clients.popitem(last=False)
-        else:
-            self._clients.move_to_end(api_key)
+            client = self._clients[api_key] = self._make(api_key)
         return client

@@ -9,12 +9,10 @@ short by an error), so the turns are made sendable here, once, for both provider
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Sequence
 
-from controlcenter.providers.base import AssistantTurn, ToolResultsTurn, Turn, UserTurn
-from controlcenter.tools.base import ToolResult
+from controlcenter.llm.types import AssistantTurn, ToolResult, ToolResultsTurn, Turn, UserTurn
 
 # The same words for both providers (the SDKs word them differently).
 TIMEOUT_MESSAGE = "Request timed out."
@@ -75,17 +73,3 @@ def parse_arguments(raw: str | None) -> dict[str, object]:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
-
-
-_MASKED = re.compile(r"[A-Za-z0-9_\-]*\*{3,}[A-Za-z0-9_\-]*")
-
-
-def redact(message: str, api_key: str) -> str:
-    """The message with the key and any masked quote of it (`sk-ab***wxyz`) removed.
-
-    OpenAI's 401 quotes the start and the end of a wrong key; an API or a proxy could echo the
-    key whole. Neither may reach a user or a log.
-    """
-    if api_key:
-        message = message.replace(api_key, "[redacted]")
-    return _MASKED.sub("[redacted]", message)

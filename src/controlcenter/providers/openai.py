@@ -13,14 +13,9 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 
-from controlcenter.providers.base import (
-    AssistantTurn,
-    ProviderError,
-    ProviderReply,
-    ToolSpec,
-    Turn,
-    UserTurn,
-)
+from controlcenter.common.secrets import redact
+from controlcenter.llm.types import AssistantTurn, ProviderReply, ToolCall, ToolSpec, Turn, UserTurn
+from controlcenter.providers.base import ProviderError
 from controlcenter.providers.clients import POOL_LIMITS, PooledClients
 from controlcenter.providers.history import (
     CONNECTION_MESSAGE,
@@ -29,10 +24,8 @@ from controlcenter.providers.history import (
     has_text,
     new_call_id,
     parse_arguments,
-    redact,
     sendable_turns,
 )
-from controlcenter.tools.base import ToolCall
 
 
 class OpenAIProvider:

@@ -23,19 +23,21 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import httpx2
+from cachetools import TTLCache
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 
+from controlcenter.admin_settings.names import MCP_SERVER_URL
 from controlcenter.admin_settings.usable import OnceReporter, UnusableSettingError, url_problem
-from controlcenter.logs import get_logger
-from controlcenter.tools.base import Tool, ToolContext, ToolError
+from controlcenter.common.logs import get_logger
+from controlcenter.tools.base import Settings, Tool, ToolContext, ToolError
 
 log = get_logger(__name__)
 
-MCP_SERVER_URL_SETTING = "mcpServerUrl"
+MCP_SERVER_URL_SETTING = MCP_SERVER_URL
 
 _T = TypeVar("_T")
 
@@ -51,7 +53,10 @@ class McpSource:
         self._server_url = server_url
         self._ttl_s = ttl_s
         self._timeout_s = timeout_s
-        self._cached: tuple[str, float, tuple[Tool, ...]] | None = None
+        # One URL at a time: a new URL evicts the old one's tools.
+        self._cached: TTLCache[str, tuple[Tool, ...]] = TTLCache(
+            maxsize=1, ttl=ttl_s, timer=time.monotonic
+        )
         self._lock = asyncio.Lock()
         self._http: httpx2.AsyncClient | None = None
         self._session: _Session | None = None
@@ -68,8 +73,8 @@ class McpSource:
             await self._http.aclose()
             self._http = None
 
-    async def list_tools(self) -> Sequence[Tool]:
-        url = (await self._server_url() or "").strip()
+    async def list_tools(self, settings: Settings | None = None) -> Sequence[Tool]:
+        url = await self._url(settings)
         if not url:
             return ()
         problem = url_problem(url)
@@ -78,22 +83,15 @@ class McpSource:
             self._config_errors.problem(UnusableSettingError(MCP_SERVER_URL_SETTING, problem))
             return ()
         self._config_errors.fine(MCP_SERVER_URL_SETTING)
-        cached = self._fresh(url)
+        cached = self._cached.get(url)
         if cached is not None:
             return cached
         async with self._lock:  # one refresh at a time; the others take its result
-            cached = self._fresh(url)
+            cached = self._cached.get(url)
             if cached is not None:
                 return cached
-            tools = await self._fetch(url)
-            self._cached = (url, time.monotonic(), tools)
+            tools = self._cached[url] = await self._fetch(url)
             return tools
-
-    def _fresh(self, url: str) -> tuple[Tool, ...] | None:
-        cached = self._cached
-        if cached is not None and cached[0] == url and time.monotonic() - cached[1] < self._ttl_s:
-            return cached[2]
-        return None
 
     async def _fetch(self, url: str) -> tuple[Tool, ...]:
         try:
@@ -151,12 +149,18 @@ class McpSource:
 
     def _tool(self, name: str, description: str | None, schema: dict[str, Any]) -> Tool:
         async def call(arguments: dict[str, Any], context: ToolContext) -> Any:
-            return await self._call(name, arguments)
+            return await self._call(name, arguments, context.settings)
 
         return Tool(name=name, description=description or "", input_schema=schema, handler=call)
 
-    async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
-        url = (await self._server_url() or "").strip()
+    async def _url(self, settings: Settings | None) -> str:
+        """The server's address: from the chat's snapshot when given, else read now."""
+        if settings is not None:
+            return settings.get(MCP_SERVER_URL_SETTING, "").strip()
+        return (await self._server_url() or "").strip()
+
+    async def _call(self, name: str, arguments: dict[str, Any], settings: Settings | None) -> Any:
+        url = await self._url(settings)
         if not url:
             raise ToolError("The MCP server is no longer configured")
         problem = url_problem(url)

@@ -17,9 +17,9 @@ from jsonschema import SchemaError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
-from controlcenter.logs import get_logger
-from controlcenter.providers.base import ToolSpec
-from controlcenter.tools.base import Tool, ToolCall, ToolContext, ToolError, ToolResult
+from controlcenter.common.logs import get_logger
+from controlcenter.llm.types import ToolCall, ToolResult, ToolSpec
+from controlcenter.tools.base import Settings, Tool, ToolContext, ToolError
 from controlcenter.tools.schema import combinator_rule, offered_schema
 
 log = get_logger(__name__)
@@ -34,7 +34,9 @@ _MAX_NAME = 64
 class ToolSource(Protocol):
     """Anything that contributes tools. A source that cannot list returns an empty list."""
 
-    async def list_tools(self) -> Sequence[Tool]: ...
+    async def list_tools(self, settings: Settings | None = None) -> Sequence[Tool]:
+        """`settings`: the chat's snapshot, for a source configured by them; None reads them."""
+        ...
 
 
 class StaticSource:
@@ -43,7 +45,7 @@ class StaticSource:
     def __init__(self, tools: Sequence[Tool]) -> None:
         self._tools = tuple(tools)
 
-    async def list_tools(self) -> Sequence[Tool]:
+    async def list_tools(self, settings: Settings | None = None) -> Sequence[Tool]:
         return self._tools
 
 
@@ -196,8 +198,9 @@ class ToolRouter:
         """Every known tool, first source first, one per name."""
         return _merge([await source.list_tools() for source in self._sources])
 
-    async def toolbox(self) -> Toolbox:
-        lists = tuple([await source.list_tools() for source in self._sources])
+    async def toolbox(self, settings: Settings | None = None) -> Toolbox:
+        """The tools as the sources list them now; `settings`: the chat's snapshot."""
+        lists = tuple([await source.list_tools(settings) for source in self._sources])
         memo = self._memo
         if memo is not None and _same(memo[0], lists):
             return memo[1]

@@ -1,1 +1,1 @@
-"""The web edge: the pages of CONTRACT section 10."""
+"""HTTP infrastructure every router shares: dependencies, errors, request bodies, middleware."""

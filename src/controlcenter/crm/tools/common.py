@@ -172,7 +172,3 @@ def day(value: str, name: str) -> date:
 
 def ms(when: datetime) -> int:
     return int(when.timestamp() * 1000)
-
-
-def iso(when: datetime) -> str:
-    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")

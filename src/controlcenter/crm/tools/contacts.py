@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from controlcenter.common.times import iso
 from controlcenter.crm.client import CrmClient, segment
 from controlcenter.crm.tools.common import (
     DATE_TIME,
     crm_tool,
     id_arg,
-    iso,
     limit,
     moment,
     pick,
@@ -199,7 +199,7 @@ async def get_tasks(crm: CrmClient, args: dict[str, Any]) -> Any:
 async def create_task(crm: CrmClient, args: dict[str, Any]) -> Any:
     body = {
         "title": args["title"],
-        "dueDate": iso(moment(args["dueDate"], "dueDate")),
+        "dueDate": iso(moment(args["dueDate"], "dueDate"), "auto"),
         "completed": args.get("completed", False),  # required by the operation
         **pick(args, "body"),
     }

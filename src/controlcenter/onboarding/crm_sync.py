@@ -1,4 +1,5 @@
-"""The three onboarding jobs, delivered to the operator's own CRM location (SPEC 4.4 step 5).
+"""Onboarding's side effects in the operator's own CRM location (SPEC 4.4 step 5): the three
+kinds of outbox job, and the rules of their delivery (which settings, which fields, which tags).
 
 Every handler reads what it needs when it runs, not when the job was written: the settings
 (so a job waiting for them is delivered once they are saved) and the broker's data (so a sync
@@ -19,13 +20,18 @@ from typing import Any
 
 from sqlalchemy import select
 
+from controlcenter.admin_settings import names as setting
+from controlcenter.admin_settings.names import SettingName
+from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.admin_settings.usable import credential_problem
 from controlcenter.auth.models import User
+from controlcenter.common.logs import get_logger
+from controlcenter.common.secrets import MASK, redact
 from controlcenter.crm.client import CrmClient
 from controlcenter.crm.custom_fields import CustomFieldIds
 from controlcenter.crm.errors import CrmError
-from controlcenter.crm.transport import redact
-from controlcenter.logs import get_logger
+from controlcenter.crm.transport import CrmTransport
+from controlcenter.db import Database
 from controlcenter.onboarding.models import ARRAY_FIELDS, BOOLEAN_FIELDS, FIELDS, Onboarding
 from controlcenter.outbox.errors import (
     DeliveryError,
@@ -33,16 +39,20 @@ from controlcenter.outbox.errors import (
     PermanentError,
     UnusableSettings,
 )
-from controlcenter.outbox.kinds import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
+from controlcenter.outbox.kinds import JobKind
 from controlcenter.outbox.worker import ClaimedJob, Handler
-from controlcenter.services import Services
 
 log = get_logger(__name__)
 
-LOCATION = "crmOwnerLocationId"
-TOKEN = "crmPrivateToken"  # noqa: S105 - the name of a setting, not a secret
-TAG_COMPLETE = "tagOnboardingComplete"
-TAG_HIGH = "tagHighGCI"
+TAG_ONBOARDING_COMPLETE = JobKind("crm.tag_onboarding_complete")  # payload: {"userId"}
+TAG_HIGH_GCI = JobKind("crm.tag_high_gci")  # payload: {"userId", "gci"}
+SYNC_USER = JobKind("crm.sync_user")  # payload: {"userId"}
+KINDS = (TAG_ONBOARDING_COMPLETE, TAG_HIGH_GCI, SYNC_USER)
+
+LOCATION = setting.OWNER_LOCATION_ID
+TOKEN = setting.PRIVATE_TOKEN
+TAG_COMPLETE = setting.TAG_ONBOARDING_COMPLETE
+TAG_HIGH = setting.TAG_HIGH_GCI
 
 GCI_FIELD = "gciLast12Months"
 _WORD_BOUNDARY = re.compile(r"(?<=[a-z])(?=[A-Z0-9])|(?<=[0-9])(?=[A-Za-z])")
@@ -63,11 +73,14 @@ class Broker:
     answers: dict[str, Any]
 
 
-class CrmDelivery:
-    """Builds one operator client per delivery from the settings of that moment."""
+class CrmSync:
+    """The handlers of the three kinds. Builds one operator client per delivery from the
+    settings of that moment."""
 
-    def __init__(self, services: Services) -> None:
-        self._services = services
+    def __init__(self, db: Database, settings: SettingsStore, crm: CrmTransport) -> None:
+        self._db = db
+        self._settings = settings
+        self._crm = crm
         self._field_ids = CustomFieldIds()
 
     def handlers(self) -> dict[str, Handler]:
@@ -123,9 +136,11 @@ class CrmDelivery:
                 keys=resolved.missing,
             )
 
-    async def _operator(self, job: ClaimedJob, *extra: str) -> tuple[CrmClient, dict[str, str]]:
+    async def _operator(
+        self, job: ClaimedJob, *extra: SettingName
+    ) -> tuple[CrmClient, dict[str, str]]:
         needed = (LOCATION, TOKEN, *extra)
-        values = await self._services.settings.get_many(needed)
+        values = await self._settings.get_many(needed)
         missing = [name for name in needed if not values.get(name, "").strip()]
         if missing:
             raise MissingSettings(missing)
@@ -134,14 +149,14 @@ class CrmDelivery:
         if problem is not None:
             # It could never travel in the Authorization header: wait for a usable one.
             raise UnusableSettings(TOKEN, problem)
-        client = CrmClient(self._services.crm, token=values[TOKEN], location_id=values[LOCATION])
+        client = CrmClient(self._crm, token=values[TOKEN], location_id=values[LOCATION])
         return client, values
 
     async def _broker(self, job: ClaimedJob) -> Broker:
         user_id = job.payload.get("userId")
         if not isinstance(user_id, str):
             raise PermanentError("payload without userId")
-        async with self._services.db.read() as db:
+        async with self._db.read() as db:
             user = await db.get(User, user_id)
             if user is None:
                 raise PermanentError(f"user {user_id} no longer exists")
@@ -196,5 +211,5 @@ def _crm_errors(token: str) -> Iterator[None]:
         yield
     except CrmError as exc:
         raise DeliveryError(
-            redact(str(exc), token), retryable=exc.retryable, status=exc.status
+            redact(str(exc), token, mask=MASK), retryable=exc.retryable, status=exc.status
         ) from exc

@@ -12,6 +12,8 @@ process: writers in this process queue on `Database`'s asyncio lock, WAL readers
 for writers, and `Database.write` asks for the write lock without waiting (busy timeout 0
 around BEGIN IMMEDIATE) and sleeps asynchronously between attempts. The busy timeout left
 for everything else is short (`BUSY_TIMEOUT_MS`).
+
+`SQLITE_DRIVER=aiosqlite` (the configuration) uses aiosqlite itself instead, as a fallback.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 BUSY_TIMEOUT_MS = 100
+# The SQLAlchemy whose aiosqlite adapter this driver was checked against (it reads private
+# attributes of aiosqlite's connection): tests/db/test_sqlite_driver_contract.py fails when
+# uv.lock moves to another version, until the driver is checked again and this is raised.
+CHECKED_WITH_SQLALCHEMY = "2.1.9"
 
 
 class InlineCursor:

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
-from controlcenter.auth.dependencies import ServicesDep
+from controlcenter.web.deps import DatabaseDep
 
 router = APIRouter(tags=["health"])
 
@@ -17,9 +17,9 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz")
-async def readyz(services: ServicesDep) -> JSONResponse:
+async def readyz(database: DatabaseDep) -> JSONResponse:
     try:
-        async with services.db.read() as db:
+        async with database.read() as db:
             await db.execute(text("SELECT 1"))
     except Exception:
         return JSONResponse({"status": "unavailable"}, status_code=503)

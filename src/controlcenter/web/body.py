@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
-from controlcenter.errors import ApiError, InvalidJSONError, InvalidTextError
-from controlcenter.validation import issues, text_problem
+from controlcenter.web.errors import ApiError, InvalidJSONError, InvalidTextError
+from controlcenter.web.validation import issues, text_problem
 
 
 def _reject_constant(name: str) -> Any:

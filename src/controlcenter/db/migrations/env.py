@@ -8,7 +8,7 @@ from alembic import context
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from controlcenter.models import Base
+from controlcenter.db.migrations.tables import Base
 
 target_metadata = Base.metadata
 
@@ -35,5 +35,5 @@ async def _run_async(url: str) -> None:
 
 
 url = context.config.get_main_option("sqlalchemy.url")
-assert url, "sqlalchemy.url must be set by controlcenter.migrate"
+assert url, "sqlalchemy.url must be set by controlcenter.db.migrate"
 asyncio.run(_run_async(url))

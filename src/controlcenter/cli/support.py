@@ -9,10 +9,10 @@ from typing import NoReturn, TypeVar
 
 import typer
 
+from controlcenter.common.logs import configure_logging
 from controlcenter.config import Config
 from controlcenter.db import Database
-from controlcenter.logs import configure_logging
-from controlcenter.migrate import upgrade
+from controlcenter.db.migrate import upgrade
 
 T = TypeVar("T")
 

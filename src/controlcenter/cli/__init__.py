@@ -8,13 +8,13 @@ from typing import Annotated
 import typer
 from sqlalchemy import func, select
 
-from controlcenter.accounts.cli import register as register_account_commands
 from controlcenter.auth.models import User
-from controlcenter.cli_support import with_db
+from controlcenter.cli.accounts import register as register_account_commands
+from controlcenter.cli.support import with_db
+from controlcenter.cli.tools import app as tools_app
 from controlcenter.config import Config
 from controlcenter.db import Database
-from controlcenter.migrate import upgrade
-from controlcenter.tools_cli import app as tools_app
+from controlcenter.db.migrate import upgrade
 
 FIRST_USER = (
     "python3 -m uv run controlcenter users create --email you@example.com --role super_admin"
@@ -33,7 +33,7 @@ app.add_typer(tools_app, name="tools")
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply the migrations."""
-    from controlcenter.logs import configure_logging
+    from controlcenter.common.logs import configure_logging
 
     config = Config()
     configure_logging(config.log_level, config.log_format)
@@ -50,8 +50,8 @@ def serve(
     """Apply migrations, then serve the API and run the outbox worker."""
     import uvicorn
 
-    from controlcenter.header_limit import PROTOCOL
-    from controlcenter.logs import get_logger
+    from controlcenter.common.logs import get_logger
+    from controlcenter.web.middleware.header_limit import PROTOCOL
 
     config = Config()
 
@@ -84,8 +84,8 @@ def serve(
 @app.command()
 def worker() -> None:
     """Run only the outbox worker, until SIGTERM or Ctrl-C (then it stops gracefully)."""
-    from controlcenter.app import build_services, close_services
-    from controlcenter.logs import configure_logging
+    from controlcenter.app import build_services, close_services, worker_handlers
+    from controlcenter.common.logs import configure_logging
     from controlcenter.outbox.runtime import run_until_signalled
 
     config = Config()
@@ -95,7 +95,7 @@ def worker() -> None:
     async def run() -> None:
         services = build_services(config)
         try:
-            await run_until_signalled(services)
+            await run_until_signalled(services.db, config, worker_handlers(services))
         finally:
             await close_services(services)
 

@@ -252,7 +252,9 @@ _OPS: dict[tuple[str, str], tuple[int, Schema | None, Any, tuple[int, ...]]] = {
         200, obj(["settings"], settings=ref("Settings")), None, (403, 500),
     ),
     ("put", "/api/v1/admin/settings"): (200, SUCCESS, {"success": True}, (400, 403, 413, 500)),
-    ("delete", "/api/v1/admin/settings/{name}"): (200, SUCCESS, {"success": True}, (403, 404)),
+    ("delete", "/api/v1/admin/settings/{name}"): (
+        200, SUCCESS, {"success": True}, (403, 404, 500),
+    ),
     ("get", "/api/v1/admin/users"): (
         200, obj(["users", "nextCursor"], users={"type": "array", "items": ref("AdminUser")},
                  nextCursor=NULLABLE_STRING),

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from controlcenter.tools.base import ToolCall, ToolContext
+from controlcenter.llm.types import ToolCall
+from controlcenter.tools.base import ToolContext
 
 if TYPE_CHECKING:  # the service's components load only when a command runs
-    from controlcenter.services import Services
+    from controlcenter.chat.service import ChatParts
     from controlcenter.tools.router import Toolbox
 
 app = typer.Typer(no_args_is_help=True, help="The tools offered to the model.")
@@ -45,13 +46,12 @@ class Offered:
     schema: dict[str, Any]  # as offered
 
 
-def _run(work: Callable[[Services], Awaitable[T]]) -> T:
+def _run(work: Callable[[ChatParts], Awaitable[T]]) -> T:
     """Migrate, then run `work` with the service's own components, closed afterwards."""
-
     from controlcenter.app import build_services, close_services
+    from controlcenter.common.logs import configure_logging
     from controlcenter.config import Config
-    from controlcenter.logs import configure_logging
-    from controlcenter.migrate import upgrade
+    from controlcenter.db.migrate import upgrade
 
     config = Config()
     upgrade(config.database_url)
@@ -60,7 +60,7 @@ def _run(work: Callable[[Services], Awaitable[T]]) -> T:
     async def run() -> T:
         services = build_services(config)
         try:
-            return await work(services)
+            return await work(services.chat)  # the parts a chat uses, as a chat uses them
         finally:
             await close_services(services)
 
@@ -71,13 +71,13 @@ def _run(work: Callable[[Services], Awaitable[T]]) -> T:
         raise typer.Exit(USAGE) from exc
 
 
-async def _offered(services: Services) -> tuple[Toolbox, list[Offered]]:
+async def _offered(parts: ChatParts) -> tuple[Toolbox, list[Offered]]:
     """The chat's own toolbox and, per tool it offers, where the tool comes from."""
     from controlcenter.tools.mcp_source import McpSource
 
-    toolbox = await services.tools.toolbox()
+    toolbox = await parts.tools.toolbox()
     origin: dict[str, str] = {}
-    for source in services.tools.sources:  # the first source wins a name, as in the router
+    for source in parts.tools.sources:  # the first source wins a name, as in the router
         label = "mcp" if isinstance(source, McpSource) else "crm"
         for tool in await source.list_tools():
             origin.setdefault(tool.name, label)
@@ -116,8 +116,8 @@ def tools_list(
 ) -> None:
     """The tools offered to the model, in the order it sees them."""
 
-    async def work(services: Services) -> list[Offered]:
-        return (await _offered(services))[1]
+    async def work(parts: ChatParts) -> list[Offered]:
+        return (await _offered(parts))[1]
 
     offered = _run(work)
     if as_json:
@@ -155,17 +155,18 @@ def tools_call(
         typer.echo('error: --args must be a JSON object, e.g. \'{"query": "dana"}\'', err=True)
         raise typer.Exit(USAGE)
 
-    async def work(services: Services) -> dict[str, Any]:
+    async def work(parts: ChatParts) -> dict[str, Any]:
         from controlcenter.auth.service import get_user_by_email
-        from controlcenter.crm.broker import broker_client
+        from controlcenter.crm.broker import AGENCY_SETTINGS, broker_client
 
-        async with services.db.read() as db:
+        async with parts.db.read() as db:
             user = await get_user_by_email(db, email)
         if user is None:
             raise UsageError(f"no user with e-mail {email}")
-        toolbox, offered = await _offered(services)
+        toolbox, offered = await _offered(parts)
         entry = _find(offered, name)
-        context = ToolContext(user_id=user.id, crm=await broker_client(services, user))
+        agency = await parts.settings.get_many(AGENCY_SETTINGS)
+        context = ToolContext(user_id=user.id, crm=await broker_client(agency, parts.crm, user))
         result = await toolbox.execute(ToolCall("cli", entry.name, arguments), context)
         return {"result": result.result} if result.success else {"error": result.error or ""}
 

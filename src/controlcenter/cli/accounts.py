@@ -19,7 +19,7 @@ from controlcenter.accounts import tokens, users
 from controlcenter.accounts.schemas import LOCATION_ID, PASSWORD_MIN, Email, Password
 from controlcenter.auth.models import ROLES
 from controlcenter.auth.service import UserExistsError
-from controlcenter.cli_support import fail, with_db
+from controlcenter.cli.support import fail, with_db
 from controlcenter.db import Database
 
 EmailOption = Annotated[str, typer.Option(help="The account's e-mail address")]

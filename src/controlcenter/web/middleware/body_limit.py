@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from controlcenter.raw_answer import json_body, send_json
+from controlcenter.web.middleware.raw_answer import json_body, send_json
 
 _TOO_LARGE = json_body({"error": "Request body too large"})
 # How much of an oversized body is read and thrown away before answering. Closing a connection

@@ -36,8 +36,8 @@ from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.types import TypeDecorator
 
-from controlcenter.lookups import POSTGRES_LOOKUP_CONNECTIONS, Lookups
-from controlcenter.sqlite_driver import BUSY_TIMEOUT_MS, inline_creator
+from controlcenter.db.lookups import POSTGRES_LOOKUP_CONNECTIONS, Lookups
+from controlcenter.db.sqlite_driver import BUSY_TIMEOUT_MS, inline_creator
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -89,7 +89,9 @@ WRITE_LOCK_WAIT_S = 30.0  # how long a writer waits for another process's write 
 class Database:
     """The engine plus the two ways to open a unit of work: `read()` and `write()`."""
 
-    def __init__(self, url: str, *, echo: bool = False) -> None:
+    def __init__(self, url: str, *, echo: bool = False, sqlite_driver: str = "inline") -> None:
+        """`sqlite_driver`: "inline" (the project's driver, on the loop's thread) or
+        "aiosqlite" (aiosqlite's threads, the fallback)."""
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         kwargs: dict[str, Any] = {"echo": echo}
@@ -97,7 +99,7 @@ class Database:
         # SQLite's inline connections cost no thread, so it holds as many as PostgreSQL:
         # a pool smaller than the concurrency opens and closes connections all the time.
         kwargs.update(pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
-        if self.is_sqlite:
+        if self.is_sqlite and sqlite_driver == "inline":
             kwargs["async_creator"] = inline_creator(str(make_url(url).database))
         else:
             kwargs["pool_recycle"] = POOL_RECYCLE_S

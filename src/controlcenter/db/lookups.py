@@ -16,17 +16,10 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from controlcenter.sqlite_driver import BUSY_TIMEOUT_MS
+from controlcenter.config import check_database_url
+from controlcenter.db.sqlite_driver import BUSY_TIMEOUT_MS
 
 POSTGRES_LOOKUP_CONNECTIONS = 10
-
-
-def check_database_url(url: str) -> str:
-    """`url`, unless it names an in-memory SQLite database: the lookups keep a connection of
-    their own, and a second connection to ":memory:" is a second, empty database."""
-    if url.startswith("sqlite") and make_url(url).database in (None, "", ":memory:"):
-        raise ValueError("SQLite must be a file database, not in-memory")
-    return url
 
 
 class Lookups:

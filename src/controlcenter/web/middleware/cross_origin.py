@@ -22,44 +22,12 @@ from urllib.parse import urlsplit
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from controlcenter.raw_answer import json_body, send_json
+from controlcenter.web.middleware.raw_answer import json_body, send_json
 
 REFUSED_MESSAGE = "Cross-origin request refused"
 _REFUSED = json_body({"error": REFUSED_MESSAGE})
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _OTHER_SITE = frozenset({"cross-site", "same-site"})
-
-
-def parse_origins(value: str) -> frozenset[str]:
-    """`ALLOWED_ORIGINS`: origins (`scheme://host[:port]`) separated by commas or spaces.
-
-    Raises ValueError for an entry that is not an origin, so that a typo stops the start-up
-    instead of silently refusing (or allowing) a front end.
-    """
-    origins: set[str] = set()
-    for entry in value.replace(",", " ").split():
-        origin = entry.rstrip("/").lower()
-        parts = urlsplit(origin)
-        if (
-            parts.scheme not in ("http", "https")
-            or not parts.hostname
-            or parts.username is not None
-            or parts.password is not None
-            or parts.path
-            or parts.query
-            or parts.fragment
-        ):
-            raise ValueError(
-                f"ALLOWED_ORIGINS: {entry!r} is not an origin like https://host[:port]"
-            )
-        origins.add(origin)
-    return frozenset(origins)
-
-
-def check_origins(value: str) -> str:
-    """`value`, once `parse_origins` accepts it (the configuration's validator)."""
-    parse_origins(value)
-    return value
 
 
 def is_refused(method: str, headers: Headers, allowed: frozenset[str]) -> bool:

@@ -10,27 +10,16 @@ credentials are masked in every record, whoever wrote it.
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from typing import Any
 
 import structlog
 from structlog.types import EventDict, Processor, WrappedLogger
 
-# Credentials a record could quote (a provider's error, a URL, a header): API keys of the
-# two providers, our API tokens, bearer values, JWTs.
-_SECRET = re.compile(
-    r"(sk-[A-Za-z0-9_-]{8,}|cct_[A-Za-z0-9_-]{8,}|pit-[A-Za-z0-9_-]{8,}"
-    r"|(?<=Bearer )[A-Za-z0-9._~+/=-]{8,}"
-    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+)"
-)
-MASK = "[redacted]"
+from controlcenter.common.secrets import redact
+
 _ACCESS_LOGGER = "uvicorn.access"
 _HANDLER_NAME = "controlcenter"
-
-
-def redact(text: str) -> str:
-    return _SECRET.sub(MASK, text)
 
 
 def _redact_values(_: WrappedLogger, __: str, event: EventDict) -> EventDict:

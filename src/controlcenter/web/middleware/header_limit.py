@@ -17,10 +17,10 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from controlcenter.raw_answer import json_body
+from controlcenter.web.middleware.raw_answer import json_body
 
 HEADER_LIMIT = 16 * 1024
-PROTOCOL = "controlcenter.header_limit:HeaderLimitProtocol"
+PROTOCOL = "controlcenter.web.middleware.header_limit:HeaderLimitProtocol"
 # After the answer the connection stays open this long, reading and dropping what the client
 # still sends: closing with unread data makes the kernel reset the connection, and a client
 # still writing its header would then never see the 431.

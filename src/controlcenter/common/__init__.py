@@ -1,0 +1,1 @@
+"""Small helpers every domain shares: masking secrets, formatting times, waiting to retry."""

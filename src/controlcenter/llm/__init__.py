@@ -1,0 +1,1 @@
+"""Types shared by the providers, the tools and the chat loop."""

@@ -1,0 +1,82 @@
+"""The neutral types of one conversation with a model: turns, tool calls, their results, and
+the tools offered. Providers translate them to and from their APIs; tools consume and produce
+them; neither imports the other."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as offered to a provider: its name already matches ^[A-Za-z0-9_-]{1,64}$."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """CONTRACT 5: `{id, name, arguments}`; `id` is what a ToolResult's `toolCallId` names."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """SPEC 2.4: `result` on success, `error` on failure."""
+
+    tool_call_id: str
+    success: bool
+    result: Any = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.success:
+            return {"toolCallId": self.tool_call_id, "success": True, "result": self.result}
+        return {"toolCallId": self.tool_call_id, "success": False, "error": self.error or ""}
+
+    def line(self) -> str:
+        """The SPEC 4.2 step 8.5 line the model reads for this result."""
+        if self.success:
+            return f"Tool {self.tool_call_id} result: {_json(self.result)}"
+        return f"Tool {self.tool_call_id} error: {self.error or ''}"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+@dataclass(frozen=True)
+class UserTurn:
+    text: str
+
+
+@dataclass(frozen=True)
+class AssistantTurn:
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass(frozen=True)
+class ToolResultsTurn:
+    """The results of the previous assistant turn's tool calls, one per call, in order."""
+
+    results: tuple[ToolResult, ...]
+
+
+Turn = UserTurn | AssistantTurn | ToolResultsTurn
+
+
+@dataclass(frozen=True)
+class ProviderReply:
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
