@@ -25,7 +25,7 @@ from controlcenter.auth.service import create_api_token, create_user, start_sess
 from controlcenter.config import Config
 from controlcenter.db import Database
 from controlcenter.db.migrate import upgrade
-from controlcenter.db.migrations.tables import Base
+from controlcenter.tables import Base
 from controlcenter.web.deps import Services
 from tests.dbtools import reset_postgres
 from tests.fakes.server import listening_socket
