@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import and_, bindparam, inspect, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import instance_dict
 
 from controlcenter.auth.models import ADMIN, ROLES, SUPER_ADMIN, ApiToken, Session, User
 from controlcenter.auth.passwords import hash_password, verify_password
@@ -106,6 +107,8 @@ async def revoke_session(db: AsyncSession, session_id: str) -> None:
 _users, _sessions, _tokens = User.__table__, Session.__table__, ApiToken.__table__
 _USER_ATTRIBUTES = tuple((attr.key, attr.columns[0]) for attr in inspect(User).column_attrs)
 _USER_COLUMNS = tuple(column for _, column in _USER_ATTRIBUTES)
+_USER_KEYS = tuple(key for key, _ in _USER_ATTRIBUTES)
+_USER_CLASS = inspect(User).class_manager
 _ENABLED = ~_users.c.disabled
 _USER_BY_SESSION = Lookup(
     select(_sessions.c.expires_at, _sessions.c.revoked_at, *_USER_COLUMNS)
@@ -143,8 +146,14 @@ TOKEN_USE_RESOLUTION = timedelta(minutes=1)
 
 
 def _user(values: Sequence[Any]) -> User:
-    """A detached `User` from the user columns of the lookups above."""
-    return User(**{key: value for (key, _), value in zip(_USER_ATTRIBUTES, values, strict=True)})
+    """A transient `User` holding the user columns of the lookups above, as loaded values.
+
+    Filled in its `__dict__` as the ORM fills a loaded row (no change events): the mapped
+    constructor's instrumented assignments cost more than the lookup's statement.
+    """
+    user: User = _USER_CLASS.new_instance()
+    instance_dict(user).update(zip(_USER_KEYS, values, strict=True))
+    return user
 
 
 async def principal_from_jwt(database: Database, token: str, *, key: str) -> Principal | None:
