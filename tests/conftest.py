@@ -25,7 +25,7 @@ from controlcenter.auth.service import create_api_token, create_user, start_sess
 from controlcenter.config import Config
 from controlcenter.db import Database
 from controlcenter.db.migrate import upgrade
-from controlcenter.db.migrations.tables import Base
+from controlcenter.tables import Base
 from controlcenter.web.deps import Services
 from tests.dbtools import reset_postgres
 from tests.fakes.server import listening_socket
@@ -41,6 +41,27 @@ passwords.configure(time_cost=1, memory_cost=1024, parallelism=1)
 
 def pytest_report_header() -> str:
     return f"database: {_database_kind()}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On PostgreSQL, only the tests that reach the database (docs/testing.md).
+
+    A test reaches it through the `database_url` fixture (the server, `config` and every
+    database fixture build on it), or says so with `@pytest.mark.database`. The others (the
+    fakes' strictness, the providers, the CRM tools, the layout and reference checks, the CLI
+    on its own SQLite file) run the same code on either database, so the SQLite pass has
+    already run them; they are deselected here, and pytest reports how many.
+    """
+    if _database_kind() != "postgresql":
+        return
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        uses = "database_url" in getattr(item, "fixturenames", ())
+        (keep if uses or item.get_closest_marker("database") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def _database_kind() -> str:

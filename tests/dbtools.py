@@ -11,7 +11,7 @@ from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from controlcenter.db import Database
-from controlcenter.db.migrations.tables import Base
+from controlcenter.tables import Base
 
 
 async def reset_postgres(url: str) -> None:

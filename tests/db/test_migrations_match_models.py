@@ -9,7 +9,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine
 
 from controlcenter.db.migrate import upgrade
-from controlcenter.db.migrations.tables import Base
+from controlcenter.tables import Base
 
 
 def test_no_difference_after_upgrade(tmp_path: Path) -> None:

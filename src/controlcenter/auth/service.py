@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import and_, bindparam, inspect, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import instance_dict
 
 from controlcenter.auth.models import ADMIN, ROLES, SUPER_ADMIN, ApiToken, Session, User
 from controlcenter.auth.passwords import hash_password, verify_password
@@ -21,7 +22,8 @@ from controlcenter.auth.tokens import (
     new_api_token,
     parse_basic,
 )
-from controlcenter.db import Database, as_utc, utcnow
+from controlcenter.db import Database, utcnow
+from controlcenter.db.lookups import Lookup
 
 
 class UserExistsError(Exception):
@@ -100,23 +102,43 @@ async def revoke_session(db: AsyncSession, session_id: str) -> None:
 
 
 # Authentication runs on every request, so its lookups go straight to the driver
-# (`Database.lookup`): one indexed statement each, no ORM (see docs/foundation.md).
-_USER_FIELDS = ("id", "email", "name", "role", "brokerage", "password_hash", "crm_location_id")
-_U = ", ".join(f"u.{field}" for field in _USER_FIELDS)  # constant: no input reaches the SQL
-_USER_BY_SESSION = (
-    f"SELECT s.expires_at, s.revoked_at, {_U} FROM sessions s"  # noqa: S608
-    " JOIN users u ON u.id = s.user_id WHERE s.id = ? AND s.user_id = ? AND NOT u.disabled"
+# (`Database.lookup`): one indexed statement each, no ORM session (see docs/foundation.md).
+# They are built from the tables, so the columns they read are always the model's.
+_users, _sessions, _tokens = User.__table__, Session.__table__, ApiToken.__table__
+_USER_ATTRIBUTES = tuple((attr.key, attr.columns[0]) for attr in inspect(User).column_attrs)
+_USER_COLUMNS = tuple(column for _, column in _USER_ATTRIBUTES)
+_USER_KEYS = tuple(key for key, _ in _USER_ATTRIBUTES)
+_USER_CLASS = inspect(User).class_manager
+_ENABLED = ~_users.c.disabled
+_USER_BY_SESSION = Lookup(
+    select(_sessions.c.expires_at, _sessions.c.revoked_at, *_USER_COLUMNS)
+    .select_from(_sessions.join(_users, _users.c.id == _sessions.c.user_id))
+    .where(
+        _sessions.c.id == bindparam("session_id"),
+        _sessions.c.user_id == bindparam("user_id"),
+        _ENABLED,
+    )
 )
-_USER_BY_TOKEN = (
-    f"SELECT {_U}, t.id, t.last_used_at FROM api_tokens t"  # noqa: S608
-    " JOIN users u ON u.id = t.user_id WHERE t.token_hash = ? AND NOT u.disabled"
+_USER_BY_TOKEN = Lookup(
+    select(*_USER_COLUMNS, _tokens.c.id, _tokens.c.last_used_at)
+    .select_from(_tokens.join(_users, _users.c.id == _tokens.c.user_id))
+    .where(_tokens.c.token_hash == bindparam("token_hash"), _ENABLED)
 )
 # One statement answers both "who is this" and "is the secret one of their tokens", so the
 # token path (what scripts and clients use) never pays for Argon2.
-_USER_AND_TOKEN_BY_EMAIL = (
-    f"SELECT {_U}, t.id, t.last_used_at FROM users u"  # noqa: S608
-    " LEFT JOIN api_tokens t ON t.user_id = u.id AND t.token_hash = ?"
-    " WHERE u.email = ? AND NOT u.disabled LIMIT 1"
+_USER_AND_TOKEN_BY_EMAIL = Lookup(
+    select(*_USER_COLUMNS, _tokens.c.id, _tokens.c.last_used_at)
+    .select_from(
+        _users.outerjoin(
+            _tokens,
+            and_(
+                _tokens.c.user_id == _users.c.id,
+                _tokens.c.token_hash == bindparam("token_hash"),
+            ),
+        )
+    )
+    .where(_users.c.email == bindparam("email"), _ENABLED)
+    .limit(1)
 )
 # `lastUsedAt` is written at most this often per token, so the token path stays read-only
 # on almost every request (SQLite has one writer at a time).
@@ -124,34 +146,41 @@ TOKEN_USE_RESOLUTION = timedelta(minutes=1)
 
 
 def _user(values: Sequence[Any]) -> User:
-    """A detached `User` from the `u.*` columns of the statements above."""
-    return User(**dict(zip(_USER_FIELDS, values, strict=True)))
+    """A transient `User` holding the user columns of the lookups above, as loaded values.
+
+    Filled in its `__dict__` as the ORM fills a loaded row (no change events): the mapped
+    constructor's instrumented assignments cost more than the lookup's statement.
+    """
+    user: User = _USER_CLASS.new_instance()
+    instance_dict(user).update(zip(_USER_KEYS, values, strict=True))
+    return user
 
 
 async def principal_from_jwt(database: Database, token: str, *, key: str) -> Principal | None:
     claims = decode_session(key, token)
     if claims is None:
         return None
-    row = await database.lookup(_USER_BY_SESSION, claims.session_id, claims.user_id)
+    row = await database.lookup(
+        _USER_BY_SESSION, session_id=claims.session_id, user_id=claims.user_id
+    )
     if row is None:
         return None
-    expires_at = as_utc(row[0])
+    expires_at = row[0]
     if row[1] is not None or expires_at is None or expires_at <= utcnow():
         return None
     return Principal(user=_user(row[2:]), session_id=claims.session_id)
 
 
 async def principal_from_api_token(database: Database, token: str) -> Principal | None:
-    row = await database.lookup(_USER_BY_TOKEN, hash_api_token(token))
+    row = await database.lookup(_USER_BY_TOKEN, token_hash=hash_api_token(token))
     if row is None:
         return None
     await _note_token_use(database, row[-2], row[-1])
     return Principal(user=_user(row[:-2]), session_id=None)
 
 
-async def _note_token_use(database: Database, token_id: str, last_used: Any) -> None:
+async def _note_token_use(database: Database, token_id: str, previous: datetime | None) -> None:
     now = utcnow()
-    previous = as_utc(last_used)
     if previous is not None and now - previous < TOKEN_USE_RESOLUTION:
         return
     async with database.write() as db:
@@ -182,7 +211,7 @@ async def principal_from_basic(
     which raises TooManyAttemptsError; a locked-out e-mail's scripts keep working.
     """
     row = await database.lookup(
-        _USER_AND_TOKEN_BY_EMAIL, hash_api_token(secret), normalise_email(email)
+        _USER_AND_TOKEN_BY_EMAIL, token_hash=hash_api_token(secret), email=normalise_email(email)
     )
     if row is not None and row[-2] is not None:
         await _note_token_use(database, row[-2], row[-1])

@@ -36,7 +36,7 @@ from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.types import TypeDecorator
 
-from controlcenter.db.lookups import POSTGRES_LOOKUP_CONNECTIONS, Lookups
+from controlcenter.db.lookups import POSTGRES_LOOKUP_CONNECTIONS, Lookup, Lookups
 from controlcenter.db.sqlite_driver import BUSY_TIMEOUT_MS, inline_creator
 
 NAMING = {
@@ -152,10 +152,10 @@ class Database:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.05)
 
-    async def lookup(self, sql: str, *params: Any) -> tuple[Any, ...] | None:
-        """The first row of a read-only statement written with `?` placeholders, or None: the
-        per-request lookups (`lookups`). Values come as the driver gives them (see `as_utc`)."""
-        return await self._lookups.one(sql, *params)
+    async def lookup(self, lookup: Lookup, **parameters: Any) -> tuple[Any, ...] | None:
+        """The first row of a per-request lookup (`lookups`) with its named parameters, each
+        column read as the model reads it, or None."""
+        return await self._lookups.one(lookup, **parameters)
 
     async def dispose(self) -> None:
         await self._lookups.close()
@@ -163,7 +163,7 @@ class Database:
 
 
 def as_utc(value: datetime | str | None) -> datetime | None:
-    """A timestamp from `Database.lookup` as an aware UTC datetime (SQLite gives UTC text)."""
+    """A timestamp as an aware UTC datetime (SQLite's driver gives naive UTC text)."""
     if value is None:
         return None
     if isinstance(value, str):

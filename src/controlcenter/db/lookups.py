@@ -1,25 +1,90 @@
-"""Single-row reads that skip SQLAlchemy: the lookups made on every request (authentication).
+"""Single-row reads that skip SQLAlchemy's engine: the lookups made on every request
+(authentication).
+
+Each is a Core `select()` built from the tables (`Lookup`), so its columns and conditions can
+never drift from the models. It is compiled once per dialect, with the column types' result
+processors, and then only executed: the statement text, its parameters' order and the
+processors are kept, so a request pays neither for compilation nor for SQLAlchemy's
+execution machinery.
 
 Checking a connection out of SQLAlchemy's pool and back costs more than the statement itself
 (about 160 us against 10 us on SQLite), so these keep connections of their own at the driver:
 one SQLite connection used synchronously on the loop's thread (each lookup runs start to end
 without yielding, so one connection serves all of them), or a small asyncpg pool. Read-only
-by construction: the SQLite connection is `query_only`, and callers pass SELECTs.
+by construction: the SQLite connection is `query_only`, and a `Lookup` is a SELECT.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-from functools import lru_cache
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.engine import make_url
+from sqlalchemy import Select
+from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
+from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
+from sqlalchemy.engine import Dialect, make_url
 
 from controlcenter.config import check_database_url
 from controlcenter.db.sqlite_driver import BUSY_TIMEOUT_MS
 
 POSTGRES_LOOKUP_CONNECTIONS = 10
+
+Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class CompiledLookup:
+    """One lookup in one dialect: its text, where each parameter goes, and how each column's
+    value is read (None where the driver's value is already the model's)."""
+
+    sql: str
+    order: tuple[str, ...]
+    fixed: dict[str, Any]  # the values the statement itself holds (LIMIT's)
+    processors: tuple[tuple[int, Callable[[Any], Any]], ...]  # (column, processor)
+
+    def parameters(self, given: dict[str, Any]) -> list[Any]:
+        return [given[name] if name in given else self.fixed[name] for name in self.order]
+
+    def row(self, values: Row) -> Row:
+        if not self.processors:
+            return values
+        out = list(values)
+        for index, process in self.processors:
+            if out[index] is not None:
+                out[index] = process(out[index])
+        return tuple(out)
+
+
+class Lookup:
+    """A read-only statement answered by its first row, compiled once per dialect."""
+
+    def __init__(self, statement: Select[Any]) -> None:
+        self.statement = statement
+        self._compiled: dict[str, CompiledLookup] = {}
+
+    def compiled(self, dialect: Dialect) -> CompiledLookup:
+        found = self._compiled.get(dialect.name)
+        if found is None:
+            found = self._compiled[dialect.name] = _compile(self.statement, dialect)
+        return found
+
+
+def _compile(statement: Select[Any], dialect: Dialect) -> CompiledLookup:
+    compiled = statement.compile(dialect=dialect)
+    assert compiled.positiontup is not None, "lookups compile for positional drivers"
+    processors = (
+        (index, column.type.dialect_impl(dialect).result_processor(dialect, None))
+        for index, column in enumerate(statement.selected_columns)
+    )
+    return CompiledLookup(
+        sql=compiled.string,
+        order=tuple(compiled.positiontup),
+        fixed={name: bind.value for name, bind in compiled.binds.items() if not bind.required},
+        processors=tuple((index, p) for index, p in processors if p is not None),
+    )
 
 
 class Lookups:
@@ -31,22 +96,30 @@ class Lookups:
             if self._sqlite_path is not None
             else parsed.set(drivername="postgresql").render_as_string(hide_password=False)
         )
+        # The dialects of the drivers these connections use (`?` and `$1` placeholders).
+        self._dialect: Dialect = (
+            SQLiteDialect_pysqlite() if self._sqlite_path is not None else PGDialect_asyncpg()  # type: ignore[no-untyped-call]  # SQLAlchemy's own
+        )
         self._sqlite: sqlite3.Connection | None = None
         self._postgres: Any = None  # asyncpg.Pool, created on first use in the running loop
         self._opening = asyncio.Lock()
 
-    async def one(self, sql: str, *params: Any) -> tuple[Any, ...] | None:
-        """The first row of `sql` (written with `?` placeholders), or None."""
+    async def one(self, lookup: Lookup, **parameters: Any) -> Row | None:
+        """The first row of `lookup` with its named parameters, each column read as the model
+        reads it, or None."""
+        compiled = lookup.compiled(self._dialect)
+        values = compiled.parameters(parameters)
         if self._sqlite_path is not None:
-            cursor = self._sqlite_connection().execute(sql, params)
+            cursor = self._sqlite_connection().execute(compiled.sql, values)
             try:
-                row: tuple[Any, ...] | None = cursor.fetchone()
+                row: Row | None = cursor.fetchone()
             finally:
                 cursor.close()  # ends the statement, so no read snapshot outlives the lookup
-            return row
-        pool = self._postgres or await self._open_postgres()
-        record = await pool.fetchrow(_numbered(sql), *params)
-        return tuple(record) if record is not None else None
+        else:
+            pool = self._postgres or await self._open_postgres()
+            record = await pool.fetchrow(compiled.sql, *values)
+            row = tuple(record) if record is not None else None
+        return compiled.row(row) if row is not None else None
 
     def _sqlite_connection(self) -> sqlite3.Connection:
         if self._sqlite is None:
@@ -78,10 +151,3 @@ class Lookups:
         if self._postgres is not None:
             await self._postgres.close()
             self._postgres = None
-
-
-@lru_cache(maxsize=64)
-def _numbered(sql: str) -> str:
-    """`?` placeholders as PostgreSQL's `$1`, `$2`... (the statements have no `?` literals)."""
-    parts = sql.split("?")
-    return "".join(f"{part}${i}" for i, part in enumerate(parts[:-1], 1)) + parts[-1]

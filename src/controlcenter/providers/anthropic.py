@@ -14,41 +14,23 @@ from anthropic.types import (
     ToolUseBlockParam,
 )
 
-from controlcenter.common.secrets import redact
 from controlcenter.llm.types import AssistantTurn, ProviderReply, ToolCall, ToolSpec, Turn, UserTurn
 from controlcenter.providers.base import ProviderError
-from controlcenter.providers.clients import POOL_LIMITS, PooledClients
-from controlcenter.providers.history import (
-    CONNECTION_MESSAGE,
-    EMPTY_MESSAGE,
-    TIMEOUT_MESSAGE,
-    has_text,
-    new_call_id,
-    sendable_turns,
-)
+from controlcenter.providers.history import EMPTY_MESSAGE, has_text, new_call_id, sendable_turns
+from controlcenter.providers.sdk import ProviderOptions, SdkErrors, SdkProvider, sdk_errors
 
 Block = TextBlockParam | ToolUseBlockParam | ToolResultBlockParam
+_ERRORS = SdkErrors(
+    anthropic.APIStatusError,
+    anthropic.APITimeoutError,
+    anthropic.APIConnectionError,
+    anthropic.APIError,
+)
 
 
-class AnthropicProvider:
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        timeout_s: float,
-        max_retries: int,
-        max_tokens: int,
-    ) -> None:
-        self._model = model
-        self._max_tokens = max_tokens
-        self._clients = PooledClients(
-            anthropic.AsyncAnthropic,
-            anthropic.DefaultAsyncHttpxClient(limits=POOL_LIMITS, timeout=timeout_s),
-            base_url=base_url,
-            timeout_s=timeout_s,
-            max_retries=max_retries,
-        )
+class AnthropicProvider(SdkProvider[anthropic.AsyncAnthropic]):
+    def __init__(self, options: ProviderOptions) -> None:
+        super().__init__(options, anthropic.AsyncAnthropic, anthropic.DefaultAsyncHttpxClient)
 
     async def complete(
         self,
@@ -67,22 +49,13 @@ class AnthropicProvider:
             options["system"] = system
         if tools:
             options["tools"] = [_tool(spec) for spec in tools]
-        try:
+        with sdk_errors(_ERRORS, api_key):
             message = await client.messages.create(
                 model=self._model,
                 max_tokens=self._max_tokens,
                 messages=messages,
                 **options,
             )
-        except anthropic.APIStatusError as exc:
-            # `from None`: the SDK's exception text may quote the key; keep it out of tracebacks.
-            raise ProviderError(redact(_api_message(exc), api_key), exc.status_code) from None
-        except anthropic.APITimeoutError:
-            raise ProviderError(TIMEOUT_MESSAGE, None) from None
-        except anthropic.APIConnectionError:
-            raise ProviderError(CONNECTION_MESSAGE, None) from None
-        except anthropic.APIError as exc:  # a reply the SDK could not read
-            raise ProviderError(redact(exc.message, api_key), None) from None
         text = "".join(block.text for block in message.content if block.type == "text")
         calls = tuple(
             ToolCall(id=block.id or new_call_id(), name=block.name, arguments=_object(block.input))
@@ -90,9 +63,6 @@ class AnthropicProvider:
             if block.type == "tool_use"
         )
         return ProviderReply(text=text, tool_calls=calls)
-
-    async def aclose(self) -> None:
-        await self._clients.aclose()
 
 
 def to_messages(turns: Sequence[Turn]) -> list[MessageParam]:
@@ -137,15 +107,3 @@ def _tool(spec: ToolSpec) -> ToolParam:
 
 def _object(value: object) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
-
-
-def _api_message(exc: anthropic.APIStatusError) -> str:
-    """The API's own `error.message` when the body has one, else the SDK's summary."""
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict):
-            message = inner.get("message")
-            if isinstance(message, str) and message:
-                return message
-    return exc.message

@@ -13,40 +13,25 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 
-from controlcenter.common.secrets import redact
 from controlcenter.llm.types import AssistantTurn, ProviderReply, ToolCall, ToolSpec, Turn, UserTurn
 from controlcenter.providers.base import ProviderError
-from controlcenter.providers.clients import POOL_LIMITS, PooledClients
 from controlcenter.providers.history import (
-    CONNECTION_MESSAGE,
     EMPTY_MESSAGE,
-    TIMEOUT_MESSAGE,
     has_text,
     new_call_id,
     parse_arguments,
     sendable_turns,
 )
+from controlcenter.providers.sdk import ProviderOptions, SdkErrors, SdkProvider, sdk_errors
+
+_ERRORS = SdkErrors(
+    openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError, openai.APIError
+)
 
 
-class OpenAIProvider:
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        timeout_s: float,
-        max_retries: int,
-        max_tokens: int,
-    ) -> None:
-        self._model = model
-        self._max_tokens = max_tokens
-        self._clients = PooledClients(
-            openai.AsyncOpenAI,
-            openai.DefaultAsyncHttpxClient(limits=POOL_LIMITS, timeout=timeout_s),
-            base_url=base_url,
-            timeout_s=timeout_s,
-            max_retries=max_retries,
-        )
+class OpenAIProvider(SdkProvider[openai.AsyncOpenAI]):
+    def __init__(self, options: ProviderOptions) -> None:
+        super().__init__(options, openai.AsyncOpenAI, openai.DefaultAsyncHttpxClient)
 
     async def complete(
         self,
@@ -63,23 +48,13 @@ class OpenAIProvider:
         options: dict[str, Any] = {}
         if tools:  # the API rejects an empty `tools` array
             options["tools"] = [_tool(spec) for spec in tools]
-        try:
+        with sdk_errors(_ERRORS, api_key):
             completion = await client.chat.completions.create(
                 model=self._model,
                 max_completion_tokens=self._max_tokens,
                 messages=messages,
                 **options,
             )
-        except openai.APIStatusError as exc:
-            # OpenAI's 401 quotes part of the key: redact it, and keep the SDK's exception (whose
-            # text quotes it too) out of tracebacks with `from None`.
-            raise ProviderError(redact(_api_message(exc), api_key), exc.status_code) from None
-        except openai.APITimeoutError:
-            raise ProviderError(TIMEOUT_MESSAGE, None) from None
-        except openai.APIConnectionError:
-            raise ProviderError(CONNECTION_MESSAGE, None) from None
-        except openai.APIError as exc:  # a reply the SDK could not read
-            raise ProviderError(redact(exc.message, api_key), None) from None
         if not completion.choices:
             raise ProviderError("The provider returned no choices", None)
         message = completion.choices[0].message
@@ -94,9 +69,6 @@ class OpenAIProvider:
         )
         # A refusal comes instead of content; the user reads it as the reply.
         return ProviderReply(text=message.content or message.refusal or "", tool_calls=calls)
-
-    async def aclose(self) -> None:
-        await self._clients.aclose()
 
 
 def to_messages(system: str, turns: Sequence[Turn]) -> list[ChatCompletionMessageParam]:
@@ -138,15 +110,3 @@ def _tool(spec: ToolSpec) -> ChatCompletionFunctionToolParam:
             "parameters": spec.input_schema,
         },
     }
-
-
-def _api_message(exc: openai.APIStatusError) -> str:
-    """The API's own `error.message` when the body has one, else the SDK's summary."""
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict):
-            message = inner.get("message")
-            if isinstance(message, str) and message:
-                return message
-    return exc.message

@@ -5,24 +5,26 @@ from __future__ import annotations
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
-from controlcenter.crm.client import CrmClient, segment
+from controlcenter.crm.client import CrmClient
 from controlcenter.crm.tools.common import (
     DATE_TIME,
     DAY,
-    OFFSET,
+    Paging,
     crm_tool,
     day,
     id_arg,
-    limit,
     moment,
     ms,
     now,
+    path,
     pick,
     require_one,
     schema,
     text,
 )
 from controlcenter.tools.base import ToolError
+
+NOTES_PAGING = Paging(20, offset=True)  # both are required by the operation
 
 
 @crm_tool(
@@ -86,14 +88,13 @@ async def get_calendar_events(crm: CrmClient, args: dict[str, Any]) -> Any:
         "Returns `notes` and `hasMore`."
     ),
     schema=schema(
-        {"appointmentId": id_arg("appointment"), "limit": limit(20), "offset": OFFSET},
+        {"appointmentId": id_arg("appointment"), **NOTES_PAGING.schema},
         ["appointmentId"],
     ),
 )
 async def get_appointment_notes(crm: CrmClient, args: dict[str, Any]) -> Any:
-    path = f"/calendars/appointments/{segment(args['appointmentId'])}/notes"
-    # Both are required by the operation.
-    return await crm.get(path, {"limit": args.get("limit", 20), "offset": args.get("offset", 0)})
+    where = path("/calendars/appointments/{appointmentId}/notes", args)
+    return await crm.get(where, NOTES_PAGING.params(args))
 
 
 @crm_tool(
@@ -123,7 +124,7 @@ async def get_free_slots(crm: CrmClient, args: dict[str, Any]) -> Any:
     start = datetime.combine(first, time.min, UTC)
     end = datetime.combine(last, time.max, UTC)
     params = {"startDate": ms(start), "endDate": ms(end), **pick(args, "timezone")}
-    return await crm.get(f"/calendars/{segment(args['calendarId'])}/free-slots", params)
+    return await crm.get(path("/calendars/{calendarId}/free-slots", args), params)
 
 
 TOOLS = (get_calendars, get_calendar_events, get_appointment_notes, get_free_slots)

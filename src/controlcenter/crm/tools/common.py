@@ -12,11 +12,13 @@ is the one that operation declares, and `OPERATION_IDS` keeps the pairing for te
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
-from controlcenter.crm.client import CrmClient
+from controlcenter.crm.client import CrmClient, segment
 from controlcenter.crm.errors import (
     CrmAuthError,
     CrmError,
@@ -90,6 +92,43 @@ def schema(
     }
     closed.update(extra)
     return closed
+
+
+def by_id(field: str, what: str) -> dict[str, Any]:
+    """The schema of a tool that takes one id and nothing else."""
+    return schema({field: id_arg(what)}, [field])
+
+
+@dataclass(frozen=True)
+class Paging:
+    """A list's `limit` (and `offset`): the default is stated once, for the schema the model
+    reads and for the request the handler sends."""
+
+    default: int
+    offset: bool = False
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        return {"limit": limit(self.default), **({"offset": OFFSET} if self.offset else {})}
+
+    def limit(self, args: Mapping[str, Any]) -> int:
+        value: int = args.get("limit", self.default)
+        return value
+
+    def params(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """`limit` and `offset` as the request sends them (both, when the operation pages)."""
+        if not self.offset:
+            return {"limit": self.limit(args)}
+        return {"limit": self.limit(args), "offset": args.get("offset", 0)}
+
+
+_FIELD = re.compile(r"{(\w+)}")
+
+
+def path(template: str, args: Mapping[str, Any]) -> str:
+    """`template` with each `{name}` filled by `args[name]` as one escaped path segment, so
+    an id from a model never walks to another path."""
+    return template.format_map({name: segment(args[name]) for name in _FIELD.findall(template)})
 
 
 def pick(args: dict[str, Any], *names: str) -> dict[str, Any]:

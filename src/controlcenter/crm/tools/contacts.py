@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from controlcenter.common.times import iso
-from controlcenter.crm.client import CrmClient, segment
+from controlcenter.crm.client import CrmClient
 from controlcenter.crm.tools.common import (
     DATE_TIME,
+    Paging,
+    by_id,
     crm_tool,
     id_arg,
-    limit,
     moment,
+    path,
     pick,
     require_one,
     schema,
@@ -47,8 +49,8 @@ CONTACT_ID = {"contactId": id_arg("contact")}
 NEEDS_EMAIL_OR_PHONE = "A contact needs an e-mail or a phone: give `email` or `phone`."
 
 
-def _contact_path(args: dict[str, Any], tail: str = "") -> str:
-    return f"/contacts/{segment(args['contactId'])}{tail}"
+CONTACT = "/contacts/{contactId}"
+PAGING = Paging(20)
 
 
 @crm_tool(
@@ -63,12 +65,12 @@ def _contact_path(args: dict[str, Any], tail: str = "") -> str:
     schema=schema(
         {
             "query": text("Text to look for in name, e-mail, phone or company.", 200),
-            "limit": limit(20),
+            **PAGING.schema,
         }
     ),
 )
 async def get_contacts(crm: CrmClient, args: dict[str, Any]) -> Any:
-    body = {"locationId": crm.location_id, "page": 1, "pageLimit": args.get("limit", 20)}
+    body = {"locationId": crm.location_id, "page": 1, "pageLimit": PAGING.limit(args)}
     body.update(pick(args, "query"))
     return await crm.post("/contacts/search", body, idempotent=True)
 
@@ -81,10 +83,10 @@ async def get_contacts(crm: CrmClient, args: dict[str, Any]) -> Any:
         "Get one contact's full record by id (all fields, tags, custom fields). Use it when "
         "you have a contactId, e.g. from contacts_get-contacts. Returns `contact`."
     ),
-    schema=schema(CONTACT_ID, ["contactId"]),
+    schema=by_id("contactId", "contact"),
 )
 async def get_contact(crm: CrmClient, args: dict[str, Any]) -> Any:
-    return await crm.get(_contact_path(args))
+    return await crm.get(path(CONTACT, args))
 
 
 @crm_tool(
@@ -118,7 +120,7 @@ async def create_contact(crm: CrmClient, args: dict[str, Any]) -> Any:
     schema=schema({**CONTACT_ID, **UPDATABLE, "tags": TAGS}, ["contactId"], minProperties=2),
 )
 async def update_contact(crm: CrmClient, args: dict[str, Any]) -> Any:
-    return await crm.put(_contact_path(args), pick(args, *UPDATABLE, "tags"))
+    return await crm.put(path(CONTACT, args), pick(args, *UPDATABLE, "tags"))
 
 
 @crm_tool(
@@ -148,7 +150,7 @@ async def upsert_contact(crm: CrmClient, args: dict[str, Any]) -> Any:
     schema=schema({**CONTACT_ID, "tags": TAGS}, ["contactId", "tags"]),
 )
 async def add_tags(crm: CrmClient, args: dict[str, Any]) -> Any:
-    return await crm.post(_contact_path(args, "/tags"), {"tags": args["tags"]}, idempotent=True)
+    return await crm.post(path(CONTACT + "/tags", args), {"tags": args["tags"]}, idempotent=True)
 
 
 @crm_tool(
@@ -161,7 +163,7 @@ async def add_tags(crm: CrmClient, args: dict[str, Any]) -> Any:
     schema=schema({**CONTACT_ID, "tags": TAGS}, ["contactId", "tags"]),
 )
 async def remove_tags(crm: CrmClient, args: dict[str, Any]) -> Any:
-    return await crm.delete(_contact_path(args, "/tags"), {"tags": args["tags"]})
+    return await crm.delete(path(CONTACT + "/tags", args), {"tags": args["tags"]})
 
 
 @crm_tool(
@@ -172,10 +174,10 @@ async def remove_tags(crm: CrmClient, args: dict[str, Any]) -> Any:
         "List the tasks (to-dos, follow-ups) of one contact, with due dates and whether they "
         "are completed. Returns `tasks` (id, title, body, dueDate, completed)."
     ),
-    schema=schema(CONTACT_ID, ["contactId"]),
+    schema=by_id("contactId", "contact"),
 )
 async def get_tasks(crm: CrmClient, args: dict[str, Any]) -> Any:
-    return await crm.get(_contact_path(args, "/tasks"))
+    return await crm.get(path(CONTACT + "/tasks", args))
 
 
 @crm_tool(
@@ -203,7 +205,7 @@ async def create_task(crm: CrmClient, args: dict[str, Any]) -> Any:
         "completed": args.get("completed", False),  # required by the operation
         **pick(args, "body"),
     }
-    return await crm.post(_contact_path(args, "/tasks"), body)
+    return await crm.post(path(CONTACT + "/tasks", args), body)
 
 
 @crm_tool(
@@ -214,10 +216,10 @@ async def create_task(crm: CrmClient, args: dict[str, Any]) -> Any:
         "List the notes written on a contact (call summaries, requirements, history). "
         "Returns `notes` (id, body, dateAdded)."
     ),
-    schema=schema(CONTACT_ID, ["contactId"]),
+    schema=by_id("contactId", "contact"),
 )
 async def get_notes(crm: CrmClient, args: dict[str, Any]) -> Any:
-    return await crm.get(_contact_path(args, "/notes"))
+    return await crm.get(path(CONTACT + "/notes", args))
 
 
 @crm_tool(
@@ -231,7 +233,7 @@ async def get_notes(crm: CrmClient, args: dict[str, Any]) -> Any:
     schema=schema({**CONTACT_ID, "body": text("The note's text.", 10000)}, ["contactId", "body"]),
 )
 async def create_note(crm: CrmClient, args: dict[str, Any]) -> Any:
-    return await crm.post(_contact_path(args, "/notes"), {"body": args["body"]})
+    return await crm.post(path(CONTACT + "/notes", args), {"body": args["body"]})
 
 
 TOOLS = (

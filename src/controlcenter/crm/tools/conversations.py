@@ -4,12 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlcenter.crm.client import CrmClient, segment
-from controlcenter.crm.tools.common import crm_tool, id_arg, limit, pick, require_one, schema, text
+from controlcenter.crm.client import CrmClient
+from controlcenter.crm.tools.common import (
+    Paging,
+    crm_tool,
+    id_arg,
+    path,
+    pick,
+    require_one,
+    schema,
+    text,
+)
 
 # SendMessageBodyDto requires `status` (delivered, failed, pending, read): a message being
 # sent now is pending until the channel reports on it.
 NEW_MESSAGE_STATUS = "pending"
+PAGING = Paging(20)
 
 
 @crm_tool(
@@ -25,13 +35,13 @@ NEW_MESSAGE_STATUS = "pending"
         {
             "contactId": id_arg("contact"),
             "query": text("Text to look for (name, e-mail, phone, last message).", 200),
-            "limit": limit(20),
+            **PAGING.schema,
         }
     ),
 )
 async def search_conversations(crm: CrmClient, args: dict[str, Any]) -> Any:
     params = {"locationId": crm.location_id, **pick(args, "contactId", "query")}
-    params["limit"] = args.get("limit", 20)
+    params.update(PAGING.params(args))
     return await crm.get("/conversations/search", params)
 
 
@@ -44,13 +54,11 @@ async def search_conversations(crm: CrmClient, args: dict[str, Any]) -> Any:
         "messageType, status, dateAdded), `nextPage` (true when older messages remain) and "
         "`lastMessageId`."
     ),
-    schema=schema(
-        {"conversationId": id_arg("conversation"), "limit": limit(20)}, ["conversationId"]
-    ),
+    schema=schema({"conversationId": id_arg("conversation"), **PAGING.schema}, ["conversationId"]),
 )
 async def get_messages(crm: CrmClient, args: dict[str, Any]) -> Any:
-    path = f"/conversations/{segment(args['conversationId'])}/messages"
-    return page_of_messages(await crm.get(path, {"limit": args.get("limit", 20)}))
+    where = path("/conversations/{conversationId}/messages", args)
+    return page_of_messages(await crm.get(where, PAGING.params(args)))
 
 
 def page_of_messages(answer: Any) -> Any:

@@ -6,7 +6,9 @@ from typing import Any
 
 from controlcenter.crm.client import CrmClient
 from controlcenter.crm.errors import CrmNotFound
-from controlcenter.crm.tools.common import OFFSET, crm_tool, limit, schema, text
+from controlcenter.crm.tools.common import Paging, crm_tool, schema, text
+
+PAGING = Paging(10, offset=True)
 
 
 @crm_tool(
@@ -20,8 +22,7 @@ from controlcenter.crm.tools.common import OFFSET, crm_tool, limit, schema, text
     schema=schema(
         {
             "search": text("Text in the template name.", 200),
-            "limit": limit(10),
-            "offset": OFFSET,
+            **PAGING.schema,
         }
     ),
 )
@@ -29,8 +30,7 @@ async def fetch_templates(crm: CrmClient, args: dict[str, Any]) -> Any:
     params = {
         "locationId": crm.location_id,
         "search": args.get("search"),
-        "limit": args.get("limit", 10),
-        "offset": args.get("offset", 0),
+        **PAGING.params(args),
     }
     try:
         answer = await crm.get("/emails/builder", params)

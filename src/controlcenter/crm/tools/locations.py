@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlcenter.crm.client import CrmClient, segment
-from controlcenter.crm.tools.common import crm_tool, schema
+from controlcenter.crm.client import CrmClient
+from controlcenter.crm.tools.common import crm_tool, path, schema
+
+
+def _location(crm: CrmClient) -> str:
+    return path("/locations/{locationId}", {"locationId": crm.location_id})
 
 
 @crm_tool(
@@ -19,7 +23,7 @@ from controlcenter.crm.tools.common import crm_tool, schema
     schema=schema({}),
 )
 async def get_location(crm: CrmClient, args: dict[str, Any]) -> Any:
-    return await crm.get(f"/locations/{segment(crm.location_id)}")
+    return await crm.get(_location(crm))
 
 
 @crm_tool(
@@ -33,7 +37,7 @@ async def get_location(crm: CrmClient, args: dict[str, Any]) -> Any:
     schema=schema({}),
 )
 async def get_custom_fields(crm: CrmClient, args: dict[str, Any]) -> Any:
-    return await crm.get(f"/locations/{segment(crm.location_id)}/customFields")
+    return await crm.get(_location(crm) + "/customFields")
 
 
 @crm_tool(
@@ -47,7 +51,7 @@ async def get_custom_fields(crm: CrmClient, args: dict[str, Any]) -> Any:
     schema=schema({}),
 )
 async def get_location_tags(crm: CrmClient, args: dict[str, Any]) -> Any:
-    return await crm.get(f"/locations/{segment(crm.location_id)}/tags")
+    return await crm.get(_location(crm) + "/tags")
 
 
 TOOLS = (get_location, get_custom_fields, get_location_tags)

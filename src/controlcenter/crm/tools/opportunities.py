@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlcenter.crm.client import CrmClient, segment
-from controlcenter.crm.tools.common import crm_tool, id_arg, limit, pick, schema, text
+from controlcenter.crm.client import CrmClient
+from controlcenter.crm.tools.common import (
+    Paging,
+    by_id,
+    crm_tool,
+    id_arg,
+    path,
+    pick,
+    schema,
+    text,
+)
 
 STATUS = {
     "type": "string",
@@ -13,6 +22,8 @@ STATUS = {
     "description": "Deal status.",
 }
 VALUE = {"type": "number", "minimum": 0, "description": "Value."}
+OPPORTUNITY = "/opportunities/{opportunityId}"
+PAGING = Paging(20)
 
 
 @crm_tool(
@@ -31,7 +42,7 @@ VALUE = {"type": "number", "minimum": 0, "description": "Value."}
             "pipelineStageId": id_arg("pipeline stage"),
             "contactId": id_arg("contact"),
             "status": {**STATUS, "enum": [*STATUS["enum"], "all"]},
-            "limit": limit(20),
+            **PAGING.schema,
         }
     ),
 )
@@ -43,7 +54,7 @@ async def search_opportunities(crm: CrmClient, args: dict[str, Any]) -> Any:
         "pipeline_stage_id": args.get("pipelineStageId"),
         "contact_id": args.get("contactId"),
         "status": args.get("status"),
-        "limit": args.get("limit", 20),
+        **PAGING.params(args),
     }
     return await crm.get("/opportunities/search", params)
 
@@ -56,10 +67,10 @@ async def search_opportunities(crm: CrmClient, args: dict[str, Any]) -> Any:
         "Get one deal (opportunity) by id: its name, value, status, pipeline stage and "
         "contact. Returns `opportunity`."
     ),
-    schema=schema({"opportunityId": id_arg("opportunity")}, ["opportunityId"]),
+    schema=by_id("opportunityId", "opportunity"),
 )
 async def get_opportunity(crm: CrmClient, args: dict[str, Any]) -> Any:
-    return await crm.get(f"/opportunities/{segment(args['opportunityId'])}")
+    return await crm.get(path(OPPORTUNITY, args))
 
 
 @crm_tool(
@@ -114,7 +125,7 @@ async def create_opportunity(crm: CrmClient, args: dict[str, Any]) -> Any:
 )
 async def update_opportunity(crm: CrmClient, args: dict[str, Any]) -> Any:
     body = pick(args, "name", "pipelineId", "pipelineStageId", "status", "monetaryValue")
-    return await crm.put(f"/opportunities/{segment(args['opportunityId'])}", body)
+    return await crm.put(path(OPPORTUNITY, args), body)
 
 
 @crm_tool(

@@ -8,16 +8,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlcenter.crm.client import CrmClient, segment
-from controlcenter.crm.tools.common import OFFSET, crm_tool, id_arg, limit, pick, schema, text
+from controlcenter.crm.client import CrmClient
+from controlcenter.crm.tools.common import (
+    Paging,
+    by_id,
+    crm_tool,
+    id_arg,
+    path,
+    pick,
+    schema,
+    text,
+)
 
 
 def _alt(crm: CrmClient, *, typed: bool) -> dict[str, Any]:
     return {"altId": crm.location_id, **({"altType": "location"} if typed else {})}
 
 
-def _page(args: dict[str, Any]) -> dict[str, Any]:
-    return {"limit": args.get("limit", 10), "offset": args.get("offset", 0)}
+PAGING = Paging(10, offset=True)
 
 
 @crm_tool(
@@ -32,13 +40,12 @@ def _page(args: dict[str, Any]) -> dict[str, Any]:
         {
             "contactId": id_arg("contact"),
             "status": text("Order status, e.g. completed.", 50),
-            "limit": limit(10),
-            "offset": OFFSET,
+            **PAGING.schema,
         }
     ),
 )
 async def list_orders(crm: CrmClient, args: dict[str, Any]) -> Any:
-    params = {**_alt(crm, typed=False), **pick(args, "contactId", "status"), **_page(args)}
+    params = {**_alt(crm, typed=False), **pick(args, "contactId", "status"), **PAGING.params(args)}
     return await crm.get("/payments/orders", params)
 
 
@@ -50,11 +57,10 @@ async def list_orders(crm: CrmClient, args: dict[str, Any]) -> Any:
         "Get one payment order by id, e.g. to answer what a contact bought. Returns the order "
         "(_id, items, amount, currency, status, contactId, createdAt)."
     ),
-    schema=schema({"orderId": id_arg("order")}, ["orderId"]),
+    schema=by_id("orderId", "order"),
 )
 async def get_order(crm: CrmClient, args: dict[str, Any]) -> Any:
-    path = f"/payments/orders/{segment(args['orderId'])}"
-    return await crm.get(path, _alt(crm, typed=False))
+    return await crm.get(path("/payments/orders/{orderId}", args), _alt(crm, typed=False))
 
 
 @crm_tool(
@@ -65,10 +71,10 @@ async def get_order(crm: CrmClient, args: dict[str, Any]) -> Any:
         "List payment transactions (charges), optionally for one contact. Returns `data` "
         "(_id, amount, currency, status, contactId, createdAt) and `totalCount`."
     ),
-    schema=schema({"contactId": id_arg("contact"), "limit": limit(10), "offset": OFFSET}),
+    schema=schema({"contactId": id_arg("contact"), **PAGING.schema}),
 )
 async def list_transactions(crm: CrmClient, args: dict[str, Any]) -> Any:
-    params = {**_alt(crm, typed=True), **pick(args, "contactId"), **_page(args)}
+    params = {**_alt(crm, typed=True), **pick(args, "contactId"), **PAGING.params(args)}
     return await crm.get("/payments/transactions", params)
 
 
@@ -81,11 +87,11 @@ async def list_transactions(crm: CrmClient, args: dict[str, Any]) -> Any:
         "through. Returns the transaction (_id, amount, currency, status, contactId, "
         "createdAt)."
     ),
-    schema=schema({"transactionId": id_arg("transaction")}, ["transactionId"]),
+    schema=by_id("transactionId", "transaction"),
 )
 async def get_transaction(crm: CrmClient, args: dict[str, Any]) -> Any:
-    path = f"/payments/transactions/{segment(args['transactionId'])}"
-    return await crm.get(path, _alt(crm, typed=True))
+    where = path("/payments/transactions/{transactionId}", args)
+    return await crm.get(where, _alt(crm, typed=True))
 
 
 TOOLS = (list_orders, get_order, list_transactions, get_transaction)

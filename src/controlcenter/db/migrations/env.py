@@ -8,7 +8,7 @@ from alembic import context
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from controlcenter.db.migrations.tables import Base
+from controlcenter.tables import Base
 
 target_metadata = Base.metadata
 

@@ -1,0 +1,53 @@
+"""The per-request lookups: Core statements from the tables, compiled once per dialect, whose
+rows read as the model reads them."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import bindparam, inspect, select
+from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
+from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
+
+from controlcenter.auth.models import User
+from controlcenter.auth.service import principal_from_api_token, principal_from_basic
+from controlcenter.db.lookups import Lookup
+from tests.conftest import RunningServer, UserFactory
+
+_users = User.__table__
+
+
+def _by_email() -> Lookup:
+    return Lookup(select(_users.c.id).where(_users.c.email == bindparam("email")).limit(1))
+
+
+def test_a_lookup_is_compiled_once_per_dialect() -> None:
+    lookup = _by_email()
+    sqlite = lookup.compiled(SQLiteDialect_pysqlite())
+    assert lookup.compiled(SQLiteDialect_pysqlite()) is sqlite
+    postgres = lookup.compiled(PGDialect_asyncpg())  # type: ignore[no-untyped-call]
+    assert postgres is not sqlite
+    assert "users.email = ?" in sqlite.sql and "users.email = $1" in postgres.sql
+    # The LIMIT's value is the statement's own; the named ones come from the caller.
+    assert sqlite.parameters({"email": "a@example.com"}) == ["a@example.com", 1, 0]
+    assert postgres.parameters({"email": "a@example.com"}) == ["a@example.com", 1]
+    with pytest.raises(KeyError):
+        sqlite.parameters({})
+
+
+async def test_the_user_a_lookup_reads_is_the_model_s(
+    server: RunningServer, users: UserFactory
+) -> None:
+    """Every column of the user, typed as the ORM types it (timestamps aware, flags bool)."""
+    created = await users.create()
+    by_token = await principal_from_api_token(server.db, created.api_token)
+    by_basic = await principal_from_basic(server.db, created.email, created.api_token)
+    assert by_token is not None and by_basic is not None
+    async with server.db.read() as db:
+        model = await db.get(User, created.id)
+    assert model is not None
+    for attribute in inspect(User).column_attrs:
+        expected = getattr(model, attribute.key)
+        assert getattr(by_token.user, attribute.key) == expected, attribute.key
+        assert getattr(by_basic.user, attribute.key) == expected, attribute.key
+    assert by_token.user.created_at.tzinfo is not None
+    assert by_token.user.disabled is False
