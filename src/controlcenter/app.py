@@ -56,7 +56,7 @@ def build_services(config: Config) -> Services:
     crm = CrmTransport.from_config(config)
     providers = build_providers(config)
     tools = build_tool_router(config, settings)
-    chat_runs = ChatRuns()
+    chat_runs = ChatRuns(db)
     return Services(
         config=config,
         db=db,

@@ -18,8 +18,10 @@ from controlcenter.chat.conversations import (
     save_assistant_message,
     start_turn,
 )
+from controlcenter.chat.recorder import RunRecord
+from controlcenter.chat.run_store import DONE, FAILED, STOPPED
 from controlcenter.chat.schemas import API_KEY_SETTINGS, message_json
-from controlcenter.chat.stream import EventChannel
+from controlcenter.chat.stream import ChatRuns, EventChannel
 from controlcenter.common.logs import get_logger
 from controlcenter.common.secrets import MASK, redact
 from controlcenter.db import Database
@@ -52,11 +54,19 @@ class ChatTurn:
 
 
 async def run_chat(
-    db: Database, provider: Provider, context: ChatContext, turn: ChatTurn, channel: EventChannel
+    db: Database,
+    provider: Provider,
+    context: ChatContext,
+    turn: ChatTurn,
+    channel: EventChannel,
+    runs: ChatRuns,
 ) -> None:
-    """Runs to the end whatever happens to the connection; the channel is closed in every case."""
+    """Runs to the end whatever happens to the connection (a client that went away resumes
+    from the stored events); the channel is closed and the run's end stored in every case."""
+    status = FAILED
     try:
-        await _process(db, provider, context, turn, channel)
+        await _process(db, provider, context, turn, channel, runs)
+        status = STOPPED if channel.run is not None and channel.run.stopped else DONE
     except ProviderError as exc:
         code = str(exc.status_code) if exc.status_code is not None else None
         message = redact(exc.message, turn.api_key, mask=MASK)
@@ -75,10 +85,25 @@ async def run_chat(
         channel.send(events.error(redact(str(exc), turn.api_key, mask=MASK) or UNEXPECTED))
     finally:
         channel.close()
+        if channel.run is not None:
+            await _finish(runs, channel.run, status)
+
+
+async def _finish(runs: ChatRuns, run: RunRecord, status: str) -> None:
+    runs.forget(run)
+    try:
+        await run.finish(status)
+    except Exception as exc:
+        log.error("chat run's end not stored", error=redact(str(exc)))
 
 
 async def _process(
-    db: Database, provider: Provider, context: ChatContext, turn: ChatTurn, channel: EventChannel
+    db: Database,
+    provider: Provider,
+    context: ChatContext,
+    turn: ChatTurn,
+    channel: EventChannel,
+    runs: ChatRuns,
 ) -> None:
     # Before anything is saved: a key that cannot travel in a header fails every call.
     check_credential(API_KEY_SETTINGS[turn.provider], turn.api_key)
@@ -92,7 +117,9 @@ async def _process(
         channel.send(events.error(CONVERSATION_NOT_FOUND))
         return
     message_id = new_message_id()
-    channel.send(events.message_start(started.conversation_id, message_id))
+    run = await runs.record(message_id)
+    start = events.message_start(started.conversation_id, message_id)
+    await channel.begin(run, turn.user.id, start)
 
     toolbox, acting_for = await context.toolbox(turn.user)
     turns: list[Turn] = [*map(_as_turn, started.history), UserTurn(turn.message)]
@@ -101,9 +128,13 @@ async def _process(
     tool_calls: list[dict[str, Any]] = []
     tool_results: list[dict[str, Any]] = []
     for _ in range(MAX_ITERATIONS):
-        reply = await provider.complete(
-            api_key=turn.api_key, system=SYSTEM_PROMPT, turns=turns, tools=toolbox.specs
+        reply = await run.unless_stopped(
+            provider.complete(
+                api_key=turn.api_key, system=SYSTEM_PROMPT, turns=turns, tools=toolbox.specs
+            )
         )
+        if reply is None:  # stopped
+            break
         if reply.text:
             content += reply.text
             channel.send(events.content_delta(reply.text))
@@ -111,6 +142,8 @@ async def _process(
             break
         results = []
         for call in reply.tool_calls:
+            if run.stopped:  # a tool call under way finishes; none starts after a stop
+                break
             shown = toolbox.original(call)
             tool_calls.append(shown.to_json())
             channel.send(events.tool_call_start(shown))
@@ -118,6 +151,8 @@ async def _process(
             results.append(result)
             tool_results.append(result.to_json())
             channel.send(events.tool_result(result))
+        if run.stopped:
+            break
         turns.append(AssistantTurn(reply.text, reply.tool_calls))
         turns.append(ToolResultsTurn(tuple(results)))
 
@@ -129,7 +164,7 @@ async def _process(
         tool_calls=tool_calls,
         tool_results=tool_results,
     )
-    channel.send(events.message_complete(message_json(message)))
+    channel.send(events.message_complete(message_json(message), stopped=run.stopped))
 
 
 def _as_turn(stored: StoredText) -> Turn:

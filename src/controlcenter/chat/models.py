@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlcenter.db import Base, UTCDateTime, new_id, utcnow
@@ -35,3 +35,28 @@ class Message(Base):
     tool_calls: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
     tool_results: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class ChatRun(Base):
+    """One assistant message while it is written and for 24 h after (CONTRACT 11): who owns
+    it, whether it still runs, and whether a stop was asked for (from any process)."""
+
+    __tablename__ = "chat_runs"
+
+    message_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    status: Mapped[str] = mapped_column(String(20))
+    stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
+
+
+class ChatEvent(Base):
+    """One event of a run as sent (its JSON text), numbered from 1: the `n` of `id: <m>:<n>`."""
+
+    __tablename__ = "chat_events"
+
+    message_id: Mapped[str] = mapped_column(
+        ForeignKey("chat_runs.message_id", ondelete="CASCADE"), primary_key=True
+    )
+    n: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    data: Mapped[str] = mapped_column(Text)

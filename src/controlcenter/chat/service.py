@@ -56,14 +56,17 @@ class ChatParts:
     runs: ChatRuns
 
 
-async def start_chat(parts: ChatParts, user: User, request: ChatRequest) -> EventChannel:
+async def start_chat(
+    parts: ChatParts, user: User, request: ChatRequest, *, ids: bool = False
+) -> EventChannel:
     """Check step 5 and start the chat's run, independent of the connection; the channel its
-    events arrive on. Raises MissingApiKeyError when the provider has no key."""
+    events arrive on (with `ids`, each frame carries its event id). Raises
+    MissingApiKeyError when the provider has no key."""
     settings = await parts.settings.get_many(CHAT_SETTINGS)
     api_key = settings.get(API_KEY_SETTINGS[request.provider], "")
     if not api_key:
         raise MissingApiKeyError(missing_key_message(request.provider))
-    channel = EventChannel()
+    channel = EventChannel(ids=ids)
     turn = ChatTurn(
         user=user,
         message=request.message,
@@ -72,5 +75,6 @@ async def start_chat(parts: ChatParts, user: User, request: ChatRequest) -> Even
         api_key=api_key,
     )
     context = ChatContext(settings=settings, crm=parts.crm, tools=parts.tools)
-    parts.runs.start(run_chat(parts.db, parts.providers[request.provider], context, turn, channel))
+    provider = parts.providers[request.provider]
+    parts.runs.start(run_chat(parts.db, provider, context, turn, channel, parts.runs))
     return channel

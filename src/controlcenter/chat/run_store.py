@@ -1,0 +1,149 @@
+"""Chat runs and their events in the database (CONTRACT 11), shared by every process and
+instance: the events a reconnecting client replays, the run's status and the stop flag.
+
+On PostgreSQL each write that readers in other processes wait for also notifies them
+(`pg_notify` in the same transaction, delivered at commit); `chat.signals` listens.
+Storage only: rows and plain values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from enum import Enum
+
+from sqlalchemy import delete, func, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from controlcenter.chat.models import ChatEvent, ChatRun
+from controlcenter.db import Database, utcnow
+
+RUNNING = "running"
+DONE = "done"
+STOPPED = "stopped"
+FAILED = "failed"
+INTERRUPTED = "interrupted"  # closed by another process after its own died (issue 17)
+KEPT_FOR = timedelta(hours=24)
+EVENTS_CHANNEL = "cc_chat_events"
+STOP_CHANNEL = "cc_chat_stop"
+
+StoredEvent = tuple[int, str]  # (n, the event's JSON text)
+
+
+class StopAnswer(Enum):
+    ASKED = "asked"
+    NOT_RUNNING = "not_running"
+    NOT_FOUND = "not_found"
+
+
+async def create_run(db: Database, message_id: str, user_id: str, first: StoredEvent) -> None:
+    """The run's row and its first event (message_start), in one transaction."""
+    async with db.write() as session:
+        session.add(ChatRun(message_id=message_id, user_id=user_id, status=RUNNING))
+        await session.flush()
+        session.add(ChatEvent(message_id=message_id, n=first[0], data=first[1]))
+        await _notify(db, session, EVENTS_CHANNEL, message_id)
+
+
+async def append_events(
+    db: Database, message_id: str, events: Sequence[StoredEvent], *, status: str | None = None
+) -> None:
+    """Events in one transaction; with `status`, the run ends in the same one."""
+    async with db.write() as session:
+        session.add_all(ChatEvent(message_id=message_id, n=n, data=data) for n, data in events)
+        if status is not None:
+            await session.execute(
+                update(ChatRun).where(ChatRun.message_id == message_id).values(status=status)
+            )
+        await _notify(db, session, EVENTS_CHANNEL, message_id)
+
+
+async def close_run(db: Database, message_id: str, final_data: str, status: str) -> bool:
+    """For a process that closes another's run (its process died): appends `final_data` after
+    the last stored event and sets `status`, if the run is still marked running. True when
+    it closed it; readers tailing the run receive the event and end."""
+    async with db.write() as session:
+        closed = await session.execute(
+            update(ChatRun)
+            .where(ChatRun.message_id == message_id, ChatRun.status == RUNNING)
+            .values(status=status)
+        )
+        if not closed.rowcount:  # type: ignore[attr-defined]
+            return False
+        last = await session.scalar(
+            select(func.max(ChatEvent.n)).where(ChatEvent.message_id == message_id)
+        )
+        session.add(ChatEvent(message_id=message_id, n=int(last or 0) + 1, data=final_data))
+        await _notify(db, session, EVENTS_CHANNEL, message_id)
+        return True
+
+
+async def run_owner_status(db: Database, message_id: str) -> tuple[str, str] | None:
+    """(user id, status) of a stored run; None when there is none (or it was pruned)."""
+    async with db.read() as session:
+        row = (
+            await session.execute(
+                select(ChatRun.user_id, ChatRun.status).where(ChatRun.message_id == message_id)
+            )
+        ).first()
+    return (row[0], row[1]) if row is not None else None
+
+
+async def events_after(db: Database, message_id: str, after: int) -> list[StoredEvent]:
+    async with db.read() as session:
+        rows = await session.execute(
+            select(ChatEvent.n, ChatEvent.data)
+            .where(ChatEvent.message_id == message_id, ChatEvent.n > after)
+            .order_by(ChatEvent.n)
+        )
+        return [(n, data) for n, data in rows]
+
+
+async def request_stop(db: Database, message_id: str, user_id: str) -> StopAnswer:
+    async with db.write() as session:
+        asked = await session.execute(
+            update(ChatRun)
+            .where(
+                ChatRun.message_id == message_id,
+                ChatRun.user_id == user_id,
+                ChatRun.status == RUNNING,
+            )
+            .values(stop_requested=True)
+        )
+        if asked.rowcount:  # type: ignore[attr-defined]
+            await _notify(db, session, STOP_CHANNEL, message_id)
+            return StopAnswer.ASKED
+        owner = await session.scalar(
+            select(ChatRun.user_id).where(ChatRun.message_id == message_id)
+        )
+    return StopAnswer.NOT_RUNNING if owner == user_id else StopAnswer.NOT_FOUND
+
+
+async def stops_asked(db: Database, message_ids: Sequence[str]) -> list[str]:
+    """Which of these runs a stop was asked for (polled on SQLite, where nothing notifies)."""
+    async with db.read() as session:
+        rows = await session.scalars(
+            select(ChatRun.message_id).where(
+                ChatRun.message_id.in_(message_ids), ChatRun.stop_requested.is_(True)
+            )
+        )
+        return list(rows)
+
+
+async def prune(db: Database, now: datetime | None = None) -> int:
+    """Forget runs (and their events) older than 24 h; the number of runs removed."""
+    cutoff = (now or utcnow()) - KEPT_FOR
+    old = select(ChatRun.message_id).where(ChatRun.created_at < cutoff)
+    async with db.write() as session:
+        # Explicitly, not only by the foreign key's cascade: SQLite enforces it per connection.
+        await session.execute(delete(ChatEvent).where(ChatEvent.message_id.in_(old)))
+        removed = await session.execute(delete(ChatRun).where(ChatRun.created_at < cutoff))
+        return int(removed.rowcount)  # type: ignore[attr-defined]
+
+
+async def _notify(db: Database, session: AsyncSession, channel: str, message_id: str) -> None:
+    if not db.is_sqlite:
+        await session.execute(
+            text("SELECT pg_notify(:channel, :payload)"),
+            {"channel": channel, "payload": message_id},
+        )
