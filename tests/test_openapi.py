@@ -16,7 +16,10 @@ from openapi_spec_validator import validate
 from tests.conftest import RunningServer, UserFactory
 
 STATE_CHANGING = {"post", "put", "patch"}
-NO_BODY = {("post", "/api/v1/auth/logout")}
+NO_BODY = {
+    ("post", "/api/v1/auth/logout"),
+    ("post", "/api/v1/control-center/chat/{message_id}/stop"),
+}
 
 
 @pytest.fixture

@@ -157,7 +157,10 @@ SCHEMAS: dict[str, Schema] = {
                 ["type", "toolResult"], type={"const": "tool_result"}, toolResult=ref("ToolResult")
             ),
             obj(
-                ["type", "message"], type={"const": "message_complete"}, message=ref("ChatMessage")
+                ["type", "message"],
+                type={"const": "message_complete"},
+                message=ref("ChatMessage"),
+                stopped={"type": "boolean", "const": True},  # CONTRACT 11: only when stopped
             ),
             obj(["type", "error"], type={"const": "error"}, error=STRING, code=STRING),
         ],
@@ -226,6 +229,12 @@ _OPS: dict[tuple[str, str], tuple[int, Schema | None, Any, tuple[int, ...]]] = {
     ("delete", "/api/v1/auth/tokens/{token_id}"): (200, SUCCESS, None, (401, 404)),
     ("post", "/api/v1/auth/password"): (200, SUCCESS, None, (400, 401, 413)),
     ("post", "/api/v1/control-center/chat"): (200, None, None, (400, 401, 413)),
+    ("get", "/api/v1/control-center/chat/{message_id}/events"): (
+        200, None, None, (400, 401, 404),
+    ),
+    ("post", "/api/v1/control-center/chat/{message_id}/stop"): (
+        200, SUCCESS, {"success": True}, (401, 404, 409),
+    ),
     ("get", "/api/v1/control-center/conversations"): (
         200, obj(["conversations", "nextCursor"],
                  conversations={"type": "array", "items": ref("Conversation")},
@@ -299,7 +308,8 @@ _SSE_DESCRIPTION = (
     "Server-sent events: each frame is `data: <JSON ChatEvent>` and a blank line. Order: "
     "`message_start`, then `content_delta`, `tool_call_start` and `tool_result` events, then "
     "`message_complete`; after an `error` event nothing follows. Errors found before the "
-    "stream starts are plain JSON answers (400, 401)."
+    "stream starts are plain JSON answers (400, 401). With `?ids=1` (and always on the "
+    "events endpoint) each frame also has an `id: <messageId>:<n>` line (CONTRACT 11)."
 )
 _SSE_EXAMPLE = (
     'data: {"type":"message_start","conversationId":"c1","messageId":"msg_1763888400000_a1b2c3d4e"}'
@@ -354,7 +364,7 @@ def _complete(path: str, method: str, operation: Schema, schemas: dict[str, Sche
     if spec is None:
         return
     status, schema, example, refusals = spec
-    if path == "/api/v1/control-center/chat":
+    if schema is None:  # the chat's event streams
         responses["200"] = {
             "description": _SSE_DESCRIPTION,
             "content": {
