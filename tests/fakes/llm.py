@@ -62,6 +62,7 @@ class Reply:
     text: str = ""
     tool_uses: list[ToolUse] = field(default_factory=list)
     delay_s: float = 0.0
+    usage: tuple[int, int] | None = None  # (input, output) tokens; estimated when None
 
 
 @dataclass
@@ -233,6 +234,7 @@ class FakeAnthropic(_FakeLLM):
                 }
             )
         message_id = "msg_" + uuid.uuid4().hex[:24]
+        used = answer.usage or (_tokens(body), len(answer.text) // 4)
         return JSONResponse(
             {
                 "id": message_id,
@@ -242,7 +244,7 @@ class FakeAnthropic(_FakeLLM):
                 "content": content,
                 "stop_reason": "tool_use" if answer.tool_uses else "end_turn",
                 "stop_sequence": None,
-                "usage": {"input_tokens": _tokens(body), "output_tokens": len(answer.text) // 4},
+                "usage": {"input_tokens": used[0], "output_tokens": used[1]},
             },
             headers={"request-id": "req_" + uuid.uuid4().hex[:24]},
         )
@@ -552,8 +554,7 @@ class FakeOpenAI(_FakeLLM):
                 }
                 for use in answer.tool_uses
             ]
-        prompt_tokens = _tokens(body)
-        completion_tokens = len(answer.text) // 4
+        prompt_tokens, completion_tokens = answer.usage or (_tokens(body), len(answer.text) // 4)
         return JSONResponse(
             {
                 "id": "chatcmpl-" + uuid.uuid4().hex[:29],

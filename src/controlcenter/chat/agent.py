@@ -135,6 +135,7 @@ async def _process(
         )
         if reply is None:  # stopped
             break
+        run.count_provider_call(reply.input_tokens, reply.output_tokens)
         if reply.text:
             content += reply.text
             channel.send(events.content_delta(reply.text))
@@ -147,6 +148,7 @@ async def _process(
             shown = toolbox.original(call)
             tool_calls.append(shown.to_json())
             channel.send(events.tool_call_start(shown))
+            run.count_tool_call()
             result = await toolbox.execute(call, acting_for)
             results.append(result)
             tool_results.append(result.to_json())
@@ -163,6 +165,7 @@ async def _process(
         content=content,
         tool_calls=tool_calls,
         tool_results=tool_results,
+        usage=run.usage.json(),
     )
     channel.send(events.message_complete(message_json(message), stopped=run.stopped))
 

@@ -34,12 +34,14 @@ class Message(Base):
     content: Mapped[str] = mapped_column(Text)
     tool_calls: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
     tool_results: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
+    # CONTRACT 11: {inputTokens, outputTokens, providerCalls} of an assistant message.
+    usage: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class ChatRun(Base):
-    """One assistant message while it is written and for 24 h after (CONTRACT 11): who owns
-    it, whether it still runs, and whether a stop was asked for (from any process)."""
+    """One assistant message's run (CONTRACT 11): who owns it, whether it still runs, whether
+    a stop was asked for (from any process), and what it used."""
 
     __tablename__ = "chat_runs"
 
@@ -48,10 +50,16 @@ class ChatRun(Base):
     status: Mapped[str] = mapped_column(String(20))
     stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
+    # The run's usage, kept after its events are pruned: the monthly quota and usage report.
+    input_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    provider_calls: Mapped[int] = mapped_column(Integer, default=0)
+    tool_calls: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class ChatEvent(Base):
-    """One event of a run as sent (its JSON text), numbered from 1: the `n` of `id: <m>:<n>`."""
+    """One event of a run as sent (its JSON text), numbered from 1: the `n` of `id: <m>:<n>`.
+    Kept 24 h."""
 
     __tablename__ = "chat_events"
 

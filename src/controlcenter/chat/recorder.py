@@ -13,7 +13,7 @@ from contextlib import suppress
 from typing import TypeVar
 
 from controlcenter.chat import run_store
-from controlcenter.chat.run_store import StoredEvent
+from controlcenter.chat.run_store import RunUsage, StoredEvent
 from controlcenter.chat.signals import Signals
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database
@@ -32,6 +32,22 @@ class RunRecord:
         self._pending: list[StoredEvent] = []
         self._flusher: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
+        self.usage = RunUsage()
+
+    def count_provider_call(self, input_tokens: int, output_tokens: int) -> None:
+        used = self.usage
+        self.usage = RunUsage(
+            used.input_tokens + input_tokens,
+            used.output_tokens + output_tokens,
+            used.provider_calls + 1,
+            used.tool_calls,
+        )
+
+    def count_tool_call(self) -> None:
+        used = self.usage
+        self.usage = RunUsage(
+            used.input_tokens, used.output_tokens, used.provider_calls, used.tool_calls + 1
+        )
 
     async def begin(self, user_id: str, data: str) -> int:
         self._n = 1
@@ -67,7 +83,9 @@ class RunRecord:
             with suppress(Exception):
                 await self._flusher
         batch, self._pending = self._pending, []
-        await run_store.append_events(self._db, self.message_id, batch, status=status)
+        await run_store.append_events(
+            self._db, self.message_id, batch, status=status, usage=self.usage
+        )
         self._signals.wake(self.message_id)
 
     # The stop (CONTRACT 11): no provider or tool call starts once it is asked.

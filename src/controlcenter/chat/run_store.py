@@ -9,6 +9,7 @@ Storage only: rows and plain values.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
 
@@ -30,6 +31,22 @@ STOP_CHANNEL = "cc_chat_stop"
 StoredEvent = tuple[int, str]  # (n, the event's JSON text)
 
 
+@dataclass(frozen=True)
+class RunUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    provider_calls: int = 0
+    tool_calls: int = 0
+
+    def json(self) -> dict[str, int]:
+        """The message's `usage` field (CONTRACT 11)."""
+        return {
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "providerCalls": self.provider_calls,
+        }
+
+
 class StopAnswer(Enum):
     ASKED = "asked"
     NOT_RUNNING = "not_running"
@@ -46,14 +63,28 @@ async def create_run(db: Database, message_id: str, user_id: str, first: StoredE
 
 
 async def append_events(
-    db: Database, message_id: str, events: Sequence[StoredEvent], *, status: str | None = None
+    db: Database,
+    message_id: str,
+    events: Sequence[StoredEvent],
+    *,
+    status: str | None = None,
+    usage: RunUsage | None = None,
 ) -> None:
-    """Events in one transaction; with `status`, the run ends in the same one."""
+    """Events in one transaction; with `status` (and its usage), the run ends in the same one."""
     async with db.write() as session:
         session.add_all(ChatEvent(message_id=message_id, n=n, data=data) for n, data in events)
         if status is not None:
+            used = usage or RunUsage()
             await session.execute(
-                update(ChatRun).where(ChatRun.message_id == message_id).values(status=status)
+                update(ChatRun)
+                .where(ChatRun.message_id == message_id)
+                .values(
+                    status=status,
+                    input_tokens=used.input_tokens,
+                    output_tokens=used.output_tokens,
+                    provider_calls=used.provider_calls,
+                    tool_calls=used.tool_calls,
+                )
             )
         await _notify(db, session, EVENTS_CHANNEL, message_id)
 
@@ -79,11 +110,14 @@ async def close_run(db: Database, message_id: str, final_data: str, status: str)
 
 
 async def run_owner_status(db: Database, message_id: str) -> tuple[str, str] | None:
-    """(user id, status) of a stored run; None when there is none (or it was pruned)."""
+    """(user id, status) of a run whose events are kept; None when there is none."""
+    cutoff = utcnow() - KEPT_FOR
     async with db.read() as session:
         row = (
             await session.execute(
-                select(ChatRun.user_id, ChatRun.status).where(ChatRun.message_id == message_id)
+                select(ChatRun.user_id, ChatRun.status).where(
+                    ChatRun.message_id == message_id, ChatRun.created_at >= cutoff
+                )
             )
         ).first()
     return (row[0], row[1]) if row is not None else None
@@ -131,13 +165,12 @@ async def stops_asked(db: Database, message_ids: Sequence[str]) -> list[str]:
 
 
 async def prune(db: Database, now: datetime | None = None) -> int:
-    """Forget runs (and their events) older than 24 h; the number of runs removed."""
+    """Forget the events of runs older than 24 h (the runs stay: their usage counts for the
+    month); the number of events removed."""
     cutoff = (now or utcnow()) - KEPT_FOR
     old = select(ChatRun.message_id).where(ChatRun.created_at < cutoff)
     async with db.write() as session:
-        # Explicitly, not only by the foreign key's cascade: SQLite enforces it per connection.
-        await session.execute(delete(ChatEvent).where(ChatEvent.message_id.in_(old)))
-        removed = await session.execute(delete(ChatRun).where(ChatRun.created_at < cutoff))
+        removed = await session.execute(delete(ChatEvent).where(ChatEvent.message_id.in_(old)))
         return int(removed.rowcount)  # type: ignore[attr-defined]
 
 

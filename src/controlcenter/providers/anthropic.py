@@ -89,7 +89,12 @@ class AnthropicProvider:
             for block in message.content
             if block.type == "tool_use"
         )
-        return ProviderReply(text=text, tool_calls=calls)
+        return ProviderReply(
+            text=text,
+            tool_calls=calls,
+            input_tokens=message.usage.input_tokens,
+            output_tokens=message.usage.output_tokens,
+        )
 
     async def aclose(self) -> None:
         await self._clients.aclose()

@@ -93,7 +93,13 @@ class OpenAIProvider:
             if call.type == "function"
         )
         # A refusal comes instead of content; the user reads it as the reply.
-        return ProviderReply(text=message.content or message.refusal or "", tool_calls=calls)
+        usage = completion.usage
+        return ProviderReply(
+            text=message.content or message.refusal or "",
+            tool_calls=calls,
+            input_tokens=usage.prompt_tokens if usage is not None else 0,
+            output_tokens=usage.completion_tokens if usage is not None else 0,
+        )
 
     async def aclose(self) -> None:
         await self._clients.aclose()

@@ -1,4 +1,4 @@
-"""chat runs and their stored events (CONTRACT 11: resume, stop)
+"""chat runs, their stored events and usage (CONTRACT 11)
 
 Revision ID: 0005
 Revises: 0003
@@ -19,6 +19,8 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("messages", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("usage", sa.JSON(), nullable=True))
     op.create_table(
         "chat_runs",
         sa.Column("message_id", sa.String(length=64), nullable=False),
@@ -26,6 +28,10 @@ def upgrade() -> None:
         sa.Column("status", sa.String(length=20), nullable=False),
         sa.Column("stop_requested", sa.Boolean(), nullable=False),
         sa.Column("created_at", UTCDateTime(timezone=True), nullable=False),
+        sa.Column("input_tokens", sa.Integer(), nullable=False),
+        sa.Column("output_tokens", sa.Integer(), nullable=False),
+        sa.Column("provider_calls", sa.Integer(), nullable=False),
+        sa.Column("tool_calls", sa.Integer(), nullable=False),
         sa.ForeignKeyConstraint(
             ["user_id"], ["users.id"], name=op.f("fk_chat_runs_user_id_users"), ondelete="CASCADE"
         ),
@@ -55,3 +61,5 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f("ix_chat_runs_created_at"))
         batch_op.drop_index(batch_op.f("ix_chat_runs_user_id"))
     op.drop_table("chat_runs")
+    with op.batch_alter_table("messages", schema=None) as batch_op:
+        batch_op.drop_column("usage")
