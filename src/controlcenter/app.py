@@ -18,6 +18,7 @@ from controlcenter.auth.refusals import too_many_attempts
 from controlcenter.auth.router import router as auth_router
 from controlcenter.auth.service import RequestAuth
 from controlcenter.auth.throttle import TooManyAttemptsError
+from controlcenter.chat.admin_router import router as chat_admin_router
 from controlcenter.chat.router import router as chat_router
 from controlcenter.chat.service import ChatParts
 from controlcenter.chat.stream import ChatRuns
@@ -137,6 +138,7 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         auth_router,
         ocs_router,
         chat_router,
+        chat_admin_router,
         onboarding_router,
         settings_router,
         users_router,

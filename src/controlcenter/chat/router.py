@@ -21,7 +21,7 @@ from controlcenter.chat.schemas import (
     conversation_with_messages,
     parse_chat_request,
 )
-from controlcenter.chat.service import MissingApiKeyError, start_chat
+from controlcenter.chat.service import MissingApiKeyError, QuotaReachedError, start_chat
 from controlcenter.web.body import read_json
 from controlcenter.web.deps import ChatPartsDep, CurrentUser, DatabaseDep
 from controlcenter.web.errors import ApiError, InvalidJSONError, InvalidTextError
@@ -69,6 +69,8 @@ async def chat(
         )
     except (ChatRequestError, MissingApiKeyError) as exc:
         raise ApiError(400, str(exc)) from exc
+    except QuotaReachedError as exc:
+        raise ApiError(429, str(exc)) from exc
     return StreamingResponse(channel.frames(), headers=SSE_HEADERS)
 
 

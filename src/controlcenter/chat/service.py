@@ -23,10 +23,12 @@ from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.auth.models import User
 from controlcenter.chat.agent import ChatTurn, run_chat
 from controlcenter.chat.context import ChatContext
+from controlcenter.chat.policy import CHAT_POLICY, stored_policy
 from controlcenter.chat.schemas import API_KEY_SETTINGS, ChatRequest, missing_key_message
 from controlcenter.chat.stream import ChatRuns, EventChannel
+from controlcenter.chat.usage import tokens_this_month
 from controlcenter.crm.transport import CrmTransport
-from controlcenter.db import Database
+from controlcenter.db import Database, utcnow
 from controlcenter.providers.base import Provider
 from controlcenter.tools.router import ToolRouter
 
@@ -37,11 +39,17 @@ CHAT_SETTINGS: tuple[SettingName, ...] = (
     AGENCY_API_KEY,
     AGENCY_ID,
     MCP_SERVER_URL,
+    CHAT_POLICY,
 )
+QUOTA_REACHED = "Monthly token quota reached"
 
 
 class MissingApiKeyError(Exception):
     """SPEC 4.2 step 5: the chosen provider has no key; the message is the answer's `error`."""
+
+
+class QuotaReachedError(Exception):
+    """CONTRACT 11: the user's tokens this month reached the policy's quota (a 429)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,11 @@ async def start_chat(
     api_key = settings.get(API_KEY_SETTINGS[request.provider], "")
     if not api_key:
         raise MissingApiKeyError(missing_key_message(request.provider))
+    policy = stored_policy(settings.get(CHAT_POLICY))
+    if policy.monthly_token_quota is not None:
+        used = await tokens_this_month(parts.db, user.id, utcnow())
+        if used >= policy.monthly_token_quota:
+            raise QuotaReachedError(QUOTA_REACHED)
     channel = EventChannel(ids=ids)
     turn = ChatTurn(
         user=user,

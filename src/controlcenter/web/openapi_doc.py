@@ -133,6 +133,12 @@ SCHEMAS: dict[str, Schema] = {
         toolCalls={"type": "array", "items": ref("ToolCall")},
         toolResults={"type": "array", "items": ref("ToolResult")},
         createdAt=TIMESTAMP,
+        usage=obj(  # CONTRACT 11: assistant messages
+            ["inputTokens", "outputTokens", "providerCalls"],
+            inputTokens={"type": "integer"},
+            outputTokens={"type": "integer"},
+            providerCalls={"type": "integer"},
+        ),
     ),
     "Conversation": obj(
         ["id", "title"],
@@ -141,6 +147,23 @@ SCHEMAS: dict[str, Schema] = {
         createdAt=TIMESTAMP,
         updatedAt=TIMESTAMP,
         messages={"type": "array", "items": ref("ChatMessage")},
+    ),
+    "ChatPolicy": obj(
+        ["toolApproval", "monthlyTokenQuota", "fallback", "contextTokenBudget"],
+        toolApproval={"enum": ["off", "writes"]},
+        monthlyTokenQuota={"type": ["integer", "null"], "minimum": 0},
+        fallback={"type": "boolean"},
+        contextTokenBudget={"type": "integer", "minimum": 1000},
+    ),
+    "UserUsage": obj(
+        ["userId", "email", "name", "inputTokens", "outputTokens", "chats", "toolCalls"],
+        userId=STRING,
+        email=STRING,
+        name=STRING,
+        inputTokens={"type": "integer"},
+        outputTokens={"type": "integer"},
+        chats={"type": "integer"},
+        toolCalls={"type": "integer"},
     ),
     "ChatEvent": {
         "description": "One `data:` frame of the chat's event stream (SPEC 6).",
@@ -228,7 +251,7 @@ _OPS: dict[tuple[str, str], tuple[int, Schema | None, Any, tuple[int, ...]]] = {
     ),
     ("delete", "/api/v1/auth/tokens/{token_id}"): (200, SUCCESS, None, (401, 404)),
     ("post", "/api/v1/auth/password"): (200, SUCCESS, None, (400, 401, 413)),
-    ("post", "/api/v1/control-center/chat"): (200, None, None, (400, 401, 413)),
+    ("post", "/api/v1/control-center/chat"): (200, None, None, (400, 401, 413, 429)),
     ("get", "/api/v1/control-center/chat/{message_id}/events"): (
         200, None, None, (400, 401, 404),
     ),
@@ -281,6 +304,17 @@ _OPS: dict[tuple[str, str], tuple[int, Schema | None, Any, tuple[int, ...]]] = {
     ("post", "/api/v1/admin/users/{user_id}/password"): (
         200, obj(["success"], success={"const": True}, password=STRING), None,
         (400, 403, 404, 413),
+    ),
+    ("get", "/api/v1/admin/chat-policy"): (
+        200, obj(["policy"], policy=ref("ChatPolicy")), None, (403,),
+    ),
+    ("put", "/api/v1/admin/chat-policy"): (
+        200, obj(["policy"], policy=ref("ChatPolicy")), None, (400, 403, 413),
+    ),
+    ("get", "/api/v1/admin/usage"): (
+        200, obj(["month", "users"], month=STRING,
+                 users={"type": "array", "items": ref("UserUsage")}),
+        None, (400, 403),
     ),
     ("get", "/healthz"): (200, obj(["status"], status=STRING), {"status": "ok"}, ()),
     ("get", "/readyz"): (200, obj(["status"], status=STRING), {"status": "ok"}, ()),
