@@ -4,8 +4,9 @@ agentic loop between the provider and the tools, the assistant message, and the 
 from __future__ import annotations
 
 import traceback
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from controlcenter.admin_settings.usable import UnusableSettingError, check_credential
 from controlcenter.auth.models import User
@@ -25,8 +26,15 @@ from controlcenter.chat.stream import ChatRuns, EventChannel
 from controlcenter.common.logs import get_logger
 from controlcenter.common.secrets import MASK, redact
 from controlcenter.db import Database
-from controlcenter.llm.types import AssistantTurn, ToolResultsTurn, Turn, UserTurn
-from controlcenter.providers.base import Provider, ProviderError
+from controlcenter.llm.types import (
+    AssistantTurn,
+    ProviderReply,
+    ToolResultsTurn,
+    ToolSpec,
+    Turn,
+    UserTurn,
+)
+from controlcenter.providers.base import Provider, ProviderError, StreamingProvider
 
 log = get_logger(__name__)
 
@@ -51,6 +59,7 @@ class ChatTurn:
     conversation_id: Any  # the raw request value; None when absent
     provider: str
     api_key: str
+    token_deltas: bool = False  # CONTRACT 11 `?deltas=tokens`: the provider in streaming mode
 
 
 async def run_chat(
@@ -128,17 +137,18 @@ async def _process(
     tool_calls: list[dict[str, Any]] = []
     tool_results: list[dict[str, Any]] = []
     for _ in range(MAX_ITERATIONS):
+        streamed: list[str] = []
         reply = await run.unless_stopped(
-            provider.complete(
-                api_key=turn.api_key, system=SYSTEM_PROMPT, turns=turns, tools=toolbox.specs
-            )
+            _ask(provider, turn, turns, toolbox.specs, channel, streamed)
         )
-        if reply is None:  # stopped
+        if reply is None:  # stopped: the text already sent is kept
+            content += "".join(streamed)
             break
         run.count_provider_call(reply.input_tokens, reply.output_tokens)
         if reply.text:
             content += reply.text
-            channel.send(events.content_delta(reply.text))
+            if not streamed:
+                channel.send(events.content_delta(reply.text))
         if not reply.tool_calls:
             break
         results = []
@@ -168,6 +178,32 @@ async def _process(
         usage=run.usage.json(),
     )
     channel.send(events.message_complete(message_json(message), stopped=run.stopped))
+
+
+def _ask(
+    provider: Provider,
+    turn: ChatTurn,
+    turns: list[Turn],
+    tools: Sequence[ToolSpec],
+    channel: EventChannel,
+    streamed: list[str],
+) -> Awaitable[ProviderReply]:
+    """One provider call: in streaming mode with `?deltas=tokens` (each piece of text is a
+    `content_delta` as it arrives, and kept in `streamed`), else SPEC's one reply."""
+    stream = getattr(provider, "stream", None) if turn.token_deltas else None
+    if stream is None:
+        return provider.complete(
+            api_key=turn.api_key, system=SYSTEM_PROMPT, turns=turns, tools=tools
+        )
+
+    def on_text(piece: str) -> None:
+        streamed.append(piece)
+        channel.send(events.content_delta(piece))
+
+    streaming = cast(StreamingProvider, provider)
+    return streaming.stream(
+        api_key=turn.api_key, system=SYSTEM_PROMPT, turns=turns, tools=tools, on_text=on_text
+    )
 
 
 def _as_turn(stored: StoredText) -> Turn:

@@ -56,6 +56,10 @@ async def chat(
     ids: Annotated[
         str | None, Query(max_length=10, description="`1`: every frame has an `id:` line")
     ] = None,
+    deltas: Annotated[
+        str | None,
+        Query(max_length=10, description="`tokens`: the text as the provider streams it"),
+    ] = None,
 ) -> StreamingResponse:
     try:
         body = await read_json(request)
@@ -65,7 +69,11 @@ async def chat(
         raise ApiError(400, INVALID_TEXT) from exc  # SPEC 4.2's errors are plain `{error}`
     try:
         channel = await start_chat(
-            chat_parts, principal.user, parse_chat_request(body), ids=ids == "1"
+            chat_parts,
+            principal.user,
+            parse_chat_request(body),
+            ids=ids == "1",
+            token_deltas=deltas == "tokens",
         )
     except (ChatRequestError, MissingApiKeyError) as exc:
         raise ApiError(400, str(exc)) from exc

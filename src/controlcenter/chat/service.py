@@ -65,7 +65,12 @@ class ChatParts:
 
 
 async def start_chat(
-    parts: ChatParts, user: User, request: ChatRequest, *, ids: bool = False
+    parts: ChatParts,
+    user: User,
+    request: ChatRequest,
+    *,
+    ids: bool = False,
+    token_deltas: bool = False,
 ) -> EventChannel:
     """Check step 5 and start the chat's run, independent of the connection; the channel its
     events arrive on (with `ids`, each frame carries its event id). Raises
@@ -86,6 +91,7 @@ async def start_chat(
         conversation_id=request.conversation_id,
         provider=request.provider,
         api_key=api_key,
+        token_deltas=token_deltas,
     )
     context = ChatContext(settings=settings, crm=parts.crm, tools=parts.tools)
     provider = parts.providers[request.provider]

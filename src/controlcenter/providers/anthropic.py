@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anthropic
@@ -62,11 +62,7 @@ class AnthropicProvider:
         if not messages:  # the API rejects an empty list; nothing to ask the model
             raise ProviderError(EMPTY_MESSAGE, None)
         client = self._clients.get(api_key)
-        options: dict[str, Any] = {}
-        if has_text(system):
-            options["system"] = system
-        if tools:
-            options["tools"] = [_tool(spec) for spec in tools]
+        options = self._options(system, tools)
         try:
             message = await client.messages.create(
                 model=self._model,
@@ -74,30 +70,76 @@ class AnthropicProvider:
                 messages=messages,
                 **options,
             )
-        except anthropic.APIStatusError as exc:
-            # `from None`: the SDK's exception text may quote the key; keep it out of tracebacks.
-            raise ProviderError(redact(_api_message(exc), api_key), exc.status_code) from None
-        except anthropic.APITimeoutError:
-            raise ProviderError(TIMEOUT_MESSAGE, None) from None
-        except anthropic.APIConnectionError:
-            raise ProviderError(CONNECTION_MESSAGE, None) from None
-        except anthropic.APIError as exc:  # a reply the SDK could not read
-            raise ProviderError(redact(exc.message, api_key), None) from None
-        text = "".join(block.text for block in message.content if block.type == "text")
-        calls = tuple(
-            ToolCall(id=block.id or new_call_id(), name=block.name, arguments=_object(block.input))
-            for block in message.content
-            if block.type == "tool_use"
-        )
-        return ProviderReply(
-            text=text,
-            tool_calls=calls,
-            input_tokens=message.usage.input_tokens,
-            output_tokens=message.usage.output_tokens,
-        )
+        except anthropic.APIError as exc:
+            raise _provider_error(exc, api_key) from None
+        return _reply(message)
+
+    async def stream(
+        self,
+        *,
+        api_key: str,
+        system: str,
+        turns: Sequence[Turn],
+        tools: Sequence[ToolSpec],
+        on_text: Callable[[str], None],
+    ) -> ProviderReply:
+        """The same request through the SDK's streaming helper (`messages.stream`)."""
+        messages = to_messages(turns)
+        if not messages:
+            raise ProviderError(EMPTY_MESSAGE, None)
+        client = self._clients.get(api_key)
+        options = self._options(system, tools)
+        try:
+            async with client.messages.stream(
+                model=self._model,
+                max_tokens=self._max_tokens,
+                messages=messages,
+                **options,
+            ) as stream:
+                async for event in stream:
+                    if event.type == "text" and event.text:
+                        on_text(event.text)
+                message = await stream.get_final_message()
+        except anthropic.APIError as exc:
+            raise _provider_error(exc, api_key) from None
+        return _reply(message)
+
+    def _options(self, system: str, tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        if has_text(system):
+            options["system"] = system
+        if tools:
+            options["tools"] = [_tool(spec) for spec in tools]
+        return options
 
     async def aclose(self) -> None:
         await self._clients.aclose()
+
+
+def _provider_error(exc: anthropic.APIError, api_key: str) -> ProviderError:
+    # Raised `from None` by the callers: the SDK's exception text may quote the key.
+    if isinstance(exc, anthropic.APIStatusError):
+        return ProviderError(redact(_api_message(exc), api_key), exc.status_code)
+    if isinstance(exc, anthropic.APITimeoutError):
+        return ProviderError(TIMEOUT_MESSAGE, None)
+    if isinstance(exc, anthropic.APIConnectionError):
+        return ProviderError(CONNECTION_MESSAGE, None)
+    return ProviderError(redact(exc.message, api_key), None)  # a reply the SDK could not read
+
+
+def _reply(message: anthropic.types.Message) -> ProviderReply:
+    text = "".join(block.text for block in message.content if block.type == "text")
+    calls = tuple(
+        ToolCall(id=block.id or new_call_id(), name=block.name, arguments=_object(block.input))
+        for block in message.content
+        if block.type == "tool_use"
+    )
+    return ProviderReply(
+        text=text,
+        tool_calls=calls,
+        input_tokens=message.usage.input_tokens,
+        output_tokens=message.usage.output_tokens,
+    )
 
 
 def to_messages(turns: Sequence[Turn]) -> list[MessageParam]:
