@@ -68,7 +68,13 @@ def build_services(config: Config) -> Services:
         chat_runs=chat_runs,
         auth=RequestAuth(db, config.jwt_key),
         chat=ChatParts(
-            db=db, settings=settings, crm=crm, providers=providers, tools=tools, runs=chat_runs
+            db=db,
+            settings=settings,
+            crm=crm,
+            providers=providers,
+            tools=tools,
+            runs=chat_runs,
+            approval_timeout_s=config.chat_approval_timeout_s,
         ),
     )
 

@@ -20,7 +20,7 @@ from controlcenter.chat.conversations import (
     start_turn,
 )
 from controlcenter.chat.recorder import RunRecord
-from controlcenter.chat.run_store import DONE, FAILED, STOPPED
+from controlcenter.chat.run_store import APPROVED, DONE, FAILED, STOPPED
 from controlcenter.chat.schemas import API_KEY_SETTINGS, message_json
 from controlcenter.chat.stream import ChatRuns, EventChannel
 from controlcenter.common.logs import get_logger
@@ -29,6 +29,7 @@ from controlcenter.db import Database
 from controlcenter.llm.types import (
     AssistantTurn,
     ProviderReply,
+    ToolResult,
     ToolResultsTurn,
     ToolSpec,
     Turn,
@@ -41,6 +42,8 @@ log = get_logger(__name__)
 MAX_ITERATIONS = 10  # SPEC 8
 CONVERSATION_NOT_FOUND = "Conversation not found"
 UNEXPECTED = "An unexpected error occurred"
+DENIED_BY_USER = "Denied by the user"  # CONTRACT 11
+STOPPED_BEFORE_RUNNING = "Stopped by the user before the tool ran"
 SYSTEM_PROMPT = (
     "You are the AI assistant of a commercial real estate CRM used by brokers. "
     "Use the available tools to fetch real data from the CRM instead of guessing or "
@@ -60,6 +63,8 @@ class ChatTurn:
     provider: str
     api_key: str
     token_deltas: bool = False  # CONTRACT 11 `?deltas=tokens`: the provider in streaming mode
+    approve_writes: bool = False  # CONTRACT 11: the policy's `toolApproval: "writes"`
+    approval_timeout_s: float = 600.0
 
 
 async def run_chat(
@@ -158,6 +163,16 @@ async def _process(
             shown = toolbox.original(call)
             tool_calls.append(shown.to_json())
             channel.send(events.tool_call_start(shown))
+            if turn.approve_writes and toolbox.writes(call):
+                channel.send(events.tool_approval_required(shown))
+                answer = await run.approval(call.id, turn.approval_timeout_s)
+                if answer != APPROVED:
+                    refused = STOPPED_BEFORE_RUNNING if answer == STOPPED else DENIED_BY_USER
+                    result = ToolResult(call.id, False, error=refused)
+                    results.append(result)
+                    tool_results.append(result.to_json())
+                    channel.send(events.tool_result(result))
+                    continue
             run.count_tool_call()
             result = await toolbox.execute(call, acting_for)
             results.append(result)

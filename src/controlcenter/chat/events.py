@@ -22,6 +22,11 @@ def tool_call_start(call: ToolCall) -> Event:
     return {"type": "tool_call_start", "toolCall": call.to_json()}
 
 
+def tool_approval_required(call: ToolCall) -> Event:
+    """CONTRACT 11: the call writes and waits for the user's approve or deny."""
+    return {"type": "tool_approval_required", "toolCall": call.to_json()}
+
+
 def tool_result(result: ToolResult) -> Event:
     return {"type": "tool_result", "toolResult": result.to_json()}
 

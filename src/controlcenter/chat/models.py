@@ -68,3 +68,16 @@ class ChatEvent(Base):
     )
     n: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     data: Mapped[str] = mapped_column(Text)
+
+
+class ChatApproval(Base):
+    """A call to a tool that writes, waiting for the user's answer (CONTRACT 11): `pending`,
+    then `approved`, `denied` or `expired`; answered from any process."""
+
+    __tablename__ = "chat_approvals"
+
+    message_id: Mapped[str] = mapped_column(
+        ForeignKey("chat_runs.message_id", ondelete="CASCADE"), primary_key=True
+    )
+    tool_call_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    status: Mapped[str] = mapped_column(String(20))

@@ -32,6 +32,8 @@ class RunRecord:
         self._pending: list[StoredEvent] = []
         self._flusher: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
+        self._poked = asyncio.Event()
+        self.awaiting_approval = False
         self.usage = RunUsage()
 
     def count_provider_call(self, input_tokens: int, output_tokens: int) -> None:
@@ -96,6 +98,36 @@ class RunRecord:
 
     def stop(self) -> None:
         self._stop.set()
+        self._poked.set()
+
+    def poke(self) -> None:
+        """An approval of this run may have been answered: read it again."""
+        self._poked.set()
+
+    async def approval(self, tool_call_id: str, timeout_s: float) -> str:
+        """Wait for the user's answer to a call that writes: APPROVED, DENIED, EXPIRED (no
+        answer in time) or STOPPED (the message was stopped meanwhile)."""
+        await run_store.ask_approval(self._db, self.message_id, tool_call_id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        self.awaiting_approval = True
+        try:
+            while True:
+                self._poked.clear()
+                status = await run_store.approval_status(self._db, self.message_id, tool_call_id)
+                if status is not None and status != run_store.PENDING:
+                    return status
+                if self.stopped:
+                    return run_store.STOPPED
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    if await run_store.expire_approval(self._db, self.message_id, tool_call_id):
+                        return run_store.EXPIRED
+                    continue  # answered just now
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(self._poked.wait(), remaining)
+        finally:
+            self.awaiting_approval = False
 
     async def unless_stopped(self, call: Awaitable[T]) -> T | None:
         """The call's result, or None when a stop comes first (the call is then cancelled:

@@ -13,7 +13,14 @@ from controlcenter.chat.conversations import (
     list_conversations,
 )
 from controlcenter.chat.resume import InvalidLastEventIdError, after_event, owned_run, tail
-from controlcenter.chat.run_store import StopAnswer, request_stop
+from controlcenter.chat.run_store import (
+    APPROVED,
+    DENIED,
+    Answer,
+    StopAnswer,
+    answer_approval,
+    request_stop,
+)
 from controlcenter.chat.schemas import (
     INVALID_TEXT,
     ChatRequestError,
@@ -21,7 +28,12 @@ from controlcenter.chat.schemas import (
     conversation_with_messages,
     parse_chat_request,
 )
-from controlcenter.chat.service import MissingApiKeyError, QuotaReachedError, start_chat
+from controlcenter.chat.service import (
+    ChatParts,
+    MissingApiKeyError,
+    QuotaReachedError,
+    start_chat,
+)
 from controlcenter.web.body import read_json
 from controlcenter.web.deps import ChatPartsDep, CurrentUser, DatabaseDep
 from controlcenter.web.errors import ApiError, InvalidJSONError, InvalidTextError
@@ -38,6 +50,8 @@ router = APIRouter(prefix="/api/v1/control-center", tags=["chat"])
 CONVERSATION_NOT_FOUND = "Conversation not found"
 MESSAGE_NOT_FOUND = "Message not found"
 NOT_RUNNING = "Not running"
+TOOL_CALL_NOT_FOUND = "Tool call not found"
+NOT_WAITING = "Not waiting for approval"
 INVALID_LAST_EVENT_ID = "Invalid Last-Event-ID: expected <messageId>:<n> of this message"
 # Set in full so that Starlette appends no `; charset=utf-8` (SPEC 4.2 names the exact type).
 SSE_HEADERS = {
@@ -111,6 +125,32 @@ async def stop_chat(
     if answer is StopAnswer.NOT_RUNNING:
         raise ApiError(409, NOT_RUNNING)
     chat_parts.runs.stop_here(message_id)  # at once when it runs here; elsewhere by the DB
+    return {"success": True}
+
+
+@router.post("/chat/{message_id}/tool-calls/{tool_call_id}/approve")
+async def approve_tool_call(
+    message_id: str, tool_call_id: str, principal: CurrentUser, chat_parts: ChatPartsDep
+) -> dict[str, Any]:
+    return await _answer(chat_parts, principal.user.id, message_id, tool_call_id, APPROVED)
+
+
+@router.post("/chat/{message_id}/tool-calls/{tool_call_id}/deny")
+async def deny_tool_call(
+    message_id: str, tool_call_id: str, principal: CurrentUser, chat_parts: ChatPartsDep
+) -> dict[str, Any]:
+    return await _answer(chat_parts, principal.user.id, message_id, tool_call_id, DENIED)
+
+
+async def _answer(
+    chat_parts: ChatParts, user_id: str, message_id: str, tool_call_id: str, status: str
+) -> dict[str, Any]:
+    found = await answer_approval(chat_parts.db, message_id, tool_call_id, user_id, status)
+    if found is Answer.NOT_FOUND:
+        raise ApiError(404, TOOL_CALL_NOT_FOUND)
+    if found is Answer.CONFLICT:
+        raise ApiError(409, NOT_WAITING)
+    chat_parts.runs.poke_here(message_id)  # at once when it runs here; elsewhere by the DB
     return {"success": True}
 
 

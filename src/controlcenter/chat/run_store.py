@@ -16,7 +16,7 @@ from enum import Enum
 from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlcenter.chat.models import ChatEvent, ChatRun
+from controlcenter.chat.models import ChatApproval, ChatEvent, ChatRun
 from controlcenter.db import Database, utcnow
 
 RUNNING = "running"
@@ -27,6 +27,11 @@ INTERRUPTED = "interrupted"  # closed by another process after its own died (iss
 KEPT_FOR = timedelta(hours=24)
 EVENTS_CHANNEL = "cc_chat_events"
 STOP_CHANNEL = "cc_chat_stop"
+APPROVAL_CHANNEL = "cc_chat_approval"
+PENDING = "pending"
+APPROVED = "approved"
+DENIED = "denied"
+EXPIRED = "expired"
 
 StoredEvent = tuple[int, str]  # (n, the event's JSON text)
 
@@ -45,6 +50,14 @@ class RunUsage:
             "outputTokens": self.output_tokens,
             "providerCalls": self.provider_calls,
         }
+
+
+class Answer(Enum):
+    """What a stop or an approval request met."""
+
+    DONE = "done"
+    CONFLICT = "conflict"
+    NOT_FOUND = "not_found"
 
 
 class StopAnswer(Enum):
@@ -162,6 +175,64 @@ async def stops_asked(db: Database, message_ids: Sequence[str]) -> list[str]:
             )
         )
         return list(rows)
+
+
+async def ask_approval(db: Database, message_id: str, tool_call_id: str) -> None:
+    async with db.write() as session:
+        session.add(ChatApproval(message_id=message_id, tool_call_id=tool_call_id, status=PENDING))
+
+
+async def approval_status(db: Database, message_id: str, tool_call_id: str) -> str | None:
+    async with db.read() as session:
+        return await session.scalar(
+            select(ChatApproval.status).where(
+                ChatApproval.message_id == message_id, ChatApproval.tool_call_id == tool_call_id
+            )
+        )
+
+
+async def answer_approval(
+    db: Database, message_id: str, tool_call_id: str, user_id: str, status: str
+) -> Answer:
+    """The user's answer to a pending approval: DONE, CONFLICT (already answered or timed
+    out) or NOT_FOUND (no such call of one of the user's messages)."""
+    owned = select(ChatRun.message_id).where(
+        ChatRun.message_id == message_id, ChatRun.user_id == user_id
+    )
+    async with db.write() as session:
+        answered = await session.execute(
+            update(ChatApproval)
+            .where(
+                ChatApproval.message_id.in_(owned),
+                ChatApproval.tool_call_id == tool_call_id,
+                ChatApproval.status == PENDING,
+            )
+            .values(status=status)
+        )
+        if answered.rowcount:  # type: ignore[attr-defined]
+            await _notify(db, session, APPROVAL_CHANNEL, message_id)
+            return Answer.DONE
+        exists = await session.scalar(
+            select(ChatApproval.status).where(
+                ChatApproval.message_id.in_(owned), ChatApproval.tool_call_id == tool_call_id
+            )
+        )
+    return Answer.NOT_FOUND if exists is None else Answer.CONFLICT
+
+
+async def expire_approval(db: Database, message_id: str, tool_call_id: str) -> bool:
+    """Time out a pending approval; False when an answer came first."""
+    async with db.write() as session:
+        expired = await session.execute(
+            update(ChatApproval)
+            .where(
+                ChatApproval.message_id == message_id,
+                ChatApproval.tool_call_id == tool_call_id,
+                ChatApproval.status == PENDING,
+            )
+            .values(status=EXPIRED)
+        )
+        return bool(expired.rowcount)  # type: ignore[attr-defined]
 
 
 async def prune(db: Database, now: datetime | None = None) -> int:

@@ -62,6 +62,7 @@ class ChatParts:
     providers: Mapping[str, Provider]
     tools: ToolRouter
     runs: ChatRuns
+    approval_timeout_s: float = 600.0
 
 
 async def start_chat(
@@ -92,6 +93,8 @@ async def start_chat(
         provider=request.provider,
         api_key=api_key,
         token_deltas=token_deltas,
+        approve_writes=policy.tool_approval == "writes",
+        approval_timeout_s=parts.approval_timeout_s,
     )
     context = ChatContext(settings=settings, crm=parts.crm, tools=parts.tools)
     provider = parts.providers[request.provider]

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from controlcenter.chat.run_store import EVENTS_CHANNEL, STOP_CHANNEL
+from controlcenter.chat.run_store import APPROVAL_CHANNEL, EVENTS_CHANNEL, STOP_CHANNEL
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database
 
@@ -30,9 +30,15 @@ POSTGRES_SAFETY_POLL_S = 2.0
 
 
 class Signals:
-    def __init__(self, db: Database, on_stop: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        db: Database,
+        on_stop: Callable[[str], None],
+        on_approval: Callable[[str], None] | None = None,
+    ) -> None:
         self._db = db
         self._on_stop = on_stop
+        self._on_approval = on_approval
         self._watchers: dict[str, set[asyncio.Event]] = {}
         self._listener: Any = None  # asyncpg.Connection
         self._opening = asyncio.Lock()
@@ -70,6 +76,7 @@ class Signals:
                 connection = await asyncpg.connect(dsn.render_as_string(hide_password=False))
                 await connection.add_listener(EVENTS_CHANNEL, self._notified)
                 await connection.add_listener(STOP_CHANNEL, self._notified)
+                await connection.add_listener(APPROVAL_CHANNEL, self._notified)
             except Exception as exc:  # readers fall back to polling until the next attempt
                 log.warning("chat notifications unavailable", error=type(exc).__name__)
                 return
@@ -79,6 +86,9 @@ class Signals:
     def _notified(self, connection: Any, pid: int, channel: str, payload: str) -> None:
         if channel == STOP_CHANNEL:
             self._on_stop(payload)
+        elif channel == APPROVAL_CHANNEL:
+            if self._on_approval is not None:
+                self._on_approval(payload)
         else:
             self.wake(payload)
 

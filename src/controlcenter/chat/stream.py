@@ -77,7 +77,7 @@ class ChatRuns:
         self._db = db
         self._tasks: set[asyncio.Task[None]] = set()
         self._running: dict[str, RunRecord] = {}
-        self.signals = Signals(db, on_stop=self.stop_here)
+        self.signals = Signals(db, on_stop=self.stop_here, on_approval=self.poke_here)
         self._poller: asyncio.Task[None] | None = None
         self._next_prune = 0.0
 
@@ -103,10 +103,19 @@ class ChatRuns:
         if run is not None:
             run.stop()
 
+    def poke_here(self, message_id: str) -> None:
+        """The run's approval was answered (here or elsewhere): it reads it again."""
+        run = self._running.get(message_id)
+        if run is not None:
+            run.poke()
+
     async def _poll_stops(self) -> None:
         try:
             while self._running:
                 await asyncio.sleep(STOP_POLL_S)
+                for run in self._running.values():
+                    if run.awaiting_approval:  # SQLite: no notification of the answer
+                        run.poke()
                 ids = [i for i, run in self._running.items() if not run.stopped]
                 if ids:
                     try:

@@ -176,6 +176,11 @@ SCHEMAS: dict[str, Schema] = {
             ),
             obj(["type", "delta"], type={"const": "content_delta"}, delta=STRING),
             obj(["type", "toolCall"], type={"const": "tool_call_start"}, toolCall=ref("ToolCall")),
+            obj(  # CONTRACT 11, with the chat policy's `toolApproval: "writes"`
+                ["type", "toolCall"],
+                type={"const": "tool_approval_required"},
+                toolCall=ref("ToolCall"),
+            ),
             obj(
                 ["type", "toolResult"], type={"const": "tool_result"}, toolResult=ref("ToolResult")
             ),
@@ -256,6 +261,12 @@ _OPS: dict[tuple[str, str], tuple[int, Schema | None, Any, tuple[int, ...]]] = {
         200, None, None, (400, 401, 404),
     ),
     ("post", "/api/v1/control-center/chat/{message_id}/stop"): (
+        200, SUCCESS, {"success": True}, (401, 404, 409),
+    ),
+    ("post", "/api/v1/control-center/chat/{message_id}/tool-calls/{tool_call_id}/approve"): (
+        200, SUCCESS, {"success": True}, (401, 404, 409),
+    ),
+    ("post", "/api/v1/control-center/chat/{message_id}/tool-calls/{tool_call_id}/deny"): (
         200, SUCCESS, {"success": True}, (401, 404, 409),
     ),
     ("get", "/api/v1/control-center/conversations"): (

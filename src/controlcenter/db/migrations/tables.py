@@ -3,7 +3,7 @@
 from controlcenter.admin_settings.models import Setting
 from controlcenter.auth.attempts import SignInAttempt
 from controlcenter.auth.models import ApiToken, Session, User
-from controlcenter.chat.models import ChatEvent, ChatRun, Conversation, Message
+from controlcenter.chat.models import ChatApproval, ChatEvent, ChatRun, Conversation, Message
 from controlcenter.db import Base
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import OutboxJob
@@ -11,6 +11,7 @@ from controlcenter.outbox.models import OutboxJob
 __all__ = [
     "ApiToken",
     "Base",
+    "ChatApproval",
     "ChatEvent",
     "ChatRun",
     "Conversation",

@@ -53,9 +53,23 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("message_id", "n", name=op.f("pk_chat_events")),
     )
+    op.create_table(
+        "chat_approvals",
+        sa.Column("message_id", sa.String(length=64), nullable=False),
+        sa.Column("tool_call_id", sa.String(length=200), nullable=False),
+        sa.Column("status", sa.String(length=20), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["message_id"],
+            ["chat_runs.message_id"],
+            name=op.f("fk_chat_approvals_message_id_chat_runs"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("message_id", "tool_call_id", name=op.f("pk_chat_approvals")),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("chat_approvals")
     op.drop_table("chat_events")
     with op.batch_alter_table("chat_runs", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_chat_runs_created_at"))
