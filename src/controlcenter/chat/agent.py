@@ -36,6 +36,7 @@ from controlcenter.llm.types import (
     UserTurn,
 )
 from controlcenter.providers.base import Provider, ProviderError, StreamingProvider
+from controlcenter.providers.history import TIMEOUT_MESSAGE
 
 log = get_logger(__name__)
 
@@ -54,6 +55,15 @@ SYSTEM_PROMPT = (
 
 
 @dataclass(frozen=True)
+class Fallback:
+    """The other provider, when the policy's `fallback` is on and its key is set."""
+
+    name: str
+    provider: Provider
+    api_key: str
+
+
+@dataclass(frozen=True)
 class ChatTurn:
     """A request that passed the pre-stream checks."""
 
@@ -65,6 +75,14 @@ class ChatTurn:
     token_deltas: bool = False  # CONTRACT 11 `?deltas=tokens`: the provider in streaming mode
     approve_writes: bool = False  # CONTRACT 11: the policy's `toolApproval: "writes"`
     approval_timeout_s: float = 600.0
+    fallback: Fallback | None = None
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The keys this chat may use: taken out of anything it logs or sends."""
+        if self.fallback is None:
+            return (self.api_key,)
+        return (self.api_key, self.fallback.api_key)
 
 
 async def run_chat(
@@ -83,7 +101,7 @@ async def run_chat(
         status = STOPPED if channel.run is not None and channel.run.stopped else DONE
     except ProviderError as exc:
         code = str(exc.status_code) if exc.status_code is not None else None
-        message = redact(exc.message, turn.api_key, mask=MASK)
+        message = redact(exc.message, *turn.secrets, mask=MASK)
         log.warning("provider error", provider=turn.provider, status=code, message=message)
         channel.send(events.error(message or UNEXPECTED, code))
     except UnusableSettingError as exc:
@@ -94,9 +112,9 @@ async def run_chat(
         # The traceback is logged as text so that the key can be taken out of it as well.
         trace = "".join(traceback.format_exception(exc))
         log.error(
-            "chat failed", provider=turn.provider, traceback=redact(trace, turn.api_key, mask=MASK)
+            "chat failed", provider=turn.provider, traceback=redact(trace, *turn.secrets, mask=MASK)
         )
-        channel.send(events.error(redact(str(exc), turn.api_key, mask=MASK) or UNEXPECTED))
+        channel.send(events.error(redact(str(exc), *turn.secrets, mask=MASK) or UNEXPECTED))
     finally:
         channel.close()
         if channel.run is not None:
@@ -143,9 +161,18 @@ async def _process(
     tool_results: list[dict[str, Any]] = []
     for _ in range(MAX_ITERATIONS):
         streamed: list[str] = []
-        reply = await run.unless_stopped(
-            _ask(provider, turn, turns, toolbox.specs, channel, streamed)
-        )
+        try:
+            reply = await run.unless_stopped(
+                _ask(provider, turn.api_key, turn, turns, toolbox.specs, channel, streamed)
+            )
+        except ProviderError as exc:
+            other = turn.fallback
+            if other is None or streamed or not _passing(exc):
+                raise
+            channel.send(events.provider_fallback(turn.provider, other.name))
+            reply = await run.unless_stopped(
+                _ask(other.provider, other.api_key, turn, turns, toolbox.specs, channel, streamed)
+            )
         if reply is None:  # stopped: the text already sent is kept
             content += "".join(streamed)
             break
@@ -195,8 +222,18 @@ async def _process(
     channel.send(events.message_complete(message_json(message), stopped=run.stopped))
 
 
+def _passing(exc: ProviderError) -> bool:
+    """An error the other provider may not have (CONTRACT 11): 429, 5xx or a timeout, as left
+    after the SDK's own retries."""
+    status = exc.status_code
+    if status is None:
+        return exc.message == TIMEOUT_MESSAGE
+    return status == 429 or status >= 500
+
+
 def _ask(
     provider: Provider,
+    api_key: str,
     turn: ChatTurn,
     turns: list[Turn],
     tools: Sequence[ToolSpec],
@@ -207,9 +244,7 @@ def _ask(
     `content_delta` as it arrives, and kept in `streamed`), else SPEC's one reply."""
     stream = getattr(provider, "stream", None) if turn.token_deltas else None
     if stream is None:
-        return provider.complete(
-            api_key=turn.api_key, system=SYSTEM_PROMPT, turns=turns, tools=tools
-        )
+        return provider.complete(api_key=api_key, system=SYSTEM_PROMPT, turns=turns, tools=tools)
 
     def on_text(piece: str) -> None:
         streamed.append(piece)
@@ -217,7 +252,7 @@ def _ask(
 
     streaming = cast(StreamingProvider, provider)
     return streaming.stream(
-        api_key=turn.api_key, system=SYSTEM_PROMPT, turns=turns, tools=tools, on_text=on_text
+        api_key=api_key, system=SYSTEM_PROMPT, turns=turns, tools=tools, on_text=on_text
     )
 
 

@@ -31,6 +31,11 @@ def tool_result(result: ToolResult) -> Event:
     return {"type": "tool_result", "toolResult": result.to_json()}
 
 
+def provider_fallback(origin: str, to: str) -> Event:
+    """CONTRACT 11: this step goes to the other provider after an error of the first."""
+    return {"type": "provider_fallback", "from": origin, "to": to}
+
+
 def message_complete(message: dict[str, Any], *, stopped: bool = False) -> Event:
     event: Event = {"type": "message_complete", "message": message}
     if stopped:

@@ -20,8 +20,9 @@ from controlcenter.admin_settings.names import (
     SettingName,
 )
 from controlcenter.admin_settings.store import SettingsStore
+from controlcenter.admin_settings.usable import credential_problem
 from controlcenter.auth.models import User
-from controlcenter.chat.agent import ChatTurn, run_chat
+from controlcenter.chat.agent import ChatTurn, Fallback, run_chat
 from controlcenter.chat.context import ChatContext
 from controlcenter.chat.policy import CHAT_POLICY, stored_policy
 from controlcenter.chat.schemas import API_KEY_SETTINGS, ChatRequest, missing_key_message
@@ -29,7 +30,7 @@ from controlcenter.chat.stream import ChatRuns, EventChannel
 from controlcenter.chat.usage import tokens_this_month
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database, utcnow
-from controlcenter.providers.base import Provider
+from controlcenter.providers.base import PROVIDER_A, PROVIDER_B, Provider
 from controlcenter.tools.router import ToolRouter
 
 # Everything a chat reads of the settings, in one query.
@@ -95,8 +96,18 @@ async def start_chat(
         token_deltas=token_deltas,
         approve_writes=policy.tool_approval == "writes",
         approval_timeout_s=parts.approval_timeout_s,
+        fallback=_fallback(parts, request.provider, settings) if policy.fallback else None,
     )
     context = ChatContext(settings=settings, crm=parts.crm, tools=parts.tools)
     provider = parts.providers[request.provider]
     parts.runs.start(run_chat(parts.db, provider, context, turn, channel, parts.runs))
     return channel
+
+
+def _fallback(parts: ChatParts, chosen: str, settings: Mapping[str, str]) -> Fallback | None:
+    """The other provider, when its key is set."""
+    other = PROVIDER_B if chosen == PROVIDER_A else PROVIDER_A
+    api_key = settings.get(API_KEY_SETTINGS[other], "")
+    if not api_key or credential_problem(api_key) is not None:  # unusable: no fallback
+        return None
+    return Fallback(name=other, provider=parts.providers[other], api_key=api_key)

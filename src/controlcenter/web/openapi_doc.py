@@ -176,6 +176,12 @@ SCHEMAS: dict[str, Schema] = {
             ),
             obj(["type", "delta"], type={"const": "content_delta"}, delta=STRING),
             obj(["type", "toolCall"], type={"const": "tool_call_start"}, toolCall=ref("ToolCall")),
+            obj(  # CONTRACT 11, with the chat policy's `fallback`
+                ["type", "from", "to"],
+                type={"const": "provider_fallback"},
+                **{"from": {"enum": ["provider_a", "provider_b"]}},
+                to={"enum": ["provider_a", "provider_b"]},
+            ),
             obj(  # CONTRACT 11, with the chat policy's `toolApproval: "writes"`
                 ["type", "toolCall"],
                 type={"const": "tool_approval_required"},
