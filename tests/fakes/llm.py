@@ -41,6 +41,7 @@ __all__ = ["ErrorReply", "FakeAnthropic", "FakeOpenAI", "Reply", "ToolUse"]
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 OPENAI_MAX_TOOLS = 128
+CONTEXT_WINDOW = 200_000
 # The models each fake serves (the service's configured defaults); any other id is refused
 # with the API's own "model not found" answer. Tests may add to `fake.models`.
 ANTHROPIC_MODELS = frozenset({"claude-sonnet-5-5"})
@@ -107,6 +108,9 @@ class _FakeLLM:
         self.api_key = api_key
         self.models = set(self.default_models if models is None else models)
         self.responder: Responder | None = None
+        # The model's context window, in this fake's estimate of a request's tokens (`_tokens`):
+        # a longer request gets the API's own "too long" answer.
+        self.context_window = CONTEXT_WINDOW
         self.requests: list[dict[str, Any]] = []
         self.invalid: list[str] = []
         self._queue: deque[Answer] = deque()
@@ -141,6 +145,7 @@ class _FakeLLM:
             self.responder = None
             self.requests.clear()
             self.invalid.clear()
+            self.context_window = CONTEXT_WINDOW
 
     def _next_answer(self, body: dict[str, Any]) -> Answer:
         with self._lock:
@@ -217,6 +222,10 @@ class FakeAnthropic(_FakeLLM):
             return self._error(400, "anthropic-version: header is required")
         try:
             _validate_anthropic(body, self.models)
+            if _tokens(body) > self.context_window:
+                raise Invalid(
+                    f"prompt is too long: {_tokens(body)} tokens > {self.context_window} maximum"
+                )
         except Invalid as exc:
             self._reject(exc.message)
             return self._error(exc.status, exc.message)
@@ -611,6 +620,14 @@ class FakeOpenAI(_FakeLLM):
         self.requests.append(body)
         try:
             _validate_openai(body, self.models)
+            if _tokens(body) > self.context_window:
+                raise Invalid(
+                    f"This model's maximum context length is {self.context_window} tokens. "
+                    f"However, your messages resulted in {_tokens(body)} tokens. Please reduce "
+                    "the length of the messages.",
+                    "messages",
+                    code="context_length_exceeded",
+                )
         except Invalid as exc:
             self._reject(exc.message)
             return self._error(exc.status, exc.message, param=exc.param, code=exc.code)

@@ -12,6 +12,7 @@ from controlcenter.admin_settings.usable import UnusableSettingError, check_cred
 from controlcenter.auth.models import User
 from controlcenter.chat import events
 from controlcenter.chat.context import ChatContext
+from controlcenter.chat.context_budget import fit
 from controlcenter.chat.conversations import (
     ASSISTANT,
     StoredText,
@@ -19,6 +20,7 @@ from controlcenter.chat.conversations import (
     save_assistant_message,
     start_turn,
 )
+from controlcenter.chat.policy import DEFAULT_CONTEXT_TOKEN_BUDGET
 from controlcenter.chat.recorder import RunRecord
 from controlcenter.chat.run_store import APPROVED, DONE, FAILED, STOPPED
 from controlcenter.chat.schemas import API_KEY_SETTINGS, message_json
@@ -76,6 +78,7 @@ class ChatTurn:
     approve_writes: bool = False  # CONTRACT 11: the policy's `toolApproval: "writes"`
     approval_timeout_s: float = 600.0
     fallback: Fallback | None = None
+    context_token_budget: int = DEFAULT_CONTEXT_TOKEN_BUDGET
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -154,16 +157,19 @@ async def _process(
     await channel.begin(run, turn.user.id, start)
 
     toolbox, acting_for = await context.toolbox(turn.user)
-    turns: list[Turn] = [*map(_as_turn, started.history), UserTurn(turn.message)]
+    history = [*map(_as_turn, started.history)]
+    new_message = UserTurn(turn.message)
+    turns: list[Turn] = [*history, new_message]
 
     content = ""
     tool_calls: list[dict[str, Any]] = []
     tool_results: list[dict[str, Any]] = []
     for _ in range(MAX_ITERATIONS):
         streamed: list[str] = []
+        sent = fit(history, turns[len(history) :], turn.context_token_budget)
         try:
             reply = await run.unless_stopped(
-                _ask(provider, turn.api_key, turn, turns, toolbox.specs, channel, streamed)
+                _ask(provider, turn.api_key, turn, sent, toolbox.specs, channel, streamed)
             )
         except ProviderError as exc:
             other = turn.fallback
@@ -171,7 +177,7 @@ async def _process(
                 raise
             channel.send(events.provider_fallback(turn.provider, other.name))
             reply = await run.unless_stopped(
-                _ask(other.provider, other.api_key, turn, turns, toolbox.specs, channel, streamed)
+                _ask(other.provider, other.api_key, turn, sent, toolbox.specs, channel, streamed)
             )
         if reply is None:  # stopped: the text already sent is kept
             content += "".join(streamed)

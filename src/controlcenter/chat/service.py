@@ -97,6 +97,7 @@ async def start_chat(
         approve_writes=policy.tool_approval == "writes",
         approval_timeout_s=parts.approval_timeout_s,
         fallback=_fallback(parts, request.provider, settings) if policy.fallback else None,
+        context_token_budget=policy.context_token_budget,
     )
     context = ChatContext(settings=settings, crm=parts.crm, tools=parts.tools)
     provider = parts.providers[request.provider]
