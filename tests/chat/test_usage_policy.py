@@ -6,6 +6,7 @@ from typing import Any
 
 import httpx
 
+from controlcenter.chat import run_store
 from controlcenter.db import utcnow
 from tests.chat.conftest import ToolLog, recording_tool
 from tests.chat.helpers import (
@@ -114,11 +115,11 @@ async def test_the_quota_refuses_before_the_stream_once_reached(
     _, events = await stream_chat(client, user, body)
     assert events[-1]["type"] == "message_complete"  # 0 used before: allowed
 
-    async def refused() -> bool:
-        answer = await client.post(CHAT, json=body, headers=user.headers)
-        return answer.status_code == 429
+    async def counted() -> bool:  # the run's usage is stored as it ends, after its last event
+        found = await run_store.run_owner_status(server.db, events[0]["messageId"])
+        return found is not None and found[1] == run_store.DONE
 
-    await wait_for(refused)  # the run's usage is stored as it ends, just after its last event
+    await wait_for(counted)
     before = await count_rows(server)
     answer = await client.post(CHAT, json=body, headers=user.headers)
     assert (answer.status_code, answer.json()) == (429, {"error": "Monthly token quota reached"})
