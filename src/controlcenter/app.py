@@ -18,6 +18,7 @@ from controlcenter.auth.refusals import too_many_attempts
 from controlcenter.auth.router import router as auth_router
 from controlcenter.auth.service import RequestAuth
 from controlcenter.auth.throttle import TooManyAttemptsError
+from controlcenter.chat.admin_router import router as chat_admin_router
 from controlcenter.chat.router import router as chat_router
 from controlcenter.chat.service import ChatParts
 from controlcenter.chat.stream import ChatRuns
@@ -56,7 +57,7 @@ def build_services(config: Config) -> Services:
     crm = CrmTransport.from_config(config)
     providers = build_providers(config)
     tools = build_tool_router(config, settings)
-    chat_runs = ChatRuns()
+    chat_runs = ChatRuns(db)
     return Services(
         config=config,
         db=db,
@@ -67,7 +68,13 @@ def build_services(config: Config) -> Services:
         chat_runs=chat_runs,
         auth=RequestAuth(db, config.jwt_key),
         chat=ChatParts(
-            db=db, settings=settings, crm=crm, providers=providers, tools=tools, runs=chat_runs
+            db=db,
+            settings=settings,
+            crm=crm,
+            providers=providers,
+            tools=tools,
+            runs=chat_runs,
+            approval_timeout_s=config.chat_approval_timeout_s,
         ),
     )
 
@@ -137,6 +144,7 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         auth_router,
         ocs_router,
         chat_router,
+        chat_admin_router,
         onboarding_router,
         settings_router,
         users_router,

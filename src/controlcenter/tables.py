@@ -5,7 +5,7 @@ Alembic's `db/migrations/env.py` and the tests do."""
 from controlcenter.admin_settings.models import Setting
 from controlcenter.auth.attempts import SignInAttempt
 from controlcenter.auth.models import ApiToken, Session, User
-from controlcenter.chat.models import Conversation, Message
+from controlcenter.chat.models import ChatApproval, ChatEvent, ChatRun, Conversation, Message
 from controlcenter.db import Base
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import OutboxJob
@@ -13,6 +13,9 @@ from controlcenter.outbox.models import OutboxJob
 __all__ = [
     "ApiToken",
     "Base",
+    "ChatApproval",
+    "ChatEvent",
+    "ChatRun",
     "Conversation",
     "Message",
     "Onboarding",

@@ -46,7 +46,7 @@ async def test_plain_answer(
     assert delta == {"type": "content_delta", "delta": "Hello broker"}
     assert set(complete) == {"type", "message"}
     final = complete["message"]
-    assert set(final) == {"id", "role", "content", "createdAt"}
+    assert set(final) == {"id", "role", "content", "createdAt", "usage"}  # usage: CONTRACT 11
     assert final["id"] == start["messageId"]
     assert (final["role"], final["content"]) == ("assistant", "Hello broker")
     assert ISO.match(final["createdAt"])

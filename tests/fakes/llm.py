@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,7 @@ from jsonschema import SchemaError
 from jsonschema.validators import Draft202012Validator
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.fakes.server import LoopbackServer
@@ -41,6 +41,7 @@ __all__ = ["ErrorReply", "FakeAnthropic", "FakeOpenAI", "Reply", "ToolUse"]
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 OPENAI_MAX_TOOLS = 128
+CONTEXT_WINDOW = 200_000
 # The models each fake serves (the service's configured defaults); any other id is refused
 # with the API's own "model not found" answer. Tests may add to `fake.models`.
 ANTHROPIC_MODELS = frozenset({"claude-sonnet-5-5"})
@@ -62,6 +63,12 @@ class Reply:
     text: str = ""
     tool_uses: list[ToolUse] = field(default_factory=list)
     delay_s: float = 0.0
+    usage: tuple[int, int] | None = None  # (input, output) tokens; estimated when None
+    chunk_delay_s: float = 0.0  # streaming: the pause before each text chunk
+
+    def chunks(self) -> list[str]:
+        """The text as a streaming API sends it: a few characters a chunk (a word here)."""
+        return re.findall(r"\S+\s*|\s+", self.text)
 
 
 @dataclass
@@ -101,6 +108,9 @@ class _FakeLLM:
         self.api_key = api_key
         self.models = set(self.default_models if models is None else models)
         self.responder: Responder | None = None
+        # The model's context window, in this fake's estimate of a request's tokens (`_tokens`):
+        # a longer request gets the API's own "too long" answer.
+        self.context_window = CONTEXT_WINDOW
         self.requests: list[dict[str, Any]] = []
         self.invalid: list[str] = []
         self._queue: deque[Answer] = deque()
@@ -135,6 +145,7 @@ class _FakeLLM:
             self.responder = None
             self.requests.clear()
             self.invalid.clear()
+            self.context_window = CONTEXT_WINDOW
 
     def _next_answer(self, body: dict[str, Any]) -> Answer:
         with self._lock:
@@ -192,7 +203,7 @@ class FakeAnthropic(_FakeLLM):
         }
         return JSONResponse(body, status_code=status, headers={"request-id": request_id, **headers})
 
-    async def _messages(self, request: Request) -> JSONResponse:
+    async def _messages(self, request: Request) -> Response:
         # The API takes the key as `x-api-key`, or as a bearer token (what SDK 2.x sends).
         auth = request.headers.get("authorization", "")
         key = request.headers.get("x-api-key") or (auth[7:] if auth.startswith("Bearer ") else "")
@@ -211,6 +222,10 @@ class FakeAnthropic(_FakeLLM):
             return self._error(400, "anthropic-version: header is required")
         try:
             _validate_anthropic(body, self.models)
+            if _tokens(body) > self.context_window:
+                raise Invalid(
+                    f"prompt is too long: {_tokens(body)} tokens > {self.context_window} maximum"
+                )
         except Invalid as exc:
             self._reject(exc.message)
             return self._error(exc.status, exc.message)
@@ -233,6 +248,13 @@ class FakeAnthropic(_FakeLLM):
                 }
             )
         message_id = "msg_" + uuid.uuid4().hex[:24]
+        used = answer.usage or (_tokens(body), len(answer.text) // 4)
+        if body.get("stream") is True:
+            return StreamingResponse(
+                _anthropic_events(body, answer, content, message_id, used),
+                media_type="text/event-stream",
+                headers={"request-id": "req_" + uuid.uuid4().hex[:24]},
+            )
         return JSONResponse(
             {
                 "id": message_id,
@@ -242,10 +264,85 @@ class FakeAnthropic(_FakeLLM):
                 "content": content,
                 "stop_reason": "tool_use" if answer.tool_uses else "end_turn",
                 "stop_sequence": None,
-                "usage": {"input_tokens": _tokens(body), "output_tokens": len(answer.text) // 4},
+                "usage": {"input_tokens": used[0], "output_tokens": used[1]},
             },
             headers={"request-id": "req_" + uuid.uuid4().hex[:24]},
         )
+
+
+def _sse(event: str | None, data: dict[str, Any] | str) -> bytes:
+    text = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
+    head = f"event: {event}\n" if event is not None else ""
+    return f"{head}data: {text}\n\n".encode()
+
+
+async def _anthropic_events(
+    body: dict[str, Any],
+    answer: Reply,
+    content: list[dict[str, Any]],
+    message_id: str,
+    used: tuple[int, int],
+) -> AsyncIterator[bytes]:
+    """The Messages API's streaming wire format: message_start, one content_block_start /
+    _delta(s) / _stop per block (text_delta, input_json_delta), message_delta with the stop
+    reason and the output tokens, message_stop; a ping after the first block's start."""
+    yield _sse(
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": body["model"],
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": used[0], "output_tokens": 1},
+            },
+        },
+    )
+    for index, block in enumerate(content):
+        if block["type"] == "text":
+            start: dict[str, Any] = {"type": "text", "text": ""}
+        else:
+            start = {**block, "input": {}}
+        yield _sse(
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": start},
+        )
+        if index == 0:
+            yield _sse("ping", {"type": "ping"})
+        if block["type"] == "text":
+            for chunk in answer.chunks():
+                if answer.chunk_delay_s:
+                    await asyncio.sleep(answer.chunk_delay_s)
+                delta = {"type": "text_delta", "text": chunk}
+                yield _sse(
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": delta},
+                )
+        else:
+            raw = json.dumps(block["input"])
+            for part in (raw[: len(raw) // 2], raw[len(raw) // 2 :]):
+                delta = {"type": "input_json_delta", "partial_json": part}
+                yield _sse(
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": delta},
+                )
+        yield _sse("content_block_stop", {"type": "content_block_stop", "index": index})
+    yield _sse(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {
+                "stop_reason": "tool_use" if answer.tool_uses else "end_turn",
+                "stop_sequence": None,
+            },
+            "usage": {"output_tokens": used[1]},
+        },
+    )
+    yield _sse("message_stop", {"type": "message_stop"})
 
 
 def _tokens(body: dict[str, Any]) -> int:
@@ -273,6 +370,8 @@ def _validate_anthropic(body: Any, models: set[str]) -> None:
         raise Invalid("max_tokens: Field required")
     if max_tokens < 1:
         raise Invalid("max_tokens: Input should be greater than or equal to 1")
+    if "stream" in body and not isinstance(body["stream"], bool):
+        raise Invalid("stream: Input should be a valid boolean")
     system = body.get("system")
     if system is not None:
         if isinstance(system, list):
@@ -493,7 +592,7 @@ class FakeOpenAI(_FakeLLM):
             headers={"x-request-id": "req_" + uuid.uuid4().hex, **(headers or {})},
         )
 
-    async def _completions(self, request: Request) -> JSONResponse:
+    async def _completions(self, request: Request) -> Response:
         auth = request.headers.get("authorization", "")
         if not auth.startswith("Bearer ") or not auth[7:].strip():
             return self._error(
@@ -521,6 +620,14 @@ class FakeOpenAI(_FakeLLM):
         self.requests.append(body)
         try:
             _validate_openai(body, self.models)
+            if _tokens(body) > self.context_window:
+                raise Invalid(
+                    f"This model's maximum context length is {self.context_window} tokens. "
+                    f"However, your messages resulted in {_tokens(body)} tokens. Please reduce "
+                    "the length of the messages.",
+                    "messages",
+                    code="context_length_exceeded",
+                )
         except Invalid as exc:
             self._reject(exc.message)
             return self._error(exc.status, exc.message, param=exc.param, code=exc.code)
@@ -552,8 +659,13 @@ class FakeOpenAI(_FakeLLM):
                 }
                 for use in answer.tool_uses
             ]
-        prompt_tokens = _tokens(body)
-        completion_tokens = len(answer.text) // 4
+        prompt_tokens, completion_tokens = answer.usage or (_tokens(body), len(answer.text) // 4)
+        if body.get("stream") is True:
+            return StreamingResponse(
+                _openai_chunks(body, answer, message, (prompt_tokens, completion_tokens)),
+                media_type="text/event-stream",
+                headers={"x-request-id": "req_" + uuid.uuid4().hex},
+            )
         return JSONResponse(
             {
                 "id": "chatcmpl-" + uuid.uuid4().hex[:29],
@@ -579,6 +691,65 @@ class FakeOpenAI(_FakeLLM):
         )
 
 
+async def _openai_chunks(
+    body: dict[str, Any], answer: Reply, message: dict[str, Any], used: tuple[int, int]
+) -> AsyncIterator[bytes]:
+    """Chat Completions' streaming wire format: `chat.completion.chunk` objects, the first
+    with the role, content pieces, tool calls by index (id, type and name first, then the
+    arguments in pieces), a last chunk with the finish reason; with
+    `stream_options.include_usage`, a chunk with empty `choices` and the usage (and `usage:
+    null` on the others); then `data: [DONE]`."""
+    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    base = {
+        "id": "chatcmpl-" + uuid.uuid4().hex[:29],
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": body["model"],
+        "system_fingerprint": "fp_fake",
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        data: dict[str, Any] = {
+            **base,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+        if include_usage:
+            data["usage"] = None
+        return _sse(None, data)
+
+    yield chunk({"role": "assistant", "content": "", "refusal": None})
+    for piece in answer.chunks():
+        if answer.chunk_delay_s:
+            await asyncio.sleep(answer.chunk_delay_s)
+        yield chunk({"content": piece})
+    for index, call in enumerate(message.get("tool_calls") or []):
+        function = call["function"]
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {"name": function["name"], "arguments": ""},
+                    }
+                ]
+            }
+        )
+        raw = function["arguments"]
+        for part in (raw[: len(raw) // 2], raw[len(raw) // 2 :]):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+    yield chunk({}, "tool_calls" if answer.tool_uses else "stop")
+    if include_usage:
+        usage = {
+            "prompt_tokens": used[0],
+            "completion_tokens": used[1],
+            "total_tokens": used[0] + used[1],
+        }
+        yield _sse(None, {**base, "choices": [], "usage": usage})
+    yield _sse(None, "[DONE]")
+
+
 def _validate_openai(body: Any, models: set[str]) -> None:
     if not isinstance(body, dict):
         raise Invalid("Invalid type for body: expected an object.")
@@ -590,6 +761,7 @@ def _validate_openai(body: Any, models: set[str]) -> None:
             raise Invalid(
                 f"Invalid '{limit}': integer below minimum value. Expected a value >= 1.", limit
             )
+    _validate_openai_stream(body)
     _validate_openai_tools(body)
     messages = body.get("messages")
     if not isinstance(messages, list):
@@ -684,6 +856,45 @@ def _validate_openai(body: Any, models: set[str]) -> None:
             status=404,
             code="model_not_found",
         )
+
+
+def _validate_openai_stream(body: dict[str, Any]) -> None:
+    stream = body.get("stream")
+    if stream is not None and not isinstance(stream, bool):
+        raise Invalid(
+            f"Invalid type for 'stream': expected a boolean, but got {type(stream).__name__} "
+            "instead.",
+            "stream",
+            code="invalid_type",
+        )
+    options = body.get("stream_options")
+    if options is None:
+        return
+    if stream is not True:
+        raise Invalid(
+            "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+            "stream_options",
+        )
+    if not isinstance(options, dict):
+        raise Invalid(
+            "Invalid type for 'stream_options': expected an object, but got "
+            f"{type(options).__name__} instead.",
+            "stream_options",
+            code="invalid_type",
+        )
+    for name, value in options.items():
+        if name not in ("include_usage", "include_obfuscation"):
+            raise Invalid(
+                f"Unrecognized request argument supplied: stream_options.{name}",
+                f"stream_options.{name}",
+            )
+        if not isinstance(value, bool):
+            raise Invalid(
+                f"Invalid type for 'stream_options.{name}': expected a boolean, but got "
+                f"{type(value).__name__} instead.",
+                f"stream_options.{name}",
+                code="invalid_type",
+            )
 
 
 def _openai_content(content: Any, where: str, *, required: bool) -> None:

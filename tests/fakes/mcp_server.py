@@ -18,6 +18,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError as McpToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import ToolAnnotations
 
 from tests.fakes.server import LoopbackServer
 
@@ -43,12 +44,15 @@ def build_fake_mcp() -> FakeMcp:
     app = MCPServer("fake-listings", log_level="WARNING")
     fake = FakeMcp(server=LoopbackServer(_asgi_placeholder))
 
-    @app.tool(description="Look up a listing by its MLS number.")
+    @app.tool(
+        description="Look up a listing by its MLS number.",
+        annotations=ToolAnnotations(read_only_hint=True),
+    )
     def lookup_listing(mls_number: str) -> dict[str, Any]:
         fake.calls.append(("lookup_listing", {"mls_number": mls_number}))
         return {"mlsNumber": mls_number, "price": 1250000, "status": "active"}
 
-    @app.tool(description="Echo the text back.")
+    @app.tool(description="Echo the text back.", annotations=ToolAnnotations(read_only_hint=False))
     def echo_text(text: str) -> str:
         fake.calls.append(("echo_text", {"text": text}))
         return f"echo: {text}"

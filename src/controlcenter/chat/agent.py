@@ -4,13 +4,15 @@ agentic loop between the provider and the tools, the assistant message, and the 
 from __future__ import annotations
 
 import traceback
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from controlcenter.admin_settings.usable import UnusableSettingError, check_credential
 from controlcenter.auth.models import User
 from controlcenter.chat import events
 from controlcenter.chat.context import ChatContext
+from controlcenter.chat.context_budget import fit
 from controlcenter.chat.conversations import (
     ASSISTANT,
     StoredText,
@@ -18,19 +20,33 @@ from controlcenter.chat.conversations import (
     save_assistant_message,
     start_turn,
 )
+from controlcenter.chat.policy import DEFAULT_CONTEXT_TOKEN_BUDGET
+from controlcenter.chat.recorder import RunRecord
+from controlcenter.chat.run_store import APPROVED, DONE, FAILED, STOPPED
 from controlcenter.chat.schemas import API_KEY_SETTINGS, message_json
-from controlcenter.chat.stream import EventChannel
+from controlcenter.chat.stream import ChatRuns, EventChannel
 from controlcenter.common.logs import get_logger
 from controlcenter.common.secrets import MASK, redact
 from controlcenter.db import Database
-from controlcenter.llm.types import AssistantTurn, ToolResultsTurn, Turn, UserTurn
-from controlcenter.providers.base import Provider, ProviderError
+from controlcenter.llm.types import (
+    AssistantTurn,
+    ProviderReply,
+    ToolResult,
+    ToolResultsTurn,
+    ToolSpec,
+    Turn,
+    UserTurn,
+)
+from controlcenter.providers.base import Provider, ProviderError, StreamingProvider
+from controlcenter.providers.history import TIMEOUT_MESSAGE
 
 log = get_logger(__name__)
 
 MAX_ITERATIONS = 10  # SPEC 8
 CONVERSATION_NOT_FOUND = "Conversation not found"
 UNEXPECTED = "An unexpected error occurred"
+DENIED_BY_USER = "Denied by the user"  # CONTRACT 11
+STOPPED_BEFORE_RUNNING = "Stopped by the user before the tool ran"
 SYSTEM_PROMPT = (
     "You are the AI assistant of a commercial real estate CRM used by brokers. "
     "Use the available tools to fetch real data from the CRM instead of guessing or "
@@ -38,6 +54,15 @@ SYSTEM_PROMPT = (
     "When you lack a tool or the information to do what is asked, say so plainly and "
     "explain what you can help with instead."
 )
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """The other provider, when the policy's `fallback` is on and its key is set."""
+
+    name: str
+    provider: Provider
+    api_key: str
 
 
 @dataclass(frozen=True)
@@ -49,17 +74,37 @@ class ChatTurn:
     conversation_id: Any  # the raw request value; None when absent
     provider: str
     api_key: str
+    token_deltas: bool = False  # CONTRACT 11 `?deltas=tokens`: the provider in streaming mode
+    approve_writes: bool = False  # CONTRACT 11: the policy's `toolApproval: "writes"`
+    approval_timeout_s: float = 600.0
+    fallback: Fallback | None = None
+    context_token_budget: int = DEFAULT_CONTEXT_TOKEN_BUDGET
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The keys this chat may use: taken out of anything it logs or sends."""
+        if self.fallback is None:
+            return (self.api_key,)
+        return (self.api_key, self.fallback.api_key)
 
 
 async def run_chat(
-    db: Database, provider: Provider, context: ChatContext, turn: ChatTurn, channel: EventChannel
+    db: Database,
+    provider: Provider,
+    context: ChatContext,
+    turn: ChatTurn,
+    channel: EventChannel,
+    runs: ChatRuns,
 ) -> None:
-    """Runs to the end whatever happens to the connection; the channel is closed in every case."""
+    """Runs to the end whatever happens to the connection (a client that went away resumes
+    from the stored events); the channel is closed and the run's end stored in every case."""
+    status = FAILED
     try:
-        await _process(db, provider, context, turn, channel)
+        await _process(db, provider, context, turn, channel, runs)
+        status = STOPPED if channel.run is not None and channel.run.stopped else DONE
     except ProviderError as exc:
         code = str(exc.status_code) if exc.status_code is not None else None
-        message = redact(exc.message, turn.api_key, mask=MASK)
+        message = redact(exc.message, *turn.secrets, mask=MASK)
         log.warning("provider error", provider=turn.provider, status=code, message=message)
         channel.send(events.error(message or UNEXPECTED, code))
     except UnusableSettingError as exc:
@@ -70,15 +115,30 @@ async def run_chat(
         # The traceback is logged as text so that the key can be taken out of it as well.
         trace = "".join(traceback.format_exception(exc))
         log.error(
-            "chat failed", provider=turn.provider, traceback=redact(trace, turn.api_key, mask=MASK)
+            "chat failed", provider=turn.provider, traceback=redact(trace, *turn.secrets, mask=MASK)
         )
-        channel.send(events.error(redact(str(exc), turn.api_key, mask=MASK) or UNEXPECTED))
+        channel.send(events.error(redact(str(exc), *turn.secrets, mask=MASK) or UNEXPECTED))
     finally:
         channel.close()
+        if channel.run is not None:
+            await _finish(runs, channel.run, status)
+
+
+async def _finish(runs: ChatRuns, run: RunRecord, status: str) -> None:
+    runs.forget(run)
+    try:
+        await run.finish(status)
+    except Exception as exc:
+        log.error("chat run's end not stored", error=redact(str(exc)))
 
 
 async def _process(
-    db: Database, provider: Provider, context: ChatContext, turn: ChatTurn, channel: EventChannel
+    db: Database,
+    provider: Provider,
+    context: ChatContext,
+    turn: ChatTurn,
+    channel: EventChannel,
+    runs: ChatRuns,
 ) -> None:
     # Before anything is saved: a key that cannot travel in a header fails every call.
     check_credential(API_KEY_SETTINGS[turn.provider], turn.api_key)
@@ -92,32 +152,67 @@ async def _process(
         channel.send(events.error(CONVERSATION_NOT_FOUND))
         return
     message_id = new_message_id()
-    channel.send(events.message_start(started.conversation_id, message_id))
+    run = await runs.record(message_id)
+    start = events.message_start(started.conversation_id, message_id)
+    await channel.begin(run, turn.user.id, start)
 
     toolbox, acting_for = await context.toolbox(turn.user)
-    turns: list[Turn] = [*map(_as_turn, started.history), UserTurn(turn.message)]
+    history = [*map(_as_turn, started.history)]
+    new_message = UserTurn(turn.message)
+    turns: list[Turn] = [*history, new_message]
 
     content = ""
     tool_calls: list[dict[str, Any]] = []
     tool_results: list[dict[str, Any]] = []
     for _ in range(MAX_ITERATIONS):
-        reply = await provider.complete(
-            api_key=turn.api_key, system=SYSTEM_PROMPT, turns=turns, tools=toolbox.specs
-        )
+        streamed: list[str] = []
+        sent = fit(history, turns[len(history) :], turn.context_token_budget)
+        try:
+            reply = await run.unless_stopped(
+                _ask(provider, turn.api_key, turn, sent, toolbox.specs, channel, streamed)
+            )
+        except ProviderError as exc:
+            other = turn.fallback
+            if other is None or streamed or not _passing(exc):
+                raise
+            channel.send(events.provider_fallback(turn.provider, other.name))
+            reply = await run.unless_stopped(
+                _ask(other.provider, other.api_key, turn, sent, toolbox.specs, channel, streamed)
+            )
+        if reply is None:  # stopped: the text already sent is kept
+            content += "".join(streamed)
+            break
+        run.count_provider_call(reply.input_tokens, reply.output_tokens)
         if reply.text:
             content += reply.text
-            channel.send(events.content_delta(reply.text))
+            if not streamed:
+                channel.send(events.content_delta(reply.text))
         if not reply.tool_calls:
             break
         results = []
         for call in reply.tool_calls:
+            if run.stopped:  # a tool call under way finishes; none starts after a stop
+                break
             shown = toolbox.original(call)
             tool_calls.append(shown.to_json())
             channel.send(events.tool_call_start(shown))
+            if turn.approve_writes and toolbox.writes(call):
+                channel.send(events.tool_approval_required(shown))
+                answer = await run.approval(call.id, turn.approval_timeout_s)
+                if answer != APPROVED:
+                    refused = STOPPED_BEFORE_RUNNING if answer == STOPPED else DENIED_BY_USER
+                    result = ToolResult(call.id, False, error=refused)
+                    results.append(result)
+                    tool_results.append(result.to_json())
+                    channel.send(events.tool_result(result))
+                    continue
+            run.count_tool_call()
             result = await toolbox.execute(call, acting_for)
             results.append(result)
             tool_results.append(result.to_json())
             channel.send(events.tool_result(result))
+        if run.stopped:
+            break
         turns.append(AssistantTurn(reply.text, reply.tool_calls))
         turns.append(ToolResultsTurn(tuple(results)))
 
@@ -128,8 +223,43 @@ async def _process(
         content=content,
         tool_calls=tool_calls,
         tool_results=tool_results,
+        usage=run.usage.json(),
     )
-    channel.send(events.message_complete(message_json(message)))
+    channel.send(events.message_complete(message_json(message), stopped=run.stopped))
+
+
+def _passing(exc: ProviderError) -> bool:
+    """An error the other provider may not have (CONTRACT 11): 429, 5xx or a timeout, as left
+    after the SDK's own retries."""
+    status = exc.status_code
+    if status is None:
+        return exc.message == TIMEOUT_MESSAGE
+    return status == 429 or status >= 500
+
+
+def _ask(
+    provider: Provider,
+    api_key: str,
+    turn: ChatTurn,
+    turns: list[Turn],
+    tools: Sequence[ToolSpec],
+    channel: EventChannel,
+    streamed: list[str],
+) -> Awaitable[ProviderReply]:
+    """One provider call: in streaming mode with `?deltas=tokens` (each piece of text is a
+    `content_delta` as it arrives, and kept in `streamed`), else SPEC's one reply."""
+    stream = getattr(provider, "stream", None) if turn.token_deltas else None
+    if stream is None:
+        return provider.complete(api_key=api_key, system=SYSTEM_PROMPT, turns=turns, tools=tools)
+
+    def on_text(piece: str) -> None:
+        streamed.append(piece)
+        channel.send(events.content_delta(piece))
+
+    streaming = cast(StreamingProvider, provider)
+    return streaming.stream(
+        api_key=api_key, system=SYSTEM_PROMPT, turns=turns, tools=tools, on_text=on_text
+    )
 
 
 def _as_turn(stored: StoredText) -> Turn:

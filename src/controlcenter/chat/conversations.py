@@ -89,6 +89,7 @@ async def save_assistant_message(
     content: str,
     tool_calls: list[dict[str, Any]],
     tool_results: list[dict[str, Any]],
+    usage: dict[str, int] | None = None,
 ) -> Message:
     """Step 9; the saved row (step 10 sends it as a ControlCenterMessage)."""
     now = utcnow()
@@ -99,6 +100,7 @@ async def save_assistant_message(
         content=content,
         tool_calls=tool_calls or None,
         tool_results=tool_results or None,
+        usage=usage,
         created_at=now,
     )
     async with db.write() as session:

@@ -22,12 +22,25 @@ def tool_call_start(call: ToolCall) -> Event:
     return {"type": "tool_call_start", "toolCall": call.to_json()}
 
 
+def tool_approval_required(call: ToolCall) -> Event:
+    """CONTRACT 11: the call writes and waits for the user's approve or deny."""
+    return {"type": "tool_approval_required", "toolCall": call.to_json()}
+
+
 def tool_result(result: ToolResult) -> Event:
     return {"type": "tool_result", "toolResult": result.to_json()}
 
 
-def message_complete(message: dict[str, Any]) -> Event:
-    return {"type": "message_complete", "message": message}
+def provider_fallback(origin: str, to: str) -> Event:
+    """CONTRACT 11: this step goes to the other provider after an error of the first."""
+    return {"type": "provider_fallback", "from": origin, "to": to}
+
+
+def message_complete(message: dict[str, Any], *, stopped: bool = False) -> Event:
+    event: Event = {"type": "message_complete", "message": message}
+    if stopped:
+        event["stopped"] = True  # CONTRACT 11; absent otherwise, as in SPEC
+    return event
 
 
 def error(message: str, code: str | None = None) -> Event:
@@ -38,5 +51,21 @@ def error(message: str, code: str | None = None) -> Event:
 
 
 def frame(event: Event) -> bytes:
-    data = json.dumps(event, ensure_ascii=False, separators=(",", ":"), default=str)
-    return f"data: {data}\n\n".encode()
+    return frame_of(event_data(event))
+
+
+def event_data(event: Event) -> str:
+    return json.dumps(event, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def frame_of(data: str, event_id: str | None = None) -> bytes:
+    """SPEC's frame; with an id (CONTRACT 11), its `id:` line first."""
+    if event_id is None:
+        return f"data: {data}\n\n".encode()
+    return f"id: {event_id}\ndata: {data}\n\n".encode()
+
+
+def is_last(data: str) -> bool:
+    """Whether a stored event ends its message's stream."""
+    kind = json.loads(data).get("type")
+    return kind in ("message_complete", "error")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlcenter.db import Base, UTCDateTime, new_id, utcnow
@@ -34,4 +34,50 @@ class Message(Base):
     content: Mapped[str] = mapped_column(Text)
     tool_calls: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
     tool_results: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
+    # CONTRACT 11: {inputTokens, outputTokens, providerCalls} of an assistant message.
+    usage: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class ChatRun(Base):
+    """One assistant message's run (CONTRACT 11): who owns it, whether it still runs, whether
+    a stop was asked for (from any process), and what it used."""
+
+    __tablename__ = "chat_runs"
+
+    message_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    status: Mapped[str] = mapped_column(String(20))
+    stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
+    # The run's usage, kept after its events are pruned: the monthly quota and usage report.
+    input_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    provider_calls: Mapped[int] = mapped_column(Integer, default=0)
+    tool_calls: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class ChatEvent(Base):
+    """One event of a run as sent (its JSON text), numbered from 1: the `n` of `id: <m>:<n>`.
+    Kept 24 h."""
+
+    __tablename__ = "chat_events"
+
+    message_id: Mapped[str] = mapped_column(
+        ForeignKey("chat_runs.message_id", ondelete="CASCADE"), primary_key=True
+    )
+    n: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    data: Mapped[str] = mapped_column(Text)
+
+
+class ChatApproval(Base):
+    """A call to a tool that writes, waiting for the user's answer (CONTRACT 11): `pending`,
+    then `approved`, `denied` or `expired`; answered from any process."""
+
+    __tablename__ = "chat_approvals"
+
+    message_id: Mapped[str] = mapped_column(
+        ForeignKey("chat_runs.message_id", ondelete="CASCADE"), primary_key=True
+    )
+    tool_call_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    status: Mapped[str] = mapped_column(String(20))

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from controlcenter.chat.conversations import (
     delete_conversation,
     get_conversation,
     list_conversations,
+)
+from controlcenter.chat.resume import InvalidLastEventIdError, after_event, owned_run, tail
+from controlcenter.chat.run_store import (
+    APPROVED,
+    DENIED,
+    Answer,
+    StopAnswer,
+    answer_approval,
+    request_stop,
 )
 from controlcenter.chat.schemas import (
     INVALID_TEXT,
@@ -19,7 +28,12 @@ from controlcenter.chat.schemas import (
     conversation_with_messages,
     parse_chat_request,
 )
-from controlcenter.chat.service import MissingApiKeyError, start_chat
+from controlcenter.chat.service import (
+    ChatParts,
+    MissingApiKeyError,
+    QuotaReachedError,
+    start_chat,
+)
 from controlcenter.web.body import read_json
 from controlcenter.web.deps import ChatPartsDep, CurrentUser, DatabaseDep
 from controlcenter.web.errors import ApiError, InvalidJSONError, InvalidTextError
@@ -34,6 +48,11 @@ from controlcenter.web.pagination import (
 router = APIRouter(prefix="/api/v1/control-center", tags=["chat"])
 
 CONVERSATION_NOT_FOUND = "Conversation not found"
+MESSAGE_NOT_FOUND = "Message not found"
+NOT_RUNNING = "Not running"
+TOOL_CALL_NOT_FOUND = "Tool call not found"
+NOT_WAITING = "Not waiting for approval"
+INVALID_LAST_EVENT_ID = "Invalid Last-Event-ID: expected <messageId>:<n> of this message"
 # Set in full so that Starlette appends no `; charset=utf-8` (SPEC 4.2 names the exact type).
 SSE_HEADERS = {
     "Content-Type": "text/event-stream",
@@ -45,7 +64,16 @@ SSE_HEADERS = {
 
 @router.post("/chat")
 async def chat(
-    request: Request, principal: CurrentUser, chat_parts: ChatPartsDep
+    request: Request,
+    principal: CurrentUser,
+    chat_parts: ChatPartsDep,
+    ids: Annotated[
+        str | None, Query(max_length=10, description="`1`: every frame has an `id:` line")
+    ] = None,
+    deltas: Annotated[
+        str | None,
+        Query(max_length=10, description="`tokens`: the text as the provider streams it"),
+    ] = None,
 ) -> StreamingResponse:
     try:
         body = await read_json(request)
@@ -54,10 +82,76 @@ async def chat(
     except InvalidTextError as exc:
         raise ApiError(400, INVALID_TEXT) from exc  # SPEC 4.2's errors are plain `{error}`
     try:
-        channel = await start_chat(chat_parts, principal.user, parse_chat_request(body))
+        channel = await start_chat(
+            chat_parts,
+            principal.user,
+            parse_chat_request(body),
+            ids=ids == "1",
+            token_deltas=deltas == "tokens",
+        )
     except (ChatRequestError, MissingApiKeyError) as exc:
         raise ApiError(400, str(exc)) from exc
+    except QuotaReachedError as exc:
+        raise ApiError(429, str(exc)) from exc
     return StreamingResponse(channel.frames(), headers=SSE_HEADERS)
+
+
+@router.get("/chat/{message_id}/events")
+async def chat_events(
+    message_id: str,
+    principal: CurrentUser,
+    chat_parts: ChatPartsDep,
+    after: Annotated[int | None, Query(ge=0, le=10**9)] = None,
+    last_event_id: Annotated[str | None, Header(max_length=200)] = None,
+) -> StreamingResponse:
+    """CONTRACT 11: the message's events after the client's last, live until its end."""
+    try:
+        start = after_event(message_id, last_event_id, after)
+    except InvalidLastEventIdError as exc:
+        raise ApiError(400, INVALID_LAST_EVENT_ID) from exc
+    if not await owned_run(chat_parts.db, message_id, principal.user.id):
+        raise ApiError(404, MESSAGE_NOT_FOUND)
+    frames = tail(chat_parts.db, chat_parts.runs.signals, message_id, start)
+    return StreamingResponse(frames, headers=SSE_HEADERS)
+
+
+@router.post("/chat/{message_id}/stop")
+async def stop_chat(
+    message_id: str, principal: CurrentUser, chat_parts: ChatPartsDep
+) -> dict[str, Any]:
+    answer = await request_stop(chat_parts.db, message_id, principal.user.id)
+    if answer is StopAnswer.NOT_FOUND:
+        raise ApiError(404, MESSAGE_NOT_FOUND)
+    if answer is StopAnswer.NOT_RUNNING:
+        raise ApiError(409, NOT_RUNNING)
+    chat_parts.runs.stop_here(message_id)  # at once when it runs here; elsewhere by the DB
+    return {"success": True}
+
+
+@router.post("/chat/{message_id}/tool-calls/{tool_call_id}/approve")
+async def approve_tool_call(
+    message_id: str, tool_call_id: str, principal: CurrentUser, chat_parts: ChatPartsDep
+) -> dict[str, Any]:
+    return await _answer(chat_parts, principal.user.id, message_id, tool_call_id, APPROVED)
+
+
+@router.post("/chat/{message_id}/tool-calls/{tool_call_id}/deny")
+async def deny_tool_call(
+    message_id: str, tool_call_id: str, principal: CurrentUser, chat_parts: ChatPartsDep
+) -> dict[str, Any]:
+    return await _answer(chat_parts, principal.user.id, message_id, tool_call_id, DENIED)
+
+
+async def _answer(
+    chat_parts: ChatParts, user_id: str, message_id: str, tool_call_id: str, status: str
+) -> dict[str, Any]:
+    found = await answer_approval(chat_parts.db, message_id, tool_call_id, user_id, status)
+    if found is Answer.NOT_FOUND:
+        raise ApiError(404, TOOL_CALL_NOT_FOUND)
+    if found is Answer.CONFLICT:
+        raise ApiError(409, NOT_WAITING)
+    chat_parts.runs.poke_here(message_id)  # at once when it runs here; elsewhere by the DB
+    return {"success": True}
 
 
 @router.get("/conversations")

@@ -70,6 +70,8 @@ def message_json(row: Message) -> dict[str, Any]:
     if row.tool_results:
         body["toolResults"] = row.tool_results
     body["createdAt"] = iso(row.created_at)
+    if row.usage is not None:
+        body["usage"] = row.usage  # CONTRACT 11: an added field of assistant messages
     return body
 
 

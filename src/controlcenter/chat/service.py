@@ -20,14 +20,17 @@ from controlcenter.admin_settings.names import (
     SettingName,
 )
 from controlcenter.admin_settings.store import SettingsStore
+from controlcenter.admin_settings.usable import credential_problem
 from controlcenter.auth.models import User
-from controlcenter.chat.agent import ChatTurn, run_chat
+from controlcenter.chat.agent import ChatTurn, Fallback, run_chat
 from controlcenter.chat.context import ChatContext
+from controlcenter.chat.policy import CHAT_POLICY, stored_policy
 from controlcenter.chat.schemas import API_KEY_SETTINGS, ChatRequest, missing_key_message
 from controlcenter.chat.stream import ChatRuns, EventChannel
+from controlcenter.chat.usage import tokens_this_month
 from controlcenter.crm.transport import CrmTransport
-from controlcenter.db import Database
-from controlcenter.providers.base import Provider
+from controlcenter.db import Database, utcnow
+from controlcenter.providers.base import PROVIDER_A, PROVIDER_B, Provider
 from controlcenter.tools.router import ToolRouter
 
 # Everything a chat reads of the settings, in one query.
@@ -37,11 +40,17 @@ CHAT_SETTINGS: tuple[SettingName, ...] = (
     AGENCY_API_KEY,
     AGENCY_ID,
     MCP_SERVER_URL,
+    CHAT_POLICY,
 )
+QUOTA_REACHED = "Monthly token quota reached"
 
 
 class MissingApiKeyError(Exception):
     """SPEC 4.2 step 5: the chosen provider has no key; the message is the answer's `error`."""
+
+
+class QuotaReachedError(Exception):
+    """CONTRACT 11: the user's tokens this month reached the policy's quota (a 429)."""
 
 
 @dataclass(frozen=True)
@@ -54,23 +63,52 @@ class ChatParts:
     providers: Mapping[str, Provider]
     tools: ToolRouter
     runs: ChatRuns
+    approval_timeout_s: float = 600.0
 
 
-async def start_chat(parts: ChatParts, user: User, request: ChatRequest) -> EventChannel:
+async def start_chat(
+    parts: ChatParts,
+    user: User,
+    request: ChatRequest,
+    *,
+    ids: bool = False,
+    token_deltas: bool = False,
+) -> EventChannel:
     """Check step 5 and start the chat's run, independent of the connection; the channel its
-    events arrive on. Raises MissingApiKeyError when the provider has no key."""
+    events arrive on (with `ids`, each frame carries its event id). Raises
+    MissingApiKeyError when the provider has no key."""
     settings = await parts.settings.get_many(CHAT_SETTINGS)
     api_key = settings.get(API_KEY_SETTINGS[request.provider], "")
     if not api_key:
         raise MissingApiKeyError(missing_key_message(request.provider))
-    channel = EventChannel()
+    policy = stored_policy(settings.get(CHAT_POLICY))
+    if policy.monthly_token_quota is not None:
+        used = await tokens_this_month(parts.db, user.id, utcnow())
+        if used >= policy.monthly_token_quota:
+            raise QuotaReachedError(QUOTA_REACHED)
+    channel = EventChannel(ids=ids)
     turn = ChatTurn(
         user=user,
         message=request.message,
         conversation_id=request.conversation_id,
         provider=request.provider,
         api_key=api_key,
+        token_deltas=token_deltas,
+        approve_writes=policy.tool_approval == "writes",
+        approval_timeout_s=parts.approval_timeout_s,
+        fallback=_fallback(parts, request.provider, settings) if policy.fallback else None,
+        context_token_budget=policy.context_token_budget,
     )
     context = ChatContext(settings=settings, crm=parts.crm, tools=parts.tools)
-    parts.runs.start(run_chat(parts.db, parts.providers[request.provider], context, turn, channel))
+    provider = parts.providers[request.provider]
+    parts.runs.start(run_chat(parts.db, provider, context, turn, channel, parts.runs))
     return channel
+
+
+def _fallback(parts: ChatParts, chosen: str, settings: Mapping[str, str]) -> Fallback | None:
+    """The other provider, when its key is set."""
+    other = PROVIDER_B if chosen == PROVIDER_A else PROVIDER_A
+    api_key = settings.get(API_KEY_SETTINGS[other], "")
+    if not api_key or credential_problem(api_key) is not None:  # unusable: no fallback
+        return None
+    return Fallback(name=other, provider=parts.providers[other], api_key=api_key)

@@ -2,7 +2,8 @@
 
 Each run is its own asyncio task writing SSE frames into a channel; the response only reads
 from it. When the client goes away the response stops reading and the channel drops further
-frames, while the run goes on to save the assistant message.
+frames, while the run goes on to save the assistant message: its events are stored as they are
+sent (`chat.recorder`), so that the client can resume from any process (`chat.resume`).
 """
 
 from __future__ import annotations
@@ -11,26 +12,47 @@ import asyncio
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
-from controlcenter.chat.events import Event, frame
+from controlcenter.chat import run_store
+from controlcenter.chat.events import Event, event_data, frame_of
+from controlcenter.chat.recorder import RunRecord
+from controlcenter.chat.signals import Signals
 from controlcenter.common.logs import get_logger
+from controlcenter.db import Database
 
 log = get_logger(__name__)
 
 _END = b""
+STOP_POLL_S = 0.25  # SQLite: how often the runs of a process read their stop flags
+PRUNE_EVERY_S = 600.0
 
 
 class EventChannel:
     """One stream's frames, in order; the run ends it with `close()`."""
 
-    __slots__ = ("_detached", "_queue")
+    __slots__ = ("_detached", "_ids", "_queue", "run")
 
-    def __init__(self) -> None:
+    def __init__(self, *, ids: bool = False) -> None:
         self._queue: asyncio.Queue[bytes] = asyncio.Queue()
         self._detached = False
+        self._ids = ids  # `?ids=1`: frames carry `id: <messageId>:<n>`
+        self.run: RunRecord | None = None  # set once the message has an id
+
+    async def begin(self, run: RunRecord, user_id: str, event: Event) -> None:
+        """Send the run's first event once it is stored with the run."""
+        data = event_data(event)
+        n = await run.begin(user_id, data)
+        self.run = run
+        self._put(data, n)
 
     def send(self, event: Event) -> None:
+        data = event_data(event)
+        n = self.run.record(data) if self.run is not None else None
+        self._put(data, n)
+
+    def _put(self, data: str, n: int | None) -> None:
         if not self._detached:  # nobody reads any more: keep nothing
-            self._queue.put_nowait(frame(event))
+            event_id = f"{self.run.message_id}:{n}" if self._ids and self.run else None
+            self._queue.put_nowait(frame_of(data, event_id))
 
     def close(self) -> None:
         if not self._detached:
@@ -51,8 +73,66 @@ class ChatRuns:
     """The running chats of this process: kept referenced while they run, and awaited (for a
     bounded time) at shutdown so that replies being written are saved."""
 
-    def __init__(self) -> None:
+    def __init__(self, db: Database) -> None:
+        self._db = db
         self._tasks: set[asyncio.Task[None]] = set()
+        self._running: dict[str, RunRecord] = {}
+        self.signals = Signals(db, on_stop=self.stop_here, on_approval=self.poke_here)
+        self._poller: asyncio.Task[None] | None = None
+        self._next_prune = 0.0
+
+    async def record(self, message_id: str) -> RunRecord:
+        """A new run of this process, known to stops asked here or anywhere else."""
+        await self.signals.listen()
+        run = RunRecord(self._db, self.signals, message_id)
+        self._running[message_id] = run
+        if self._db.is_sqlite and self._poller is None:
+            self._poller = asyncio.create_task(self._poll_stops())
+        loop = asyncio.get_running_loop()
+        if loop.time() >= self._next_prune:
+            self._next_prune = loop.time() + PRUNE_EVERY_S
+            self.start(self._prune())
+        return run
+
+    def forget(self, run: RunRecord) -> None:
+        self._running.pop(run.message_id, None)
+
+    def stop_here(self, message_id: str) -> None:
+        """Stop the run if it runs in this process (a stop asked anywhere ends up here)."""
+        run = self._running.get(message_id)
+        if run is not None:
+            run.stop()
+
+    def poke_here(self, message_id: str) -> None:
+        """The run's approval was answered (here or elsewhere): it reads it again."""
+        run = self._running.get(message_id)
+        if run is not None:
+            run.poke()
+
+    async def _poll_stops(self) -> None:
+        try:
+            while self._running:
+                await asyncio.sleep(STOP_POLL_S)
+                for run in self._running.values():
+                    if run.awaiting_approval:  # SQLite: no notification of the answer
+                        run.poke()
+                ids = [i for i, run in self._running.items() if not run.stopped]
+                if ids:
+                    try:
+                        asked = await run_store.stops_asked(self._db, ids)
+                    except Exception as exc:
+                        log.warning("chat stop flags unreadable", error=type(exc).__name__)
+                        continue
+                    for message_id in asked:
+                        self.stop_here(message_id)
+        finally:
+            self._poller = None
+
+    async def _prune(self) -> None:
+        try:
+            await run_store.prune(self._db)
+        except Exception as exc:
+            log.warning("chat events not pruned", error=type(exc).__name__)
 
     def start(self, run: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(run)
@@ -63,6 +143,12 @@ class ChatRuns:
         return len(self._tasks)
 
     async def drain(self, timeout_s: float) -> None:
+        try:
+            await self._drain(timeout_s)
+        finally:
+            await self.signals.aclose()
+
+    async def _drain(self, timeout_s: float) -> None:
         if not self._tasks:
             return
         _, pending = await asyncio.wait(set(self._tasks), timeout=timeout_s)

@@ -80,3 +80,6 @@ Turn = UserTurn | AssistantTurn | ToolResultsTurn
 class ProviderReply:
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
+    # The API's own usage fields for this call (CONTRACT 11); 0 when it sent none.
+    input_tokens: int = 0
+    output_tokens: int = 0

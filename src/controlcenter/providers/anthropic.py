@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anthropic
@@ -44,11 +44,7 @@ class AnthropicProvider(SdkProvider[anthropic.AsyncAnthropic]):
         if not messages:  # the API rejects an empty list; nothing to ask the model
             raise ProviderError(EMPTY_MESSAGE, None)
         client = self._clients.get(api_key)
-        options: dict[str, Any] = {}
-        if has_text(system):
-            options["system"] = system
-        if tools:
-            options["tools"] = [_tool(spec) for spec in tools]
+        options = self._options(system, tools)
         with sdk_errors(_ERRORS, api_key):
             message = await client.messages.create(
                 model=self._model,
@@ -56,13 +52,58 @@ class AnthropicProvider(SdkProvider[anthropic.AsyncAnthropic]):
                 messages=messages,
                 **options,
             )
-        text = "".join(block.text for block in message.content if block.type == "text")
-        calls = tuple(
-            ToolCall(id=block.id or new_call_id(), name=block.name, arguments=_object(block.input))
-            for block in message.content
-            if block.type == "tool_use"
-        )
-        return ProviderReply(text=text, tool_calls=calls)
+        return _reply(message)
+
+    async def stream(
+        self,
+        *,
+        api_key: str,
+        system: str,
+        turns: Sequence[Turn],
+        tools: Sequence[ToolSpec],
+        on_text: Callable[[str], None],
+    ) -> ProviderReply:
+        """The same request through the SDK's streaming helper (`messages.stream`)."""
+        messages = to_messages(turns)
+        if not messages:
+            raise ProviderError(EMPTY_MESSAGE, None)
+        client = self._clients.get(api_key)
+        options = self._options(system, tools)
+        with sdk_errors(_ERRORS, api_key):
+            async with client.messages.stream(
+                model=self._model,
+                max_tokens=self._max_tokens,
+                messages=messages,
+                **options,
+            ) as stream:
+                async for event in stream:
+                    if event.type == "text" and event.text:
+                        on_text(event.text)
+                message = await stream.get_final_message()
+        return _reply(message)
+
+    def _options(self, system: str, tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        if has_text(system):
+            options["system"] = system
+        if tools:
+            options["tools"] = [_tool(spec) for spec in tools]
+        return options
+
+
+def _reply(message: anthropic.types.Message) -> ProviderReply:
+    text = "".join(block.text for block in message.content if block.type == "text")
+    calls = tuple(
+        ToolCall(id=block.id or new_call_id(), name=block.name, arguments=_object(block.input))
+        for block in message.content
+        if block.type == "tool_use"
+    )
+    return ProviderReply(
+        text=text,
+        tool_calls=calls,
+        input_tokens=message.usage.input_tokens,
+        output_tokens=message.usage.output_tokens,
+    )
 
 
 def to_messages(turns: Sequence[Turn]) -> list[MessageParam]:

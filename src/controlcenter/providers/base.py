@@ -7,7 +7,7 @@ and back.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from controlcenter.llm.types import ProviderReply, ToolSpec, Turn
@@ -37,4 +37,19 @@ class Provider(Protocol):
         system: str,
         turns: Sequence[Turn],
         tools: Sequence[ToolSpec],
+    ) -> ProviderReply: ...
+
+
+class StreamingProvider(Provider, Protocol):
+    """A provider that can also answer in streaming mode (CONTRACT 11, `?deltas=tokens`):
+    `on_text` receives each piece of text as it arrives; the reply is the whole answer."""
+
+    async def stream(
+        self,
+        *,
+        api_key: str,
+        system: str,
+        turns: Sequence[Turn],
+        tools: Sequence[ToolSpec],
+        on_text: Callable[[str], None],
     ) -> ProviderReply: ...

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import openai
@@ -45,18 +45,15 @@ class OpenAIProvider(SdkProvider[openai.AsyncOpenAI]):
         if all(message["role"] == "system" for message in messages):
             raise ProviderError(EMPTY_MESSAGE, None)  # nothing to ask the model
         client = self._clients.get(api_key)
-        options: dict[str, Any] = {}
-        if tools:  # the API rejects an empty `tools` array
-            options["tools"] = [_tool(spec) for spec in tools]
         with sdk_errors(_ERRORS, api_key):
             completion = await client.chat.completions.create(
                 model=self._model,
                 max_completion_tokens=self._max_tokens,
                 messages=messages,
-                **options,
+                **_options(tools),
             )
         if not completion.choices:
-            raise ProviderError("The provider returned no choices", None)
+            raise ProviderError(NO_CHOICES, None)
         message = completion.choices[0].message
         calls = tuple(
             ToolCall(
@@ -67,8 +64,79 @@ class OpenAIProvider(SdkProvider[openai.AsyncOpenAI]):
             for call in message.tool_calls or ()
             if call.type == "function"
         )
+        usage = completion.usage
         # A refusal comes instead of content; the user reads it as the reply.
-        return ProviderReply(text=message.content or message.refusal or "", tool_calls=calls)
+        return ProviderReply(
+            text=message.content or message.refusal or "",
+            tool_calls=calls,
+            input_tokens=usage.prompt_tokens if usage is not None else 0,
+            output_tokens=usage.completion_tokens if usage is not None else 0,
+        )
+
+    async def stream(
+        self,
+        *,
+        api_key: str,
+        system: str,
+        turns: Sequence[Turn],
+        tools: Sequence[ToolSpec],
+        on_text: Callable[[str], None],
+    ) -> ProviderReply:
+        """The same request in streaming mode (`stream=True`, with the usage chunk asked for);
+        the chunks' text goes to `on_text`, their tool calls are put together by index."""
+        messages = to_messages(system, turns)
+        if all(message["role"] == "system" for message in messages):
+            raise ProviderError(EMPTY_MESSAGE, None)
+        client = self._clients.get(api_key)
+        text: list[str] = []
+        calls: dict[int, list[str]] = {}  # index -> [id, name, arguments]
+        usage = None
+        chose = False
+        with sdk_errors(_ERRORS, api_key):
+            stream = await client.chat.completions.create(
+                model=self._model,
+                max_completion_tokens=self._max_tokens,
+                messages=messages,
+                stream=True,
+                stream_options={"include_usage": True},
+                **_options(tools),
+            )
+            async with stream:
+                async for chunk in stream:
+                    if chunk.usage is not None:
+                        usage = chunk.usage
+                    for choice in chunk.choices[:1]:
+                        chose = True
+                        delta = choice.delta
+                        piece = delta.content or delta.refusal
+                        if piece:
+                            text.append(piece)
+                            on_text(piece)
+                        for call in delta.tool_calls or ():
+                            entry = calls.setdefault(call.index, ["", "", ""])
+                            entry[0] = call.id or entry[0]
+                            if call.function is not None:
+                                entry[1] += call.function.name or ""
+                                entry[2] += call.function.arguments or ""
+        if not chose:
+            raise ProviderError(NO_CHOICES, None)
+        return ProviderReply(
+            text="".join(text),
+            tool_calls=tuple(
+                ToolCall(id=id_ or new_call_id(), name=name, arguments=parse_arguments(args))
+                for id_, name, args in (calls[i] for i in sorted(calls))
+            ),
+            input_tokens=usage.prompt_tokens if usage is not None else 0,
+            output_tokens=usage.completion_tokens if usage is not None else 0,
+        )
+
+
+NO_CHOICES = "The provider returned no choices"
+
+
+def _options(tools: Sequence[ToolSpec]) -> dict[str, Any]:
+    # The API rejects an empty `tools` array.
+    return {"tools": [_tool(spec) for spec in tools]} if tools else {}
 
 
 def to_messages(system: str, turns: Sequence[Turn]) -> list[ChatCompletionMessageParam]:

@@ -30,6 +30,8 @@ class Tool:
     description: str
     input_schema: dict[str, Any]  # JSON Schema of the arguments, checked before `handler` runs
     handler: ToolHandler
+    # Reads only (CONTRACT 11's approval of writes): False, the safe default, asks approval.
+    read_only: bool = False
 
 
 class ToolError(Exception):

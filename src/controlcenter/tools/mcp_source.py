@@ -106,7 +106,9 @@ class McpSource:
         cursor: str | None = None
         while True:
             page = await client.list_tools(cursor=cursor)
-            tools.extend(self._tool(t.name, t.description, t.input_schema) for t in page.tools)
+            tools.extend(
+                self._tool(t.name, t.description, t.input_schema, _read_only(t)) for t in page.tools
+            )
             cursor = page.next_cursor
             if not cursor:
                 return tuple(tools)
@@ -147,11 +149,19 @@ class McpSource:
             self._session = None
         session.close_soon()
 
-    def _tool(self, name: str, description: str | None, schema: dict[str, Any]) -> Tool:
+    def _tool(
+        self, name: str, description: str | None, schema: dict[str, Any], read_only: bool
+    ) -> Tool:
         async def call(arguments: dict[str, Any], context: ToolContext) -> Any:
             return await self._call(name, arguments, context.settings)
 
-        return Tool(name=name, description=description or "", input_schema=schema, handler=call)
+        return Tool(
+            name=name,
+            description=description or "",
+            input_schema=schema,
+            handler=call,
+            read_only=read_only,
+        )
 
     async def _url(self, settings: Settings | None) -> str:
         """The server's address: from the chat's snapshot when given, else read now."""
@@ -250,3 +260,9 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return "timed out"
     return type(exc).__name__ + (f": {exc}" if str(exc) and "://" not in str(exc) else "")
+
+
+def _read_only(tool: Any) -> bool:
+    """MCP's `readOnlyHint`: only a tool that says it reads only is taken as reading only."""
+    annotations = getattr(tool, "annotations", None)
+    return getattr(annotations, "read_only_hint", None) is True  # the SDK's name for it

@@ -145,6 +145,12 @@ class Toolbox:
             return call
         return ToolCall(id=call.id, name=entry.tool.name, arguments=call.arguments)
 
+    def writes(self, call: ToolCall) -> bool:
+        """Whether the call is to a tool that may write (CONTRACT 11); an unknown name runs
+        nothing, so it needs no approval."""
+        entry = self._by_offered.get(call.name)
+        return entry is not None and not entry.tool.read_only
+
     async def execute(self, call: ToolCall, context: ToolContext) -> ToolResult:
         """Run one call; every failure becomes a failed ToolResult, never an exception."""
         entry = self._by_offered.get(call.name)

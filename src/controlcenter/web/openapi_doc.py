@@ -133,6 +133,12 @@ SCHEMAS: dict[str, Schema] = {
         toolCalls={"type": "array", "items": ref("ToolCall")},
         toolResults={"type": "array", "items": ref("ToolResult")},
         createdAt=TIMESTAMP,
+        usage=obj(  # CONTRACT 11: assistant messages
+            ["inputTokens", "outputTokens", "providerCalls"],
+            inputTokens={"type": "integer"},
+            outputTokens={"type": "integer"},
+            providerCalls={"type": "integer"},
+        ),
     ),
     "Conversation": obj(
         ["id", "title"],
@@ -141,6 +147,23 @@ SCHEMAS: dict[str, Schema] = {
         createdAt=TIMESTAMP,
         updatedAt=TIMESTAMP,
         messages={"type": "array", "items": ref("ChatMessage")},
+    ),
+    "ChatPolicy": obj(
+        ["toolApproval", "monthlyTokenQuota", "fallback", "contextTokenBudget"],
+        toolApproval={"enum": ["off", "writes"]},
+        monthlyTokenQuota={"type": ["integer", "null"], "minimum": 0},
+        fallback={"type": "boolean"},
+        contextTokenBudget={"type": "integer", "minimum": 1000},
+    ),
+    "UserUsage": obj(
+        ["userId", "email", "name", "inputTokens", "outputTokens", "chats", "toolCalls"],
+        userId=STRING,
+        email=STRING,
+        name=STRING,
+        inputTokens={"type": "integer"},
+        outputTokens={"type": "integer"},
+        chats={"type": "integer"},
+        toolCalls={"type": "integer"},
     ),
     "ChatEvent": {
         "description": "One `data:` frame of the chat's event stream (SPEC 6).",
@@ -153,11 +176,25 @@ SCHEMAS: dict[str, Schema] = {
             ),
             obj(["type", "delta"], type={"const": "content_delta"}, delta=STRING),
             obj(["type", "toolCall"], type={"const": "tool_call_start"}, toolCall=ref("ToolCall")),
+            obj(  # CONTRACT 11, with the chat policy's `fallback`
+                ["type", "from", "to"],
+                type={"const": "provider_fallback"},
+                **{"from": {"enum": ["provider_a", "provider_b"]}},
+                to={"enum": ["provider_a", "provider_b"]},
+            ),
+            obj(  # CONTRACT 11, with the chat policy's `toolApproval: "writes"`
+                ["type", "toolCall"],
+                type={"const": "tool_approval_required"},
+                toolCall=ref("ToolCall"),
+            ),
             obj(
                 ["type", "toolResult"], type={"const": "tool_result"}, toolResult=ref("ToolResult")
             ),
             obj(
-                ["type", "message"], type={"const": "message_complete"}, message=ref("ChatMessage")
+                ["type", "message"],
+                type={"const": "message_complete"},
+                message=ref("ChatMessage"),
+                stopped={"type": "boolean", "const": True},  # CONTRACT 11: only when stopped
             ),
             obj(["type", "error"], type={"const": "error"}, error=STRING, code=STRING),
         ],
@@ -225,7 +262,19 @@ _OPS: dict[tuple[str, str], tuple[int, Schema | None, Any, tuple[int, ...]]] = {
     ),
     ("delete", "/api/v1/auth/tokens/{token_id}"): (200, SUCCESS, None, (401, 404)),
     ("post", "/api/v1/auth/password"): (200, SUCCESS, None, (400, 401, 413)),
-    ("post", "/api/v1/control-center/chat"): (200, None, None, (400, 401, 413)),
+    ("post", "/api/v1/control-center/chat"): (200, None, None, (400, 401, 413, 429)),
+    ("get", "/api/v1/control-center/chat/{message_id}/events"): (
+        200, None, None, (400, 401, 404),
+    ),
+    ("post", "/api/v1/control-center/chat/{message_id}/stop"): (
+        200, SUCCESS, {"success": True}, (401, 404, 409),
+    ),
+    ("post", "/api/v1/control-center/chat/{message_id}/tool-calls/{tool_call_id}/approve"): (
+        200, SUCCESS, {"success": True}, (401, 404, 409),
+    ),
+    ("post", "/api/v1/control-center/chat/{message_id}/tool-calls/{tool_call_id}/deny"): (
+        200, SUCCESS, {"success": True}, (401, 404, 409),
+    ),
     ("get", "/api/v1/control-center/conversations"): (
         200, obj(["conversations", "nextCursor"],
                  conversations={"type": "array", "items": ref("Conversation")},
@@ -273,6 +322,17 @@ _OPS: dict[tuple[str, str], tuple[int, Schema | None, Any, tuple[int, ...]]] = {
         200, obj(["success"], success={"const": True}, password=STRING), None,
         (400, 403, 404, 413),
     ),
+    ("get", "/api/v1/admin/chat-policy"): (
+        200, obj(["policy"], policy=ref("ChatPolicy")), None, (403,),
+    ),
+    ("put", "/api/v1/admin/chat-policy"): (
+        200, obj(["policy"], policy=ref("ChatPolicy")), None, (400, 403, 413),
+    ),
+    ("get", "/api/v1/admin/usage"): (
+        200, obj(["month", "users"], month=STRING,
+                 users={"type": "array", "items": ref("UserUsage")}),
+        None, (400, 403),
+    ),
     ("get", "/healthz"): (200, obj(["status"], status=STRING), {"status": "ok"}, ()),
     ("get", "/readyz"): (200, obj(["status"], status=STRING), {"status": "ok"}, ()),
 }  # fmt: skip
@@ -299,7 +359,8 @@ _SSE_DESCRIPTION = (
     "Server-sent events: each frame is `data: <JSON ChatEvent>` and a blank line. Order: "
     "`message_start`, then `content_delta`, `tool_call_start` and `tool_result` events, then "
     "`message_complete`; after an `error` event nothing follows. Errors found before the "
-    "stream starts are plain JSON answers (400, 401)."
+    "stream starts are plain JSON answers (400, 401). With `?ids=1` (and always on the "
+    "events endpoint) each frame also has an `id: <messageId>:<n>` line (CONTRACT 11)."
 )
 _SSE_EXAMPLE = (
     'data: {"type":"message_start","conversationId":"c1","messageId":"msg_1763888400000_a1b2c3d4e"}'
@@ -354,7 +415,7 @@ def _complete(path: str, method: str, operation: Schema, schemas: dict[str, Sche
     if spec is None:
         return
     status, schema, example, refusals = spec
-    if path == "/api/v1/control-center/chat":
+    if schema is None:  # the chat's event streams
         responses["200"] = {
             "description": _SSE_DESCRIPTION,
             "content": {

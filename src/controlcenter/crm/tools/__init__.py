@@ -11,6 +11,8 @@ within the priority groups), so the apps are listed here in that order.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from controlcenter.crm.tools import (
     calendars,
     contacts,
@@ -20,6 +22,7 @@ from controlcenter.crm.tools import (
     opportunities,
     payments,
 )
+from controlcenter.crm.tools.access import is_read_only
 from controlcenter.crm.tools.common import NOT_CONNECTED, OPERATION_IDS, tool_error
 from controlcenter.tools.base import Tool
 
@@ -29,5 +32,6 @@ _APPS = (contacts, conversations, opportunities, calendars, locations, emails, p
 
 
 def crm_tools() -> list[Tool]:
-    """About thirty tools over the broker's own sub-account, priority groups first."""
-    return [tool for app in _APPS for tool in app.TOOLS]
+    """About thirty tools over the broker's own sub-account, priority groups first, each
+    marked read or write as `access.py` says."""
+    return [replace(tool, read_only=is_read_only(tool.name)) for app in _APPS for tool in app.TOOLS]

@@ -10,12 +10,42 @@
   const state = { conversationId: "", running: false, follow: true, nextCursor: null };
   let ui;
 
-  // Chat controls (CONTRACT 11) plug in here: the Stop button and resuming a running answer
-  // after a reload. `started` gets the messageId of an answer that is running; `ended` is
-  // called when it finishes in any way. Until the stop endpoint exists, Stop stays hidden.
+  // Chat controls (CONTRACT 11): the Stop button, and resuming a running answer after a
+  // reload or a lost connection. The running answer's message id is kept in this tab
+  // (sessionStorage) with its conversation, so that a reload finds it and reads its events
+  // again from the events endpoint.
+  const RUNNING_KEY = "cc.running";
   const controls = {
-    started(messageId) {},
-    ended() {},
+    messageId: "",
+    started(messageId) {
+      controls.messageId = messageId;
+      sessionStorage.setItem(RUNNING_KEY, JSON.stringify({ messageId, conversationId: state.conversationId }));
+      ui.stop.hidden = false;
+      ui.stop.disabled = false;
+    },
+    ended() {
+      controls.messageId = "";
+      sessionStorage.removeItem(RUNNING_KEY);
+      ui.stop.hidden = true;
+    },
+    async stop() {
+      if (!controls.messageId) return;
+      ui.stop.disabled = true;
+      const result = await cc.api("POST", CHAT_URL + "/" + encodeURIComponent(controls.messageId) + "/stop");
+      if (result.status !== 200 && result.status !== 409) {
+        cc.show(ui.pageError, "The answer could not be stopped: " + cc.errorText(result));
+        ui.stop.disabled = false;
+      }
+    },
+    // The running answer of this conversation kept by an earlier page, if any.
+    pending(conversationId) {
+      try {
+        const kept = JSON.parse(sessionStorage.getItem(RUNNING_KEY) || "null");
+        return kept && kept.conversationId === conversationId ? kept.messageId : "";
+      } catch (err) {
+        return "";
+      }
+    },
   };
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -34,7 +64,9 @@
       del: document.getElementById("delete"),
       dialog: document.getElementById("confirm-delete"),
       pageError: document.getElementById("page-error"),
+      stop: document.getElementById("stop"),
     };
+    ui.stop.addEventListener("click", () => controls.stop());
     state.conversationId = document.body.dataset.conversationId || "";
     ui.form.addEventListener("submit", (event) => {
       event.preventDefault();
@@ -111,6 +143,28 @@
       else renderStoredAnswer(message);
     }
     scrollToEnd(true);
+    const running = controls.pending(id);
+    if (running && !conversation.messages.some((m) => m.id === running)) await resumeAnswer(running);
+    else if (running) controls.ended();
+  }
+
+  // An answer that was running when the page was left: its events again, from the first.
+  async function resumeAnswer(messageId) {
+    state.running = true;
+    ui.send.disabled = true;
+    const answer = newAnswer();
+    answer.article.setAttribute("aria-busy", "true");
+    controls.started(messageId);
+    try {
+      const finished = await follow(answer, "", messageId, 0);
+      if (!finished) showAnswerError(answer, "The answer could not be followed. Reload the page to see what was saved.");
+    } finally {
+      answer.article.removeAttribute("aria-busy");
+      state.running = false;
+      ui.send.disabled = false;
+      controls.ended();
+      scrollToEnd(false);
+    }
   }
 
   function startNew() {
@@ -154,7 +208,7 @@
     error.hidden = true;
     const article = cc.el("article", { class: "msg assistant", "aria-label": "Assistant" }, body, error);
     ui.messages.append(article);
-    return { article, body, error, text: null, textValue: "", cards: {} };
+    return { article, body, error, text: null, textValue: "", cards: {}, lastId: 0 };
   }
 
   function renderStoredAnswer(message) {
@@ -166,6 +220,37 @@
       if (results[call.id]) toolFinished(answer, results[call.id]);
     }
     if (message.content) appendText(answer, message.content);
+    if (message.usage) showUsage(answer, message.usage);
+  }
+
+  function showUsage(answer, usage) {
+    const text = `${usage.inputTokens} tokens in · ${usage.outputTokens} out`;
+    answer.article.append(cc.el("p", { class: "usage muted", text }));
+  }
+
+  // A call that writes waits for the reader: Approve or Deny on its card.
+  function askApproval(answer, call) {
+    const entry = answer.cards[call.id];
+    if (!entry || !controls.messageId) return;
+    entry.status.textContent = "Needs approval";
+    const base = CHAT_URL + "/" + encodeURIComponent(controls.messageId) + "/tool-calls/" + encodeURIComponent(call.id);
+    const approve = cc.el("button", { type: "button", class: "primary small", text: "Approve" });
+    const deny = cc.el("button", { type: "button", class: "secondary small", text: "Deny" });
+    const buttons = cc.el("div", { class: "tool-approval" }, approve, deny);
+    const decide = async (what) => {
+      approve.disabled = deny.disabled = true;
+      const result = await cc.api("POST", base + "/" + what);
+      if (result.status === 200 || result.status === 409) {
+        buttons.remove();
+        entry.status.textContent = "Running…";
+      } else {
+        approve.disabled = deny.disabled = false;
+        cc.show(answer.error, "The answer was not sent: " + cc.errorText(result));
+      }
+    };
+    approve.addEventListener("click", () => decide("approve"));
+    deny.addEventListener("click", () => decide("deny"));
+    entry.card.append(buttons);
   }
 
   function appendText(answer, delta) {
@@ -253,7 +338,7 @@
     if (state.conversationId) body.conversationId = state.conversationId;
     let response;
     try {
-      response = await fetch(CHAT_URL, {
+      response = await fetch(CHAT_URL + "?ids=1&deltas=tokens", {
         method: "POST",
         headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
         credentials: "same-origin",
@@ -272,41 +357,77 @@
       showAnswerError(answer, cc.errorText({ status: response.status, data }));
       return;
     }
-    let finished = false;
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
+    let finished;
     try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buffer += decoder.decode(value, { stream: true });
-        let cut;
-        while ((cut = buffer.search(/\r?\n\r?\n/)) >= 0) {
-          const frame = buffer.slice(0, cut);
-          buffer = buffer.slice(cut).replace(/^\r?\n\r?\n/, "");
-          const event = parseFrame(frame);
-          if (event && handle(event, answer, text)) finished = true;
-        }
-      }
+      finished = await readFrames(response, answer, text);
     } catch (err) {
-      showAnswerError(answer, "The connection was lost before the answer finished. Reload the page to see what was saved.");
-      return;
+      finished = false;
+    }
+    if (!finished && controls.messageId) {
+      // The connection was lost: the answer goes on on the server; read the rest of it.
+      finished = await follow(answer, text, controls.messageId, answer.lastId);
     }
     if (!finished) {
       showAnswerError(answer, "The answer ended before it was complete. Reload the page to see what was saved.");
     }
   }
 
+  // Reads a stream's frames into the answer; true when it ended the answer.
+  async function readFrames(response, answer, text) {
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return false;
+      buffer += decoder.decode(value, { stream: true });
+      let cut;
+      while ((cut = buffer.search(/\r?\n\r?\n/)) >= 0) {
+        const frame = buffer.slice(0, cut);
+        buffer = buffer.slice(cut).replace(/^\r?\n\r?\n/, "");
+        const parsed = parseFrame(frame);
+        if (!parsed) continue;
+        if (parsed.n) answer.lastId = parsed.n;
+        if (handle(parsed.event, answer, text)) return true;
+      }
+    }
+  }
+
+  // The message's events after `after`, from whichever server answers (a few tries).
+  async function follow(answer, text, messageId, after) {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      if (attempt) await new Promise((done) => setTimeout(done, 1000 * attempt));
+      let response;
+      try {
+        response = await fetch(CHAT_URL + "/" + encodeURIComponent(messageId) + "/events?after=" + (answer.lastId || after), {
+          headers: { Accept: "text/event-stream" },
+          credentials: "same-origin",
+        });
+      } catch (err) {
+        continue;
+      }
+      if (response.status === 401) cc.toLogin();
+      if (response.status === 404) return false;
+      if (!response.ok) continue;
+      try {
+        if (await readFrames(response, answer, text)) return true;
+      } catch (err) {}
+    }
+    return false;
+  }
+
+  // One frame: its event and, with ids, its number (`id: <messageId>:<n>`).
   function parseFrame(frame) {
-    const data = frame
-      .split(/\r?\n/)
+    const lines = frame.split(/\r?\n/);
+    const data = lines
       .filter((line) => line.startsWith("data:"))
       .map((line) => line.slice(5).replace(/^ /, ""))
       .join("\n");
     if (!data) return null;
+    const idLine = lines.find((line) => line.startsWith("id:"));
+    const n = idLine ? Number(idLine.slice(idLine.lastIndexOf(":") + 1)) || 0 : 0;
     try {
-      return JSON.parse(data);
+      return { event: JSON.parse(data), n };
     } catch (err) {
       return null;
     }
@@ -316,7 +437,6 @@
   function handle(event, answer, text) {
     switch (event.type) {
       case "message_start":
-        controls.started(event.messageId);
         if (!state.conversationId) {
           state.conversationId = event.conversationId;
           history.replaceState(null, "", "/chat/" + encodeURIComponent(event.conversationId));
@@ -324,6 +444,7 @@
           ui.del.hidden = false;
           refreshList();
         }
+        controls.started(event.messageId);
         return false;
       case "content_delta":
         appendText(answer, event.delta || "");
@@ -334,7 +455,15 @@
       case "tool_result":
         toolFinished(answer, event.toolResult || {});
         break;
+      case "tool_approval_required":
+        askApproval(answer, event.toolCall || {});
+        break;
+      case "provider_fallback":
+        answer.body.append(cc.el("p", { class: "muted notice-line", text: "The other AI provider took over this step." }));
+        break;
       case "message_complete":
+        if (event.stopped) answer.article.append(cc.el("p", { class: "stopped muted", text: "Stopped" }));
+        if (event.message && event.message.usage) showUsage(answer, event.message.usage);
         return true;
       case "error":
         showAnswerError(answer, event.code ? `${event.error} (code ${event.code})` : event.error || "An unexpected error occurred");

@@ -1,0 +1,65 @@
+"""HTTP for the chat's administration (CONTRACT 11): the chat policy (super administrators)
+and the monthly usage report (administrators)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from pydantic import ValidationError
+
+from controlcenter.chat.policy import CHAT_POLICY, ChatPolicyInput, policy_text, stored_policy
+from controlcenter.chat.usage import usage_report
+from controlcenter.db import utcnow
+from controlcenter.web.body import NOT_AN_OBJECT, json_body, read_json
+from controlcenter.web.deps import Admin, DatabaseDep, SettingsDep, SuperAdmin
+from controlcenter.web.errors import ApiError, InvalidJSONError
+from controlcenter.web.validation import issues
+
+router = APIRouter(prefix="/api/v1/admin", tags=["chat"])
+
+MONTH = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
+
+
+@router.get("/chat-policy")
+async def get_chat_policy(principal: SuperAdmin, settings: SettingsDep) -> dict[str, Any]:
+    return {"policy": stored_policy(await settings.get(CHAT_POLICY)).json()}
+
+
+@router.put("/chat-policy", openapi_extra=json_body(ChatPolicyInput))
+async def put_chat_policy(
+    request: Request, principal: SuperAdmin, db: DatabaseDep, settings: SettingsDep
+) -> dict[str, Any]:
+    try:
+        body = await read_json(request)
+    except InvalidJSONError as exc:
+        raise ApiError(400, "Invalid JSON body") from exc
+    if not isinstance(body, dict):
+        raise ApiError(400, "Validation failed", details=[NOT_AN_OBJECT])
+    async with db.write() as session:
+        current = stored_policy(await settings.get(CHAT_POLICY))
+        try:
+            policy = current.updated(body)
+        except ValidationError as exc:
+            raise ApiError(400, "Validation failed", details=issues(exc)) from exc
+        await settings.save(session, {CHAT_POLICY: policy_text(policy)}, principal.user.id)
+    return {"policy": policy.json()}
+
+
+@router.get("/usage")
+async def get_usage(
+    principal: Admin,
+    db: DatabaseDep,
+    month: Annotated[str | None, Query(pattern=MONTH.pattern, description="YYYY-MM")] = None,
+) -> dict[str, Any]:
+    """Per user, the month's tokens in and out, chats and tool calls (UTC months)."""
+    if month is None:
+        now = utcnow()
+        year, number = now.year, now.month
+    else:
+        found = MONTH.match(month)
+        assert found is not None  # the query's pattern checked it
+        year, number = int(found[1]), int(found[2])
+    rows = await usage_report(db, year, number)
+    return {"month": f"{year:04d}-{number:02d}", "users": [row.json() for row in rows]}

@@ -1,0 +1,81 @@
+"""The chat policy (CONTRACT 11): tool approval, the monthly token quota, provider fallback and
+the context budget. Stored as one row of the settings table (`chatPolicy`, JSON, encrypted
+like every setting) so that a chat reads it in the same query as its keys; it is not one of
+SPEC's 21 settings and `/api/v1/admin/settings` neither lists nor accepts it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from controlcenter.admin_settings.names import SettingName
+
+CHAT_POLICY = cast(SettingName, "chatPolicy")
+DEFAULT_CONTEXT_TOKEN_BUDGET = 100_000
+MIN_CONTEXT_TOKEN_BUDGET = 1_000
+MAX_TOKENS = 10**12
+
+
+class ChatPolicyInput(BaseModel):
+    """PUT's body: any of the four fields; the others keep their values."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, title="ChatPolicyInput")
+
+    toolApproval: Literal["off", "writes"] = "off"
+    monthlyTokenQuota: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
+    fallback: bool = False
+    contextTokenBudget: int = Field(
+        default=DEFAULT_CONTEXT_TOKEN_BUDGET, ge=MIN_CONTEXT_TOKEN_BUDGET, le=MAX_TOKENS
+    )
+
+
+@dataclass(frozen=True)
+class ChatPolicy:
+    tool_approval: Literal["off", "writes"] = "off"
+    monthly_token_quota: int | None = None
+    fallback: bool = False
+    context_token_budget: int = DEFAULT_CONTEXT_TOKEN_BUDGET
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "toolApproval": self.tool_approval,
+            "monthlyTokenQuota": self.monthly_token_quota,
+            "fallback": self.fallback,
+            "contextTokenBudget": self.context_token_budget,
+        }
+
+    def updated(self, body: dict[str, Any]) -> ChatPolicy:
+        """This policy with the fields of a PUT body. Raises pydantic's ValidationError.
+
+        `monthlyTokenQuota: null` removes the quota (an absent field leaves it)."""
+        given = ChatPolicyInput.model_validate(body)
+        sent = given.model_fields_set
+        return ChatPolicy(
+            tool_approval=given.toolApproval if "toolApproval" in sent else self.tool_approval,
+            monthly_token_quota=(
+                given.monthlyTokenQuota if "monthlyTokenQuota" in sent else self.monthly_token_quota
+            ),
+            fallback=given.fallback if "fallback" in sent else self.fallback,
+            context_token_budget=(
+                given.contextTokenBudget
+                if "contextTokenBudget" in sent
+                else self.context_token_budget
+            ),
+        )
+
+
+def stored_policy(raw: str | None) -> ChatPolicy:
+    """The policy from its stored JSON; the defaults when unset (or unreadable)."""
+    if not raw:
+        return ChatPolicy()
+    try:
+        return ChatPolicy().updated(json.loads(raw))
+    except (ValueError, ValidationError):
+        return ChatPolicy()
+
+
+def policy_text(policy: ChatPolicy) -> str:
+    return json.dumps(policy.json(), separators=(",", ":"))

@@ -1,0 +1,253 @@
+"""Chat runs and their events in the database (CONTRACT 11), shared by every process and
+instance: the events a reconnecting client replays, the run's status and the stop flag.
+
+On PostgreSQL each write that readers in other processes wait for also notifies them
+(`pg_notify` in the same transaction, delivered at commit); `chat.signals` listens.
+Storage only: rows and plain values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import Enum
+
+from sqlalchemy import delete, func, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from controlcenter.chat.models import ChatApproval, ChatEvent, ChatRun
+from controlcenter.db import Database, utcnow
+
+RUNNING = "running"
+DONE = "done"
+STOPPED = "stopped"
+FAILED = "failed"
+INTERRUPTED = "interrupted"  # closed by another process after its own died (issue 17)
+KEPT_FOR = timedelta(hours=24)
+EVENTS_CHANNEL = "cc_chat_events"
+STOP_CHANNEL = "cc_chat_stop"
+APPROVAL_CHANNEL = "cc_chat_approval"
+PENDING = "pending"
+APPROVED = "approved"
+DENIED = "denied"
+EXPIRED = "expired"
+
+StoredEvent = tuple[int, str]  # (n, the event's JSON text)
+
+
+@dataclass(frozen=True)
+class RunUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    provider_calls: int = 0
+    tool_calls: int = 0
+
+    def json(self) -> dict[str, int]:
+        """The message's `usage` field (CONTRACT 11)."""
+        return {
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "providerCalls": self.provider_calls,
+        }
+
+
+class Answer(Enum):
+    """What a stop or an approval request met."""
+
+    DONE = "done"
+    CONFLICT = "conflict"
+    NOT_FOUND = "not_found"
+
+
+class StopAnswer(Enum):
+    ASKED = "asked"
+    NOT_RUNNING = "not_running"
+    NOT_FOUND = "not_found"
+
+
+async def create_run(db: Database, message_id: str, user_id: str, first: StoredEvent) -> None:
+    """The run's row and its first event (message_start), in one transaction."""
+    async with db.write() as session:
+        session.add(ChatRun(message_id=message_id, user_id=user_id, status=RUNNING))
+        await session.flush()
+        session.add(ChatEvent(message_id=message_id, n=first[0], data=first[1]))
+        await _notify(db, session, EVENTS_CHANNEL, message_id)
+
+
+async def append_events(
+    db: Database,
+    message_id: str,
+    events: Sequence[StoredEvent],
+    *,
+    status: str | None = None,
+    usage: RunUsage | None = None,
+) -> None:
+    """Events in one transaction; with `status` (and its usage), the run ends in the same one."""
+    async with db.write() as session:
+        session.add_all(ChatEvent(message_id=message_id, n=n, data=data) for n, data in events)
+        if status is not None:
+            used = usage or RunUsage()
+            await session.execute(
+                update(ChatRun)
+                .where(ChatRun.message_id == message_id)
+                .values(
+                    status=status,
+                    input_tokens=used.input_tokens,
+                    output_tokens=used.output_tokens,
+                    provider_calls=used.provider_calls,
+                    tool_calls=used.tool_calls,
+                )
+            )
+        await _notify(db, session, EVENTS_CHANNEL, message_id)
+
+
+async def close_run(db: Database, message_id: str, final_data: str, status: str) -> bool:
+    """For a process that closes another's run (its process died): appends `final_data` after
+    the last stored event and sets `status`, if the run is still marked running. True when
+    it closed it; readers tailing the run receive the event and end."""
+    async with db.write() as session:
+        closed = await session.execute(
+            update(ChatRun)
+            .where(ChatRun.message_id == message_id, ChatRun.status == RUNNING)
+            .values(status=status)
+        )
+        if not closed.rowcount:  # type: ignore[attr-defined]
+            return False
+        last = await session.scalar(
+            select(func.max(ChatEvent.n)).where(ChatEvent.message_id == message_id)
+        )
+        session.add(ChatEvent(message_id=message_id, n=int(last or 0) + 1, data=final_data))
+        await _notify(db, session, EVENTS_CHANNEL, message_id)
+        return True
+
+
+async def run_owner_status(db: Database, message_id: str) -> tuple[str, str] | None:
+    """(user id, status) of a run whose events are kept; None when there is none."""
+    cutoff = utcnow() - KEPT_FOR
+    async with db.read() as session:
+        row = (
+            await session.execute(
+                select(ChatRun.user_id, ChatRun.status).where(
+                    ChatRun.message_id == message_id, ChatRun.created_at >= cutoff
+                )
+            )
+        ).first()
+    return (row[0], row[1]) if row is not None else None
+
+
+async def events_after(db: Database, message_id: str, after: int) -> list[StoredEvent]:
+    async with db.read() as session:
+        rows = await session.execute(
+            select(ChatEvent.n, ChatEvent.data)
+            .where(ChatEvent.message_id == message_id, ChatEvent.n > after)
+            .order_by(ChatEvent.n)
+        )
+        return [(n, data) for n, data in rows]
+
+
+async def request_stop(db: Database, message_id: str, user_id: str) -> StopAnswer:
+    async with db.write() as session:
+        asked = await session.execute(
+            update(ChatRun)
+            .where(
+                ChatRun.message_id == message_id,
+                ChatRun.user_id == user_id,
+                ChatRun.status == RUNNING,
+            )
+            .values(stop_requested=True)
+        )
+        if asked.rowcount:  # type: ignore[attr-defined]
+            await _notify(db, session, STOP_CHANNEL, message_id)
+            return StopAnswer.ASKED
+        owner = await session.scalar(
+            select(ChatRun.user_id).where(ChatRun.message_id == message_id)
+        )
+    return StopAnswer.NOT_RUNNING if owner == user_id else StopAnswer.NOT_FOUND
+
+
+async def stops_asked(db: Database, message_ids: Sequence[str]) -> list[str]:
+    """Which of these runs a stop was asked for (polled on SQLite, where nothing notifies)."""
+    async with db.read() as session:
+        rows = await session.scalars(
+            select(ChatRun.message_id).where(
+                ChatRun.message_id.in_(message_ids), ChatRun.stop_requested.is_(True)
+            )
+        )
+        return list(rows)
+
+
+async def ask_approval(db: Database, message_id: str, tool_call_id: str) -> None:
+    async with db.write() as session:
+        session.add(ChatApproval(message_id=message_id, tool_call_id=tool_call_id, status=PENDING))
+
+
+async def approval_status(db: Database, message_id: str, tool_call_id: str) -> str | None:
+    async with db.read() as session:
+        return await session.scalar(
+            select(ChatApproval.status).where(
+                ChatApproval.message_id == message_id, ChatApproval.tool_call_id == tool_call_id
+            )
+        )
+
+
+async def answer_approval(
+    db: Database, message_id: str, tool_call_id: str, user_id: str, status: str
+) -> Answer:
+    """The user's answer to a pending approval: DONE, CONFLICT (already answered or timed
+    out) or NOT_FOUND (no such call of one of the user's messages)."""
+    owned = select(ChatRun.message_id).where(
+        ChatRun.message_id == message_id, ChatRun.user_id == user_id
+    )
+    async with db.write() as session:
+        answered = await session.execute(
+            update(ChatApproval)
+            .where(
+                ChatApproval.message_id.in_(owned),
+                ChatApproval.tool_call_id == tool_call_id,
+                ChatApproval.status == PENDING,
+            )
+            .values(status=status)
+        )
+        if answered.rowcount:  # type: ignore[attr-defined]
+            await _notify(db, session, APPROVAL_CHANNEL, message_id)
+            return Answer.DONE
+        exists = await session.scalar(
+            select(ChatApproval.status).where(
+                ChatApproval.message_id.in_(owned), ChatApproval.tool_call_id == tool_call_id
+            )
+        )
+    return Answer.NOT_FOUND if exists is None else Answer.CONFLICT
+
+
+async def expire_approval(db: Database, message_id: str, tool_call_id: str) -> bool:
+    """Time out a pending approval; False when an answer came first."""
+    async with db.write() as session:
+        expired = await session.execute(
+            update(ChatApproval)
+            .where(
+                ChatApproval.message_id == message_id,
+                ChatApproval.tool_call_id == tool_call_id,
+                ChatApproval.status == PENDING,
+            )
+            .values(status=EXPIRED)
+        )
+        return bool(expired.rowcount)  # type: ignore[attr-defined]
+
+
+async def prune(db: Database, now: datetime | None = None) -> int:
+    """Forget the events of runs older than 24 h (the runs stay: their usage counts for the
+    month); the number of events removed."""
+    cutoff = (now or utcnow()) - KEPT_FOR
+    old = select(ChatRun.message_id).where(ChatRun.created_at < cutoff)
+    async with db.write() as session:
+        removed = await session.execute(delete(ChatEvent).where(ChatEvent.message_id.in_(old)))
+        return int(removed.rowcount)  # type: ignore[attr-defined]
+
+
+async def _notify(db: Database, session: AsyncSession, channel: str, message_id: str) -> None:
+    if not db.is_sqlite:
+        await session.execute(
+            text("SELECT pg_notify(:channel, :payload)"),
+            {"channel": channel, "payload": message_id},
+        )

@@ -1,0 +1,86 @@
+"""The chat page's controls (CONTRACT 11): Stop, resuming after a reload, approving or denying
+a write, and each answer's token usage."""
+
+from __future__ import annotations
+
+import httpx
+from playwright.async_api import expect
+
+from tests.browser.conftest import Browsing
+from tests.browser.test_chat_page import answer_done, ask
+from tests.conftest import AppUser, UserFactory
+from tests.fakes.llm import FakeAnthropic, Reply, ToolUse
+
+POLICY = "/api/v1/admin/chat-policy"
+
+
+async def test_stop_ends_the_answer_and_the_usage_is_shown(
+    browsing: Browsing, broker: AppUser, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.script(Reply(text="Done quickly.", usage=(120, 8)))
+    page = await ask(browsing, broker, "First")
+    await answer_done(page)
+    first = page.locator(".msg.assistant").first
+    await expect(first.locator(".usage")).to_have_text("120 tokens in · 8 out")
+    stop = page.get_by_role("button", name="Stop")
+    await expect(stop).to_be_hidden()
+
+    fake_anthropic.script(Reply(text="never shown", delay_s=30))  # the provider holds
+    await page.get_by_role("textbox", name="Message").fill("Second")
+    await page.get_by_role("button", name="Send").click()
+    await expect(stop).to_be_visible()
+    await stop.click()
+    await answer_done(page)
+    second = page.locator(".msg.assistant").nth(1)
+    await expect(second.locator(".stopped")).to_have_text("Stopped")
+    await expect(second.get_by_role("alert")).to_be_hidden()
+    await expect(stop).to_be_hidden()
+    await expect(page.get_by_role("button", name="Send")).to_be_enabled()
+
+
+async def test_a_reload_during_an_answer_follows_it_to_the_end(
+    browsing: Browsing, broker: AppUser, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.script(Reply(text="The answer after the reload.", delay_s=2.0))
+    page = await ask(browsing, broker, "Slow one")
+    await expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    await page.wait_for_url("**/chat/*")
+    await page.reload()
+    answer = page.locator(".msg.assistant")
+    await expect(answer).to_have_count(1)
+    await expect(answer.locator(".markdown")).to_have_text("The answer after the reload.")
+    await answer_done(page)
+    await expect(answer.get_by_role("alert")).to_be_hidden()
+    await page.reload()  # finished: the stored answer, shown once, nothing to resume
+    await expect(page.locator(".msg.assistant .markdown")).to_have_text(
+        ["The answer after the reload."]
+    )
+
+
+async def test_a_write_waits_for_approve_or_deny_on_its_card(
+    browsing: Browsing,
+    broker: AppUser,
+    users: UserFactory,
+    client: httpx.AsyncClient,
+    fake_anthropic: FakeAnthropic,
+) -> None:
+    boss = await users.create("super_admin")
+    answer = await client.put(POLICY, json={"toolApproval": "writes"}, headers=boss.headers)
+    assert answer.status_code == 200
+    tags = {"contactId": "missingContact01", "tags": ["vip"]}
+    fake_anthropic.script(
+        Reply(tool_uses=[ToolUse("contacts_add-tags", tags, id="toolu_a")]),
+        Reply(tool_uses=[ToolUse("contacts_add-tags", tags, id="toolu_b")]),
+        Reply(text="Done."),
+    )
+    page = await ask(browsing, broker, "Tag Dana")
+    cards = page.locator(".tool-card")
+    await expect(cards.nth(0).locator(".tool-status")).to_have_text("Needs approval")
+    await cards.nth(0).get_by_role("button", name="Approve").click()
+    await expect(cards.nth(0).locator(".tool-approval")).to_have_count(0)
+    await expect(cards.nth(0).locator(".tool-status")).to_have_text(["Failed"])  # ran: no contact
+    await expect(cards.nth(1).locator(".tool-status")).to_have_text("Needs approval")
+    await cards.nth(1).get_by_role("button", name="Deny").click()
+    await expect(cards.nth(1).locator(".tool-error")).to_have_text("Denied by the user")
+    await answer_done(page)
+    await expect(page.locator(".msg.assistant .markdown")).to_have_text("Done.")

@@ -1,0 +1,157 @@
+"""Resume across instances (CONTRACT 11): two `controlcenter serve` processes on one database
+(PostgreSQL under scripts/with-postgres.sh: LISTEN/NOTIFY; SQLite otherwise: one file, polled).
+A chat starts on one, the client's connection is cut, the client resumes on the other and gets
+every event exactly once and in order; a stop sent to the other instance stops it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.chat.helpers import CHAT, set_settings, types
+from tests.chat.test_resume import events_url, read_frames
+from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.fakes.llm import FakeAnthropic, Reply, ToolUse
+
+COLD_START_S = 60.0  # a process's first imports on a busy machine
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serve(env: dict[str, str], log: Path) -> Iterator[str]:
+    port = free_port()
+    command = Path(sys.executable).parent / "controlcenter"
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [str(command), "serve", "--port", str(port)], env=env, stdout=out, stderr=out
+        )
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+async def ready(url: str, log: Path) -> None:
+    deadline = asyncio.get_running_loop().time() + COLD_START_S
+    async with httpx.AsyncClient(base_url=url, timeout=2) as client:
+        while True:
+            try:
+                if (await client.get("/readyz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"not ready: see {log}")
+            await asyncio.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+async def instances(
+    server: RunningServer, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[tuple[str, str]]:
+    tmp_path = tmp_path_factory.mktemp("instances")
+    config = server.services.config
+    env = {
+        **os.environ,
+        "DATABASE_URL": config.database_url,
+        "SECRET_KEY": config.secret_key or "",
+        "SETTINGS_ENCRYPTION_KEY": config.settings_encryption_key or "",
+        "VAR_DIR": str(tmp_path / "var"),
+        "PROVIDER_A_BASE_URL": config.provider_a_base_url,
+        "PROVIDER_B_BASE_URL": config.provider_b_base_url,
+        "PROVIDER_MAX_RETRIES": "0",
+        "CRM_BASE_URL": config.crm_base_url,
+        "LOG_FORMAT": "json",
+    }
+    log = tmp_path / "serve.log"
+    with serve(env, log) as first, serve(env, log) as second:
+        await asyncio.gather(ready(first, log), ready(second, log))
+        yield first, second
+
+
+@pytest.fixture
+async def broker(
+    server: RunningServer, users: UserFactory, fake_anthropic: FakeAnthropic
+) -> AppUser:
+    created = await users.create()
+    await set_settings(server, {"providerAApiKey": fake_anthropic.api_key}, created)
+    return created
+
+
+async def test_a_chat_started_on_one_instance_resumes_on_the_other(
+    instances: tuple[str, str], broker: AppUser, fake_anthropic: FakeAnthropic
+) -> None:
+    first, second = instances
+    # No tools in the subprocesses but the CRM catalogue: an unknown name still gives a
+    # tool_call_start and a failed tool_result, then the provider holds its answer.
+    fake_anthropic.script(
+        Reply(text="Looking.", tool_uses=[ToolUse("no_such_tool", {}, id="toolu_1")]),
+        Reply(text=" Done.", delay_s=1.5),
+    )
+    body = {"message": "hello", "provider": "provider_a"}
+    async with httpx.AsyncClient(base_url=first, timeout=30) as one:
+        cut = await read_frames(one, "POST", f"{CHAT}?ids=1", broker, body=body, stop_after=2)
+    message_id = cut[0][1]["messageId"]
+    async with httpx.AsyncClient(base_url=second, timeout=30) as other:
+        rest = await read_frames(
+            other, "GET", events_url(message_id), broker, headers={"Last-Event-ID": cut[-1][0]}
+        )
+        replay = await read_frames(other, "GET", events_url(message_id), broker)
+    got = cut + rest
+    assert [frame_id for frame_id, _ in got] == [f"{message_id}:{n}" for n in range(1, 7)]
+    assert types([e for _, e in got]) == [
+        "message_start",
+        "content_delta",
+        "tool_call_start",
+        "tool_result",
+        "content_delta",
+        "message_complete",
+    ]
+    assert got[-1][1]["message"]["content"] == "Looking. Done."
+    assert replay == got
+    assert fake_anthropic.invalid == []
+
+
+async def test_a_stop_sent_to_the_other_instance_stops_the_chat(
+    instances: tuple[str, str], broker: AppUser, fake_anthropic: FakeAnthropic
+) -> None:
+    first, second = instances
+    fake_anthropic.script(Reply(text="never shown", delay_s=30))
+    body = {"message": "hello", "provider": "provider_a"}
+    frames: list[dict[str, Any]] = []
+    async with (
+        httpx.AsyncClient(base_url=first, timeout=30) as one,
+        httpx.AsyncClient(base_url=second, timeout=30) as other,
+        one.stream("POST", f"{CHAT}?ids=1", json=body, headers=broker.headers) as live,
+    ):
+        async for line in live.aiter_lines():
+            if line.startswith("data: "):
+                frames.append(json.loads(line[6:]))
+                if len(frames) == 1:
+                    stop = f"{CHAT}/{frames[0]['messageId']}/stop"
+                    answer = await other.post(stop, headers=broker.headers)
+                    assert answer.status_code == 200, answer.text
+    assert types(frames) == ["message_start", "message_complete"]
+    assert frames[-1]["stopped"] is True
+    assert frames[-1]["message"]["content"] == ""

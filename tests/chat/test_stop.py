@@ -1,0 +1,131 @@
+"""Stopping a message (CONTRACT 11): nothing starts after the stop, a tool call under way
+finishes, the message is saved with what exists and `message_complete` says `stopped`."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+
+from controlcenter.tools.base import Tool, ToolContext
+from tests.chat.helpers import CHAT, Llm, stored_messages, stream_chat, types, wait_for
+from tests.chat.test_resume import events_url, read_frames
+from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.fakes.llm import Reply, ToolUse
+
+
+def stop_url(message_id: str) -> str:
+    return f"{CHAT}/{message_id}/stop"
+
+
+async def test_a_stop_while_the_provider_thinks_ends_the_message_at_once(
+    client: httpx.AsyncClient, server: RunningServer, llm: Llm, user: AppUser
+) -> None:
+    llm.fake.script(Reply(text="never shown", delay_s=30))  # the provider holds its answer
+    body = {"message": "hi", "provider": llm.name}
+    first = await read_frames(client, "POST", f"{CHAT}?ids=1", user, body=body, stop_after=1)
+    message_id = first[0][1]["messageId"]
+    conversation_id = first[0][1]["conversationId"]
+    await wait_for(lambda: _true(len(llm.fake.requests) == 1))
+    response = await client.post(stop_url(message_id), headers=user.headers)
+    assert (response.status_code, response.json()) == (200, {"success": True})
+    rest = await read_frames(
+        client, "GET", events_url(message_id), user, headers={"Last-Event-ID": first[0][0]}
+    )
+    complete = rest[-1][1]
+    assert complete["type"] == "message_complete" and complete["stopped"] is True
+    stored = await stored_messages(server, conversation_id)
+    assert stored[-1].id == message_id and stored[-1].role == "assistant"
+    assert stored[-1].content == complete["message"]["content"] == ""
+    response = await client.post(stop_url(message_id), headers=user.headers)
+    assert (response.status_code, response.json()) == (409, {"error": "Not running"})
+
+
+async def test_a_stop_during_a_tool_call_lets_it_finish_and_starts_nothing_after(
+    client: httpx.AsyncClient,
+    server: RunningServer,
+    llm: Llm,
+    user: AppUser,
+    register_tools: Any,
+) -> None:
+    started = asyncio.Event()
+    release = asyncio.Event()
+    calls: list[str] = []
+
+    async def slow(arguments: dict[str, Any], context: ToolContext) -> Any:
+        calls.append(str(arguments.get("q")))
+        started.set()
+        await release.wait()
+        return {"found": arguments.get("q")}
+
+    register_tools(
+        [
+            Tool(
+                name="contact_search",
+                description="Search contacts.",
+                input_schema={"type": "object", "properties": {"q": {"type": "string"}}},
+                handler=slow,
+            )
+        ]
+    )
+    llm.fake.script(
+        Reply(
+            text="Searching.",
+            tool_uses=[
+                ToolUse("contact_search", {"q": "one"}, id="call_1"),
+                ToolUse("contact_search", {"q": "two"}, id="call_2"),
+            ],
+        ),
+        Reply(text="unused"),
+    )
+    body = {"message": "find", "provider": llm.name}
+    first = await read_frames(client, "POST", f"{CHAT}?ids=1", user, body=body, stop_after=1)
+    message_id = first[0][1]["messageId"]
+    await asyncio.wait_for(started.wait(), 10)
+    response = await client.post(stop_url(message_id), headers=user.headers)
+    assert response.status_code == 200
+    release.set()
+    rest = await read_frames(client, "GET", f"{events_url(message_id)}?after=1", user)
+    assert types([e for _, e in rest]) == [
+        "content_delta",
+        "tool_call_start",
+        "tool_result",
+        "message_complete",
+    ]
+    assert rest[2][1]["toolResult"]["success"] is True  # the call under way finished
+    assert calls == ["one"]  # the second call never started
+    assert len(llm.fake.requests) == 1  # nor did a provider call
+    final = rest[-1][1]
+    assert final["stopped"] is True
+    assert final["message"]["content"] == "Searching."
+    assert [c["id"] for c in final["message"]["toolCalls"]] == ["call_1"]
+    stored = await stored_messages(server, first[0][1]["conversationId"])
+    assert stored[-1].tool_results is not None and len(stored[-1].tool_results) == 1
+
+
+async def test_stop_answers_404_to_others_and_409_once_finished(
+    client: httpx.AsyncClient, llm: Llm, user: AppUser, users: UserFactory
+) -> None:
+    llm.fake.script(Reply(text="Hello"))
+    _, events = await stream_chat(client, user, {"message": "hi", "provider": llm.name})
+    assert "stopped" not in events[-1]  # a message that was not stopped: SPEC's event
+    message_id = events[0]["messageId"]
+    other = await users.create()
+    response = await client.post(stop_url(message_id), headers=other.headers)
+    assert (response.status_code, response.json()) == (404, {"error": "Message not found"})
+    response = await client.post(stop_url("msg_0_nothing"), headers=user.headers)
+    assert response.status_code == 404
+
+    async def finished() -> bool:
+        answer = await client.post(stop_url(message_id), headers=user.headers)
+        return answer.status_code == 409
+
+    await wait_for(finished)
+    response = await client.post(stop_url(message_id), headers=user.headers)
+    assert response.json() == {"error": "Not running"}
+    assert (await client.post(stop_url(message_id))).status_code == 401
+
+
+async def _true(value: bool) -> bool:
+    return value
