@@ -92,7 +92,7 @@ class Config(BaseSettings):
     mcp_cache_ttl_s: float = 30.0
     mcp_timeout_s: float = 15.0
     # CONTRACT 11: how long a call to a tool that writes waits for the user's approval.
-    chat_approval_timeout_s: float = Field(default=600.0, gt=0)
+    chat_approval_timeout_s: float = Field(default=600, gt=0)
     outbox_poll_interval_s: float = 1.0
     outbox_max_backoff_s: float = 3600.0
     outbox_max_age_s: float = 86400.0

@@ -182,7 +182,9 @@ async def test_the_usage_report_per_user_and_month(
     assert (await client.get(USAGE, headers=admin.headers)).json() == expected  # this month
     empty = await client.get(f"{USAGE}?month=2001-02", headers=admin.headers)
     assert empty.json() == {"month": "2001-02", "users": []}
-    for bad in ("2026-13", "2026-1", "november", "2026-11-01"):
+    last = await client.get(f"{USAGE}?month=9999-12", headers=admin.headers)
+    assert last.json() == {"month": "9999-12", "users": []}  # the calendar's last month
+    for bad in ("2026-13", "2026-1", "november", "2026-11-01", "0000-01", "0999-05"):
         answer = await client.get(f"{USAGE}?month={bad}", headers=admin.headers)
         assert answer.status_code == 400
         assert answer.json()["error"] == "Validation failed" and answer.json()["details"]

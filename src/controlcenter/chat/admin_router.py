@@ -19,7 +19,8 @@ from controlcenter.web.validation import issues
 
 router = APIRouter(prefix="/api/v1/admin", tags=["chat"])
 
-MONTH = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
+# Years 1000-9999: four digits, none before the calendar Python can hold (year 0 was a 500).
+MONTH = re.compile(r"^([1-9][0-9]{3})-(0[1-9]|1[0-2])$")
 
 
 @router.get("/chat-policy")

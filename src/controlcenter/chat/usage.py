@@ -4,7 +4,7 @@ report, both read from the chat runs (kept after their events are pruned)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import MAXYEAR, UTC, datetime
 
 from sqlalchemy import func, select
 
@@ -15,6 +15,8 @@ from controlcenter.db import Database
 
 def month_bounds(year: int, month: int) -> tuple[datetime, datetime]:
     start = datetime(year, month, 1, tzinfo=UTC)
+    if (year, month) == (MAXYEAR, 12):  # the month after is past what datetime holds
+        return start, datetime.max.replace(tzinfo=UTC)
     end = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
     return start, end
 
