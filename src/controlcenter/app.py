@@ -21,6 +21,7 @@ from controlcenter.auth.throttle import TooManyAttemptsError
 from controlcenter.chat.router import router as chat_router
 from controlcenter.chat.service import ChatParts
 from controlcenter.chat.stream import ChatRuns
+from controlcenter.chat.ui_router import router as ui_chat_router
 from controlcenter.common.logs import configure_logging, get_logger
 from controlcenter.config import Config
 from controlcenter.crm.tools import crm_tools
@@ -137,6 +138,7 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         auth_router,
         ocs_router,
         chat_router,
+        ui_chat_router,
         onboarding_router,
         settings_router,
         users_router,

@@ -1,0 +1,36 @@
+"""HTTP for the chat of Vercel AI SDK front ends (CONTRACT 13): the chat's checks and turn,
+answered as the AI SDK's UI message stream."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+
+from controlcenter.chat.router import SSE_HEADERS
+from controlcenter.chat.schemas import INVALID_TEXT, ChatRequestError
+from controlcenter.chat.service import MissingApiKeyError, start_chat
+from controlcenter.chat.ui_stream import parse_ui_chat_request, ui_frames
+from controlcenter.web.body import read_json
+from controlcenter.web.deps import ChatPartsDep, CurrentUser
+from controlcenter.web.errors import ApiError, InvalidJSONError, InvalidTextError
+
+router = APIRouter(prefix="/api/v1/control-center", tags=["chat"])
+
+UI_STREAM_HEADERS = {**SSE_HEADERS, "x-vercel-ai-ui-message-stream": "v1"}
+
+
+@router.post("/ui-chat")
+async def ui_chat(
+    request: Request, principal: CurrentUser, chat_parts: ChatPartsDep
+) -> StreamingResponse:
+    try:
+        body = await read_json(request)
+    except InvalidJSONError as exc:
+        raise ApiError(400, "Invalid JSON body") from exc
+    except InvalidTextError as exc:
+        raise ApiError(400, INVALID_TEXT) from exc
+    try:
+        channel = await start_chat(chat_parts, principal.user, parse_ui_chat_request(body))
+    except (ChatRequestError, MissingApiKeyError) as exc:
+        raise ApiError(400, str(exc)) from exc
+    return StreamingResponse(ui_frames(channel.frames()), headers=UI_STREAM_HEADERS)
