@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from opentelemetry.sdk.trace.export import SpanExporter
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from controlcenter.accounts.own_router import router as own_account_router
@@ -27,21 +28,27 @@ from controlcenter.config import Config
 from controlcenter.crm.tools import crm_tools
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
+from controlcenter.observability import tracing
+from controlcenter.ocs.index import PATH as INDEX_PATH
 from controlcenter.ocs.index import IndexFastPath
 from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.crm_sync import CrmSync
 from controlcenter.onboarding.router import router as onboarding_router
+from controlcenter.outbox.observed import observed_handlers
 from controlcenter.outbox.runtime import start_worker
 from controlcenter.outbox.worker import Handler
+from controlcenter.providers.observed import observed
 from controlcenter.providers.registry import build_providers, close_providers
 from controlcenter.tools.mcp_source import MCP_SERVER_URL_SETTING, McpSource
+from controlcenter.tools.observed import ObservedSource
 from controlcenter.tools.router import StaticSource, ToolRouter
-from controlcenter.web import api_docs, health, openapi_doc
+from controlcenter.web import api_docs, health, metrics, openapi_doc
 from controlcenter.web.allow import AllowedMethods
 from controlcenter.web.deps import Services
 from controlcenter.web.errors import ApiError
 from controlcenter.web.middleware.body_limit import BodyLimitMiddleware
 from controlcenter.web.middleware.cross_origin import CrossOriginProtection
+from controlcenter.web.middleware.metrics import RequestMetrics
 from controlcenter.web.middleware.redirects import RelativeRedirects
 from controlcenter.web.middleware.request_id import RequestIdMiddleware
 from controlcenter.web.pages import mount_pages
@@ -55,7 +62,7 @@ def build_services(config: Config) -> Services:
     db = Database(config.database_url, sqlite_driver=config.sqlite_driver)
     settings = SettingsStore(db, config.fernet_key)
     crm = CrmTransport.from_config(config)
-    providers = build_providers(config)
+    providers = observed(build_providers(config))
     tools = build_tool_router(config, settings)
     chat_runs = ChatRuns()
     return Services(
@@ -80,12 +87,14 @@ def build_tool_router(config: Config, settings: SettingsStore) -> ToolRouter:
         return await settings.get(MCP_SERVER_URL_SETTING)
 
     mcp = McpSource(mcp_server_url, ttl_s=config.mcp_cache_ttl_s, timeout_s=config.mcp_timeout_s)
-    return ToolRouter([StaticSource(crm_tools()), mcp])
+    return ToolRouter(
+        [ObservedSource("crm", StaticSource(crm_tools())), ObservedSource("mcp", mcp)]
+    )
 
 
 def worker_handlers(services: Services) -> dict[str, Handler]:
     """The outbox's handler of every job kind."""
-    return CrmSync(services.db, services.settings, services.crm).handlers()
+    return observed_handlers(CrmSync(services.db, services.settings, services.crm).handlers())
 
 
 async def close_services(services: Services) -> None:
@@ -97,7 +106,14 @@ async def close_services(services: Services) -> None:
     await services.db.dispose()
 
 
-def create_app(config: Config | None = None, *, run_worker: bool = False) -> FastAPI:
+def create_app(
+    config: Config | None = None,
+    *,
+    run_worker: bool = False,
+    span_exporter: SpanExporter | None = None,
+) -> FastAPI:
+    """`span_exporter`: trace into it (tests); else traces go where OTEL_EXPORTER_OTLP_ENDPOINT
+    says, when it is set."""
     config = config or Config()
     # Before anything can log: structlog's defaults render tracebacks with local variables,
     # which would put request data (passwords, keys) into the log, and slowly.
@@ -117,6 +133,8 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
             if worker is not None:
                 await worker.stop()
             await close_services(services)
+            if traced:
+                tracing.shutdown()
 
     app = FastAPI(
         title="Control Center",
@@ -131,7 +149,8 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
     app.add_middleware(RelativeRedirects)
     app.add_middleware(CrossOriginProtection, allowed=config.trusted_origins)
     app.add_middleware(IndexFastPath)  # GET never meets the body limit
-    app.add_middleware(RequestIdMiddleware)  # outermost: every answer and log record has one
+    app.add_middleware(RequestIdMiddleware)  # every answer and log record has one
+    app.add_middleware(RequestMetrics, unrouted=(INDEX_PATH,))  # outermost: times it all
     _install_error_handlers(app)
     for router in (
         health.router,
@@ -143,9 +162,11 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         settings_router,
         users_router,
         own_account_router,
+        metrics.router,
     ):
         app.include_router(router)
     mount_pages(app)
+    traced = tracing.install(app, span_exporter)
     api_docs.install(app)
     openapi_doc.install(app)
     return app

@@ -108,6 +108,8 @@ class Config(BaseSettings):
     signin_window_s: float = 900.0
     signin_max_failures_per_email: int = 10
     signin_max_failures_per_address: int = 50
+    # Operations (CONTRACT 13, docs/deploy.md). Set: /metrics asks for it as a bearer token.
+    metrics_token: str | None = Field(default=None, repr=False)
 
     @cached_property
     def jwt_key(self) -> str:

@@ -23,6 +23,7 @@ from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.auth.models import User
 from controlcenter.chat.agent import ChatTurn, run_chat
 from controlcenter.chat.context import ChatContext
+from controlcenter.chat.observed import ObservedChannel, observed_run
 from controlcenter.chat.schemas import API_KEY_SETTINGS, ChatRequest, missing_key_message
 from controlcenter.chat.stream import ChatRuns, EventChannel
 from controlcenter.crm.transport import CrmTransport
@@ -63,7 +64,7 @@ async def start_chat(parts: ChatParts, user: User, request: ChatRequest) -> Even
     api_key = settings.get(API_KEY_SETTINGS[request.provider], "")
     if not api_key:
         raise MissingApiKeyError(missing_key_message(request.provider))
-    channel = EventChannel()
+    channel = ObservedChannel()
     turn = ChatTurn(
         user=user,
         message=request.message,
@@ -72,5 +73,6 @@ async def start_chat(parts: ChatParts, user: User, request: ChatRequest) -> Even
         api_key=api_key,
     )
     context = ChatContext(settings=settings, crm=parts.crm, tools=parts.tools)
-    parts.runs.start(run_chat(parts.db, parts.providers[request.provider], context, turn, channel))
+    run = run_chat(parts.db, parts.providers[request.provider], context, turn, channel)
+    parts.runs.start(observed_run(run, channel, provider=request.provider))
     return channel

@@ -1,0 +1,51 @@
+"""A chat turn as operators see it (CONTRACT 13): counted (started, completed, failed) and
+traced as one span that the turn's provider and tool spans hang from.
+
+Wraps the run and its channel from the outside, so the chat's own modules only swap in
+`ObservedChannel` and `observed_run`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine
+from typing import Any
+
+from controlcenter.chat.events import Event
+from controlcenter.chat.stream import EventChannel
+from controlcenter.observability import tracing
+from controlcenter.observability.metrics import CHATS
+
+COMPLETED = "completed"
+FAILED = "failed"
+
+
+class ObservedChannel(EventChannel):
+    """Notes how the turn ended: `message_complete` or `error`."""
+
+    __slots__ = ("outcome",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outcome: str | None = None
+
+    def send(self, event: Event) -> None:
+        kind = event.get("type")
+        if kind == "message_complete":
+            self.outcome = COMPLETED
+        elif kind == "error":
+            self.outcome = FAILED
+        super().send(event)
+
+
+async def observed_run(
+    run: Coroutine[Any, Any, None], channel: ObservedChannel, *, provider: str
+) -> None:
+    CHATS.labels("started").inc()
+    with tracing.span("chat turn", **{"chat.provider": provider}) as current:
+        try:
+            await run
+        finally:
+            outcome = channel.outcome or FAILED  # cancelled at shutdown: not completed
+            CHATS.labels(outcome).inc()
+            if outcome == FAILED:
+                tracing.fail(current, "the turn ended with an error")
