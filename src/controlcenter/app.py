@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -19,6 +20,7 @@ from controlcenter.auth.refusals import too_many_attempts
 from controlcenter.auth.router import router as auth_router
 from controlcenter.auth.service import RequestAuth
 from controlcenter.auth.throttle import TooManyAttemptsError
+from controlcenter.chat.liveness import Liveness
 from controlcenter.chat.router import router as chat_router
 from controlcenter.chat.service import ChatParts
 from controlcenter.chat.stream import ChatRuns
@@ -75,7 +77,13 @@ def build_services(config: Config) -> Services:
         chat_runs=chat_runs,
         auth=RequestAuth(db, config.jwt_key),
         chat=ChatParts(
-            db=db, settings=settings, crm=crm, providers=providers, tools=tools, runs=chat_runs
+            db=db,
+            settings=settings,
+            crm=crm,
+            providers=providers,
+            tools=tools,
+            runs=chat_runs,
+            liveness=Liveness(db, config.chat_liveness_interval_s),
         ),
     )
 
@@ -127,11 +135,17 @@ def create_app(
         worker = (
             start_worker(services.db, config, worker_handlers(services)) if run_worker else None
         )
+        running = services.chat.liveness
+        liveness = asyncio.create_task(running.run()) if running is not None else None
         try:
             yield
         finally:
             if worker is not None:
                 await worker.stop()
+            if liveness is not None:
+                # Answers still running are closed by another process, or the next one.
+                liveness.cancel()
+                await asyncio.gather(liveness, return_exceptions=True)
             await close_services(services)
             if traced:
                 tracing.shutdown()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlcenter.db import Base, UTCDateTime, new_id, utcnow
@@ -35,3 +35,21 @@ class Message(Base):
     tool_calls: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
     tool_results: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    # Closed by another process after its own died mid-answer (CONTRACT 13, chat/liveness.py).
+    interrupted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+
+class RunningMessage(Base):
+    """An assistant message being written, and the process writing it (its heartbeat)."""
+
+    __tablename__ = "running_messages"
+
+    message_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), index=True
+    )
+    owner: Mapped[str] = mapped_column(String(32), index=True)
+    heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    content: Mapped[str] = mapped_column(Text, default="")
+    tool_calls: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
+    tool_results: Mapped[list[Any] | None] = mapped_column(JSON, default=None)

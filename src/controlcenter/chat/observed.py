@@ -11,6 +11,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from controlcenter.chat.events import Event
+from controlcenter.chat.liveness import Liveness, RunningAnswer
 from controlcenter.chat.stream import EventChannel
 from controlcenter.observability import tracing
 from controlcenter.observability.metrics import CHATS
@@ -20,20 +21,28 @@ FAILED = "failed"
 
 
 class ObservedChannel(EventChannel):
-    """Notes how the turn ended: `message_complete` or `error`."""
+    """Notes how the turn ended (`message_complete` or `error`), and keeps the answer so far
+    for `liveness` (CONTRACT 13: a dead process's answer is closed by another)."""
 
-    __slots__ = ("outcome",)
+    __slots__ = ("_answer", "_liveness", "outcome")
 
-    def __init__(self) -> None:
+    def __init__(self, liveness: Liveness | None = None) -> None:
         super().__init__()
         self.outcome: str | None = None
+        self._liveness = liveness
+        self._answer: RunningAnswer | None = None
 
     def send(self, event: Event) -> None:
         kind = event.get("type")
-        if kind == "message_complete":
-            self.outcome = COMPLETED
-        elif kind == "error":
-            self.outcome = FAILED
+        answer = self._answer
+        if answer is not None:
+            answer.apply(event)
+        if kind == "message_start" and self._liveness is not None:
+            self._answer = self._liveness.started(event["conversationId"], event["messageId"])
+        elif kind == "message_complete" or kind == "error":
+            self.outcome = COMPLETED if kind == "message_complete" else FAILED
+            if answer is not None and self._liveness is not None:
+                self._liveness.finished(answer)
         super().send(event)
 
 

@@ -70,6 +70,8 @@ def message_json(row: Message) -> dict[str, Any]:
     if row.tool_results:
         body["toolResults"] = row.tool_results
     body["createdAt"] = iso(row.created_at)
+    if row.interrupted:
+        body["interrupted"] = True  # CONTRACT 13: closed after its process died
     return body
 
 

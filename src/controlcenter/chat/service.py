@@ -23,6 +23,7 @@ from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.auth.models import User
 from controlcenter.chat.agent import ChatTurn, run_chat
 from controlcenter.chat.context import ChatContext
+from controlcenter.chat.liveness import Liveness
 from controlcenter.chat.observed import ObservedChannel, observed_run
 from controlcenter.chat.schemas import API_KEY_SETTINGS, ChatRequest, missing_key_message
 from controlcenter.chat.stream import ChatRuns, EventChannel
@@ -55,6 +56,7 @@ class ChatParts:
     providers: Mapping[str, Provider]
     tools: ToolRouter
     runs: ChatRuns
+    liveness: Liveness | None = None  # CONTRACT 13: answers cut by a dead process
 
 
 async def start_chat(parts: ChatParts, user: User, request: ChatRequest) -> EventChannel:
@@ -64,7 +66,7 @@ async def start_chat(parts: ChatParts, user: User, request: ChatRequest) -> Even
     api_key = settings.get(API_KEY_SETTINGS[request.provider], "")
     if not api_key:
         raise MissingApiKeyError(missing_key_message(request.provider))
-    channel = ObservedChannel()
+    channel = ObservedChannel(parts.liveness)
     turn = ChatTurn(
         user=user,
         message=request.message,

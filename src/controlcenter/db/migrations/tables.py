@@ -3,7 +3,7 @@
 from controlcenter.admin_settings.models import Setting
 from controlcenter.auth.attempts import SignInAttempt
 from controlcenter.auth.models import ApiToken, Session, User
-from controlcenter.chat.models import Conversation, Message
+from controlcenter.chat.models import Conversation, Message, RunningMessage
 from controlcenter.db import Base
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import OutboxJob
@@ -15,6 +15,7 @@ __all__ = [
     "Message",
     "Onboarding",
     "OutboxJob",
+    "RunningMessage",
     "Session",
     "Setting",
     "SignInAttempt",
