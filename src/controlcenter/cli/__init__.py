@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from controlcenter.auth.models import User
 from controlcenter.cli.accounts import register as register_account_commands
 from controlcenter.cli.metrics_dir import shared_metrics
+from controlcenter.cli.proxies import proxy_options
 from controlcenter.cli.support import with_db
 from controlcenter.cli.tools import app as tools_app
 from controlcenter.config import Config
@@ -78,7 +79,7 @@ def serve(
             workers=workers,
             log_level=config.log_level.lower(),
             log_config=None,  # uvicorn's records go through our logging (logs.py)
-            proxy_headers=True,
+            **proxy_options(),
             http=PROTOCOL,  # the 431 header limit
         )
 
