@@ -12,17 +12,16 @@ from controlcenter.chat.conversations import (
     get_conversation,
     list_conversations,
 )
+from controlcenter.chat.request_body import read_chat_body
 from controlcenter.chat.schemas import (
-    INVALID_TEXT,
     ChatRequestError,
     conversation_json,
     conversation_with_messages,
     parse_chat_request,
 )
 from controlcenter.chat.service import MissingApiKeyError, start_chat
-from controlcenter.web.body import read_json
 from controlcenter.web.deps import ChatPartsDep, CurrentUser, DatabaseDep
-from controlcenter.web.errors import ApiError, InvalidJSONError, InvalidTextError
+from controlcenter.web.errors import ApiError
 from controlcenter.web.pagination import (
     DEFAULT_LIMIT,
     INVALID_CURSOR,
@@ -47,12 +46,7 @@ SSE_HEADERS = {
 async def chat(
     request: Request, principal: CurrentUser, chat_parts: ChatPartsDep
 ) -> StreamingResponse:
-    try:
-        body = await read_json(request)
-    except InvalidJSONError as exc:
-        raise ApiError(400, "Invalid JSON body") from exc
-    except InvalidTextError as exc:
-        raise ApiError(400, INVALID_TEXT) from exc  # SPEC 4.2's errors are plain `{error}`
+    body = await read_chat_body(request)
     try:
         channel = await start_chat(chat_parts, principal.user, parse_chat_request(body))
     except (ChatRequestError, MissingApiKeyError) as exc:

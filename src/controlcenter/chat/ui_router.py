@@ -6,13 +6,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
+from controlcenter.chat.request_body import read_chat_body
 from controlcenter.chat.router import SSE_HEADERS
-from controlcenter.chat.schemas import INVALID_TEXT, ChatRequestError
+from controlcenter.chat.schemas import ChatRequestError
 from controlcenter.chat.service import MissingApiKeyError, start_chat
 from controlcenter.chat.ui_stream import parse_ui_chat_request, ui_frames
-from controlcenter.web.body import read_json
 from controlcenter.web.deps import ChatPartsDep, CurrentUser
-from controlcenter.web.errors import ApiError, InvalidJSONError, InvalidTextError
+from controlcenter.web.errors import ApiError
 
 router = APIRouter(prefix="/api/v1/control-center", tags=["chat"])
 
@@ -23,12 +23,7 @@ UI_STREAM_HEADERS = {**SSE_HEADERS, "x-vercel-ai-ui-message-stream": "v1"}
 async def ui_chat(
     request: Request, principal: CurrentUser, chat_parts: ChatPartsDep
 ) -> StreamingResponse:
-    try:
-        body = await read_json(request)
-    except InvalidJSONError as exc:
-        raise ApiError(400, "Invalid JSON body") from exc
-    except InvalidTextError as exc:
-        raise ApiError(400, INVALID_TEXT) from exc
+    body = await read_chat_body(request)
     try:
         channel = await start_chat(chat_parts, principal.user, parse_ui_chat_request(body))
     except (ChatRequestError, MissingApiKeyError) as exc:
