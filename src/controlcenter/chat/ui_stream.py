@@ -132,9 +132,16 @@ def _frame(chunk: Chunk) -> bytes:
 async def ui_frames(frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """The chat's SSE frames as UI message stream frames, ended by `[DONE]`."""
     translation = UiChunks()
-    async for raw in frames:
-        event = _event_of(raw)
-        if event is not None:
-            for chunk in translation.chunks(event):
-                yield _frame(chunk)
-    yield DONE
+    try:
+        async for raw in frames:
+            event = _event_of(raw)
+            if event is not None:
+                for chunk in translation.chunks(event):
+                    yield _frame(chunk)
+        yield DONE
+    finally:
+        # The client left: the chat's channel learns it now (it stops keeping frames), not
+        # when the garbage collector finalises its generator.
+        close = getattr(frames, "aclose", None)
+        if close is not None:
+            await close()
