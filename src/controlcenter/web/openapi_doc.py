@@ -365,6 +365,14 @@ def _sse_event(name: str) -> Schema:
 
 
 _SSE_EVENT = _sse_event("ChatEvent")
+# The UI message stream ends with the frame `data: [DONE]`, which is not JSON.
+_UI_SSE_EVENT: Schema = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {
+        "data": {"anyOf": [{"const": "[DONE]"}, _sse_event("UiMessageChunk")["properties"]["data"]]}
+    },
+}
 
 
 def _lift_body_schema(operation: Schema, schemas: dict[str, Schema]) -> None:
@@ -401,7 +409,7 @@ def _complete(path: str, method: str, operation: Schema, schemas: dict[str, Sche
     if path == "/api/v1/control-center/ui-chat":
         responses["200"] = {
             "description": "The Vercel AI SDK's UI message stream (`docs/chat.md`).",
-            "content": {"text/event-stream": {"schema": _sse_event("UiMessageChunk")}},
+            "content": {"text/event-stream": {"schema": _UI_SSE_EVENT}},
         }
     elif path == "/api/v1/control-center/chat":
         responses["200"] = {
