@@ -28,10 +28,14 @@ lint: setup
 
 # Each run has its own base directory: pytest prunes the numbered ones of other runs.
 test-sqlite: setup
+	@./scripts/ensure-node.sh
+	@./scripts/ensure-nginx.sh
 	@mkdir -p .tmp
 	$(UV) run pytest --basetemp=.tmp/pytest-sqlite --ignore=tests/browser $(PYTEST_ARGS)
 
 test-postgres: setup
+	@./scripts/ensure-node.sh
+	@./scripts/ensure-nginx.sh
 	@mkdir -p .tmp
 	./scripts/with-postgres.sh $(UV) run pytest --basetemp=.tmp/pytest-postgres --ignore=tests/browser $(PYTEST_ARGS)
 
@@ -41,10 +45,12 @@ test-browser: setup
 	@mkdir -p .tmp
 	$(UV) run pytest --basetemp=.tmp/pytest-browser tests/browser $(PYTEST_ARGS)
 
-# The database suites one after the other, the browser tests beside them (Chromium is
-# installed first: two apt-get runs at once would fight over dpkg's lock).
+# The database suites one after the other, the browser tests beside them (Chromium, Node.js and
+# nginx are installed first: two apt-get runs at once would fight over dpkg's lock).
 test: lint
 	@./scripts/ensure-chromium.sh
+	@./scripts/ensure-node.sh
+	@./scripts/ensure-nginx.sh
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-db test-browser
 
 test-db:

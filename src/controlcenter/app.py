@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from opentelemetry.sdk.trace.export import SpanExporter
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from controlcenter.accounts.own_router import router as own_account_router
@@ -19,29 +21,37 @@ from controlcenter.auth.router import router as auth_router
 from controlcenter.auth.service import RequestAuth
 from controlcenter.auth.throttle import TooManyAttemptsError
 from controlcenter.chat.admin_router import router as chat_admin_router
+from controlcenter.chat.liveness import Liveness
 from controlcenter.chat.router import router as chat_router
 from controlcenter.chat.service import ChatParts
 from controlcenter.chat.stream import ChatRuns
+from controlcenter.chat.ui_router import router as ui_chat_router
 from controlcenter.common.logs import configure_logging, get_logger
 from controlcenter.config import Config
 from controlcenter.crm.tools import crm_tools
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
+from controlcenter.observability import tracing
+from controlcenter.ocs.index import PATH as INDEX_PATH
 from controlcenter.ocs.index import IndexFastPath
 from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.crm_sync import CrmSync
 from controlcenter.onboarding.router import router as onboarding_router
+from controlcenter.outbox.observed import observed_handlers
 from controlcenter.outbox.runtime import start_worker
 from controlcenter.outbox.worker import Handler
+from controlcenter.providers.observed import observed
 from controlcenter.providers.registry import build_providers, close_providers
 from controlcenter.tools.mcp_source import MCP_SERVER_URL_SETTING, McpSource
+from controlcenter.tools.observed import ObservedSource
 from controlcenter.tools.router import StaticSource, ToolRouter
-from controlcenter.web import api_docs, health, openapi_doc
+from controlcenter.web import api_docs, health, metrics, openapi_doc
 from controlcenter.web.allow import AllowedMethods
 from controlcenter.web.deps import Services
 from controlcenter.web.errors import ApiError
 from controlcenter.web.middleware.body_limit import BodyLimitMiddleware
 from controlcenter.web.middleware.cross_origin import CrossOriginProtection
+from controlcenter.web.middleware.metrics import RequestMetrics
 from controlcenter.web.middleware.redirects import RelativeRedirects
 from controlcenter.web.middleware.request_id import RequestIdMiddleware
 from controlcenter.web.pages import mount_pages
@@ -55,7 +65,7 @@ def build_services(config: Config) -> Services:
     db = Database(config.database_url, sqlite_driver=config.sqlite_driver)
     settings = SettingsStore(db, config.fernet_key)
     crm = CrmTransport.from_config(config)
-    providers = build_providers(config)
+    providers = observed(build_providers(config))
     tools = build_tool_router(config, settings)
     chat_runs = ChatRuns(db)
     return Services(
@@ -75,6 +85,7 @@ def build_services(config: Config) -> Services:
             tools=tools,
             runs=chat_runs,
             approval_timeout_s=config.chat_approval_timeout_s,
+            liveness=Liveness(db, config.chat_liveness_interval_s),
         ),
     )
 
@@ -86,12 +97,14 @@ def build_tool_router(config: Config, settings: SettingsStore) -> ToolRouter:
         return await settings.get(MCP_SERVER_URL_SETTING)
 
     mcp = McpSource(mcp_server_url, ttl_s=config.mcp_cache_ttl_s, timeout_s=config.mcp_timeout_s)
-    return ToolRouter([StaticSource(crm_tools()), mcp])
+    return ToolRouter(
+        [ObservedSource("crm", StaticSource(crm_tools())), ObservedSource("mcp", mcp)]
+    )
 
 
 def worker_handlers(services: Services) -> dict[str, Handler]:
     """The outbox's handler of every job kind."""
-    return CrmSync(services.db, services.settings, services.crm).handlers()
+    return observed_handlers(CrmSync(services.db, services.settings, services.crm).handlers())
 
 
 async def close_services(services: Services) -> None:
@@ -103,7 +116,14 @@ async def close_services(services: Services) -> None:
     await services.db.dispose()
 
 
-def create_app(config: Config | None = None, *, run_worker: bool = False) -> FastAPI:
+def create_app(
+    config: Config | None = None,
+    *,
+    run_worker: bool = False,
+    span_exporter: SpanExporter | None = None,
+) -> FastAPI:
+    """`span_exporter`: trace into it (tests); else traces go where OTEL_EXPORTER_OTLP_ENDPOINT
+    says, when it is set."""
     config = config or Config()
     # Before anything can log: structlog's defaults render tracebacks with local variables,
     # which would put request data (passwords, keys) into the log, and slowly.
@@ -117,12 +137,20 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         worker = (
             start_worker(services.db, config, worker_handlers(services)) if run_worker else None
         )
+        running = services.chat.liveness
+        liveness = asyncio.create_task(running.run()) if running is not None else None
         try:
             yield
         finally:
             if worker is not None:
                 await worker.stop()
+            if liveness is not None:
+                # Answers still running are closed by another process, or the next one.
+                liveness.cancel()
+                await asyncio.gather(liveness, return_exceptions=True)
             await close_services(services)
+            if traced:
+                tracing.shutdown()
 
     app = FastAPI(
         title="Control Center",
@@ -137,7 +165,8 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
     app.add_middleware(RelativeRedirects)
     app.add_middleware(CrossOriginProtection, allowed=config.trusted_origins)
     app.add_middleware(IndexFastPath)  # GET never meets the body limit
-    app.add_middleware(RequestIdMiddleware)  # outermost: every answer and log record has one
+    app.add_middleware(RequestIdMiddleware)  # every answer and log record has one
+    app.add_middleware(RequestMetrics, unrouted=(INDEX_PATH,))  # outermost: times it all
     _install_error_handlers(app)
     for router in (
         health.router,
@@ -145,13 +174,16 @@ def create_app(config: Config | None = None, *, run_worker: bool = False) -> Fas
         ocs_router,
         chat_router,
         chat_admin_router,
+        ui_chat_router,
         onboarding_router,
         settings_router,
         users_router,
         own_account_router,
+        metrics.router,
     ):
         app.include_router(router)
     mount_pages(app)
+    traced = tracing.install(app, span_exporter)
     api_docs.install(app)
     openapi_doc.install(app)
     return app

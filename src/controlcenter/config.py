@@ -110,6 +110,10 @@ class Config(BaseSettings):
     signin_window_s: float = 900.0
     signin_max_failures_per_email: int = 10
     signin_max_failures_per_address: int = 50
+    # Operations (CONTRACT 13, docs/deploy.md). Set: /metrics asks for it as a bearer token.
+    metrics_token: str | None = Field(default=None, repr=False)
+    # Heartbeat of running chat answers; a dead process's are closed after 3 intervals.
+    chat_liveness_interval_s: float = Field(default=5.0, gt=0)
 
     @cached_property
     def jwt_key(self) -> str:

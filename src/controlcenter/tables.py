@@ -5,7 +5,14 @@ Alembic's `db/migrations/env.py` and the tests do."""
 from controlcenter.admin_settings.models import Setting
 from controlcenter.auth.attempts import SignInAttempt
 from controlcenter.auth.models import ApiToken, Session, User
-from controlcenter.chat.models import ChatApproval, ChatEvent, ChatRun, Conversation, Message
+from controlcenter.chat.models import (
+    ChatApproval,
+    ChatEvent,
+    ChatRun,
+    Conversation,
+    Message,
+    RunningMessage,
+)
 from controlcenter.db import Base
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import OutboxJob
@@ -20,6 +27,7 @@ __all__ = [
     "Message",
     "Onboarding",
     "OutboxJob",
+    "RunningMessage",
     "Session",
     "Setting",
     "SignInAttempt",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlcenter.db import Base, UTCDateTime, new_id, utcnow
@@ -37,6 +37,8 @@ class Message(Base):
     # CONTRACT 11: {inputTokens, outputTokens, providerCalls} of an assistant message.
     usage: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    # Closed by another process after its own died mid-answer (CONTRACT 13, chat/liveness.py).
+    interrupted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class ChatRun(Base):
@@ -81,3 +83,19 @@ class ChatApproval(Base):
     )
     tool_call_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     status: Mapped[str] = mapped_column(String(20))
+
+
+class RunningMessage(Base):
+    """An assistant message being written, and the process writing it (its heartbeat)."""
+
+    __tablename__ = "running_messages"
+
+    message_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), index=True
+    )
+    owner: Mapped[str] = mapped_column(String(32), index=True)
+    heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    content: Mapped[str] = mapped_column(Text, default="")
+    tool_calls: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
+    tool_results: Mapped[list[Any] | None] = mapped_column(JSON, default=None)

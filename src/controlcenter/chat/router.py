@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
+from controlcenter.auth.models import User
 from controlcenter.chat.conversations import (
     delete_conversation,
     get_conversation,
     list_conversations,
 )
+from controlcenter.chat.request_body import read_chat_body
 from controlcenter.chat.resume import InvalidLastEventIdError, after_event, owned_run, tail
 from controlcenter.chat.run_store import (
     APPROVED,
@@ -22,7 +25,7 @@ from controlcenter.chat.run_store import (
     request_stop,
 )
 from controlcenter.chat.schemas import (
-    INVALID_TEXT,
+    ChatRequest,
     ChatRequestError,
     conversation_json,
     conversation_with_messages,
@@ -34,9 +37,9 @@ from controlcenter.chat.service import (
     QuotaReachedError,
     start_chat,
 )
-from controlcenter.web.body import read_json
+from controlcenter.chat.stream import EventChannel
 from controlcenter.web.deps import ChatPartsDep, CurrentUser, DatabaseDep
-from controlcenter.web.errors import ApiError, InvalidJSONError, InvalidTextError
+from controlcenter.web.errors import ApiError
 from controlcenter.web.pagination import (
     DEFAULT_LIMIT,
     INVALID_CURSOR,
@@ -75,25 +78,33 @@ async def chat(
         Query(max_length=10, description="`tokens`: the text as the provider streams it"),
     ] = None,
 ) -> StreamingResponse:
+    body = await read_chat_body(request)
+    channel = await started_chat(
+        chat_parts,
+        principal.user,
+        lambda: parse_chat_request(body),
+        ids=ids == "1",
+        token_deltas=deltas == "tokens",
+    )
+    return StreamingResponse(channel.frames(), headers=SSE_HEADERS)
+
+
+async def started_chat(
+    chat_parts: ChatParts,
+    user: User,
+    parse: Callable[[], ChatRequest],
+    *,
+    ids: bool = False,
+    token_deltas: bool = False,
+) -> EventChannel:
+    """The chat's pre-stream checks as HTTP answers (SPEC 4.2, CONTRACT 11), for both chat
+    endpoints; the started run's channel."""
     try:
-        body = await read_json(request)
-    except InvalidJSONError as exc:
-        raise ApiError(400, "Invalid JSON body") from exc
-    except InvalidTextError as exc:
-        raise ApiError(400, INVALID_TEXT) from exc  # SPEC 4.2's errors are plain `{error}`
-    try:
-        channel = await start_chat(
-            chat_parts,
-            principal.user,
-            parse_chat_request(body),
-            ids=ids == "1",
-            token_deltas=deltas == "tokens",
-        )
+        return await start_chat(chat_parts, user, parse(), ids=ids, token_deltas=token_deltas)
     except (ChatRequestError, MissingApiKeyError) as exc:
         raise ApiError(400, str(exc)) from exc
     except QuotaReachedError as exc:
         raise ApiError(429, str(exc)) from exc
-    return StreamingResponse(channel.frames(), headers=SSE_HEADERS)
 
 
 @router.get("/chat/{message_id}/events")

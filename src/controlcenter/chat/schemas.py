@@ -72,6 +72,8 @@ def message_json(row: Message) -> dict[str, Any]:
     body["createdAt"] = iso(row.created_at)
     if row.usage is not None:
         body["usage"] = row.usage  # CONTRACT 11: an added field of assistant messages
+    if row.interrupted:
+        body["interrupted"] = True  # CONTRACT 13: closed after its process died
     return body
 
 

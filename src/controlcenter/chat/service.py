@@ -24,6 +24,8 @@ from controlcenter.admin_settings.usable import credential_problem
 from controlcenter.auth.models import User
 from controlcenter.chat.agent import ChatTurn, Fallback, run_chat
 from controlcenter.chat.context import ChatContext
+from controlcenter.chat.liveness import Liveness
+from controlcenter.chat.observed import ObservedChannel, observed_run
 from controlcenter.chat.policy import CHAT_POLICY, stored_policy
 from controlcenter.chat.schemas import API_KEY_SETTINGS, ChatRequest, missing_key_message
 from controlcenter.chat.stream import ChatRuns, EventChannel
@@ -64,6 +66,7 @@ class ChatParts:
     tools: ToolRouter
     runs: ChatRuns
     approval_timeout_s: float = 600.0
+    liveness: Liveness | None = None  # CONTRACT 13: answers cut by a dead process
 
 
 async def start_chat(
@@ -86,7 +89,7 @@ async def start_chat(
         used = await tokens_this_month(parts.db, user.id, utcnow())
         if used >= policy.monthly_token_quota:
             raise QuotaReachedError(QUOTA_REACHED)
-    channel = EventChannel(ids=ids)
+    channel = ObservedChannel(parts.liveness, ids=ids)
     turn = ChatTurn(
         user=user,
         message=request.message,
@@ -101,7 +104,8 @@ async def start_chat(
     )
     context = ChatContext(settings=settings, crm=parts.crm, tools=parts.tools)
     provider = parts.providers[request.provider]
-    parts.runs.start(run_chat(parts.db, provider, context, turn, channel, parts.runs))
+    run = run_chat(parts.db, provider, context, turn, channel, parts.runs)
+    parts.runs.start(observed_run(run, channel, provider=request.provider))
     return channel
 
 

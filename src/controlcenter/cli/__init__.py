@@ -10,6 +10,8 @@ from sqlalchemy import func, select
 
 from controlcenter.auth.models import User
 from controlcenter.cli.accounts import register as register_account_commands
+from controlcenter.cli.metrics_dir import shared_metrics
+from controlcenter.cli.proxies import proxy_options
 from controlcenter.cli.support import with_db
 from controlcenter.cli.tools import app as tools_app
 from controlcenter.config import Config
@@ -69,16 +71,17 @@ def serve(
                 f"No users yet. Create the first super administrator with:\n  {FIRST_USER}\n"
                 "(it prints a generated password; add --password-stdin to choose one)"
             )
-    uvicorn.run(
-        "controlcenter.asgi:app",
-        host=host,
-        port=port,
-        workers=workers,
-        log_level=config.log_level.lower(),
-        log_config=None,  # uvicorn's records go through our logging (logs.py)
-        proxy_headers=True,
-        http=PROTOCOL,  # the 431 header limit
-    )
+    with shared_metrics(workers):
+        uvicorn.run(
+            "controlcenter.asgi:app",
+            host=host,
+            port=port,
+            workers=workers,
+            log_level=config.log_level.lower(),
+            log_config=None,  # uvicorn's records go through our logging (logs.py)
+            **proxy_options(),
+            http=PROTOCOL,  # the 431 header limit
+        )
 
 
 @app.command()

@@ -165,6 +165,44 @@ SCHEMAS: dict[str, Schema] = {
         chats={"type": "integer"},
         toolCalls={"type": "integer"},
     ),
+    "UiChatRequest": {
+        **obj(
+            ["messages"],
+            id=STRING,
+            messages={
+                "type": "array",
+                "description": "AI SDK UIMessages; the last must be the user's, with text parts",
+                "items": {"type": "object"},
+            },
+            trigger=STRING,
+            conversationId={"type": "string", "description": "absent: a new conversation"},
+            provider={"type": "string", "enum": ["provider_a", "provider_b"]},
+        ),
+        "example": {
+            "id": "chat-1",
+            "trigger": "submit-message",
+            "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Hi"}]}],
+        },
+    },
+    "UiMessageChunk": {
+        "description": "One `data:` frame of the AI SDK's UI message stream (then `[DONE]`).",
+        **obj(
+            ["type"],
+            type={
+                "enum": [
+                    "start",
+                    "text-start",
+                    "text-delta",
+                    "text-end",
+                    "tool-input-available",
+                    "tool-output-available",
+                    "tool-output-error",
+                    "finish",
+                    "error",
+                ]
+            },
+        ),
+    },
     "ChatEvent": {
         "description": "One `data:` frame of the chat's event stream (SPEC 6).",
         "oneOf": [
@@ -275,6 +313,7 @@ _OPS: dict[tuple[str, str], tuple[int, Schema | None, Any, tuple[int, ...]]] = {
     ("post", "/api/v1/control-center/chat/{message_id}/tool-calls/{tool_call_id}/deny"): (
         200, SUCCESS, {"success": True}, (401, 404, 409),
     ),
+    ("post", "/api/v1/control-center/ui-chat"): (200, None, None, (400, 401, 413, 429)),
     ("get", "/api/v1/control-center/conversations"): (
         200, obj(["conversations", "nextCursor"],
                  conversations={"type": "array", "items": ref("Conversation")},
@@ -340,6 +379,7 @@ _OPS: dict[tuple[str, str], tuple[int, Schema | None, Any, tuple[int, ...]]] = {
 _REQUEST_BODIES: dict[tuple[str, str], Schema] = {
     ("post", "/api/v1/auth/login"): ref("LoginRequest"),
     ("post", "/api/v1/control-center/chat"): ref("ChatRequest"),
+    ("post", "/api/v1/control-center/ui-chat"): ref("UiChatRequest"),
 }
 _EXAMPLES: dict[str, Any] = {
     "OnboardingInput": {
@@ -371,15 +411,27 @@ _SSE_EXAMPLE = (
 )
 
 
-_SSE_EVENT: Schema = {
+def _sse_event(name: str) -> Schema:
+    return {
+        "type": "object",
+        "required": ["data"],
+        "properties": {
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": ref(name),
+            }
+        },
+    }
+
+
+_SSE_EVENT = _sse_event("ChatEvent")
+# The UI message stream ends with the frame `data: [DONE]`, which is not JSON.
+_UI_SSE_EVENT: Schema = {
     "type": "object",
     "required": ["data"],
     "properties": {
-        "data": {
-            "type": "string",
-            "contentMediaType": "application/json",
-            "contentSchema": ref("ChatEvent"),
-        }
+        "data": {"anyOf": [{"const": "[DONE]"}, _sse_event("UiMessageChunk")["properties"]["data"]]}
     },
 }
 
@@ -415,7 +467,12 @@ def _complete(path: str, method: str, operation: Schema, schemas: dict[str, Sche
     if spec is None:
         return
     status, schema, example, refusals = spec
-    if schema is None:  # the chat's event streams
+    if path == "/api/v1/control-center/ui-chat":
+        responses["200"] = {
+            "description": "The Vercel AI SDK's UI message stream (`docs/chat.md`).",
+            "content": {"text/event-stream": {"schema": _UI_SSE_EVENT}},
+        }
+    elif schema is None:  # the chat's event streams
         responses["200"] = {
             "description": _SSE_DESCRIPTION,
             "content": {

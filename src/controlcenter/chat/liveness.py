@@ -1,0 +1,212 @@
+"""Answers cut by a dead process are closed, not left half-finished (CONTRACT 13).
+
+Each process keeps a row per assistant message it is writing (`running_messages`): what the
+answer has so far and a heartbeat. One task per process (`Liveness.run`) writes them: new rows
+after a short delay (`FLUSH_DELAY_S`: a chat that ends sooner never costs a write), the
+answer so far and the heartbeat of all its rows every `CHAT_LIVENESS_INTERVAL_S`, and it
+removes the rows of finished answers. The same task closes the rows of other processes whose
+heartbeat is older than `STALE_INTERVALS` intervals: the assistant message is saved with what
+it had and `interrupted: true`, in the transaction that deletes the row, so one process closes
+it once. With the default 5 s interval a dead process's answers are closed within 20 s by any
+other process, or by the next one to start.
+
+What is lost: at most the last interval's text (saved by the heartbeat, not per event), and an
+answer cut within `FLUSH_DELAY_S` of its start (it keeps only its user message, as before).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import delete, select, update
+
+from controlcenter.chat import events, run_store
+from controlcenter.chat.events import event_data
+from controlcenter.chat.models import Conversation, Message, RunningMessage
+from controlcenter.common.logs import get_logger
+from controlcenter.db import Database, utcnow
+
+log = get_logger(__name__)
+
+INTERRUPTED = "The answer was interrupted"
+ASSISTANT = "assistant"
+FLUSH_DELAY_S = 1.0
+STALE_INTERVALS = 3
+
+
+@dataclass
+class RunningAnswer:
+    """One answer as the chat's events have built it so far."""
+
+    conversation_id: str
+    message_id: str
+    content: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_results: list[dict[str, Any]] = field(default_factory=list)
+    changed: bool = False
+
+    def apply(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "content_delta":
+            self.content += event["delta"]
+        elif kind == "tool_call_start":
+            self.tool_calls.append(event["toolCall"])
+        elif kind == "tool_result":
+            self.tool_results.append(event["toolResult"])
+        else:
+            return
+        self.changed = True
+
+    def values(self) -> dict[str, Any]:
+        return {
+            "content": self.content,
+            "tool_calls": list(self.tool_calls) or None,
+            "tool_results": list(self.tool_results) or None,
+        }
+
+
+class Liveness:
+    def __init__(self, db: Database, interval_s: float) -> None:
+        self._db = db
+        self._interval_s = interval_s
+        self.owner = uuid.uuid4().hex
+        self._unwritten: dict[str, RunningAnswer] = {}
+        self._written: dict[str, RunningAnswer] = {}
+        self._finished: set[str] = set()
+        self._wake = asyncio.Event()
+
+    # -- from the chats (synchronous, no I/O) --------------------------------------------------
+
+    def started(self, conversation_id: str, message_id: str) -> RunningAnswer:
+        answer = RunningAnswer(conversation_id, message_id)
+        self._unwritten[message_id] = answer
+        self._wake.set()
+        return answer
+
+    def finished(self, answer: RunningAnswer) -> None:
+        if self._unwritten.pop(answer.message_id, None) is None:
+            self._finished.add(answer.message_id)
+            self._wake.set()
+
+    # -- the task ------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Until cancelled: flush, heartbeat, close the answers of dead processes (at once on
+        start: what a previous process left behind and is stale is closed now)."""
+        loop = asyncio.get_running_loop()
+        next_beat = loop.time()
+        while True:
+            wait = max(0.0, next_beat - loop.time())
+            if self._unwritten or self._finished:
+                await asyncio.sleep(min(FLUSH_DELAY_S, wait))
+            elif wait > 0:
+                self._wake.clear()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), wait)
+                    continue  # something to write: after the flush delay
+                except TimeoutError:
+                    pass
+            try:
+                if loop.time() >= next_beat:
+                    await self._beat()
+                    await self.close_stale()
+                    next_beat = loop.time() + self._interval_s
+                else:
+                    await self._flush()
+            except Exception:
+                log.exception("chat liveness: could not write; trying again")
+                next_beat = loop.time() + self._interval_s
+
+    async def _flush(self) -> None:
+        # Taken out first: an answer that finishes during the write is deleted next time.
+        new = list(self._unwritten.values())
+        self._unwritten.clear()
+        self._written.update((answer.message_id, answer) for answer in new)
+        done = set(self._finished)
+        if not new and not done:
+            return
+        now = utcnow()
+        async with self._db.write() as session:
+            if done:
+                await session.execute(
+                    delete(RunningMessage).where(RunningMessage.message_id.in_(done))
+                )
+            for answer in new:
+                answer.changed = False
+                session.add(
+                    RunningMessage(
+                        message_id=answer.message_id,
+                        conversation_id=answer.conversation_id,
+                        owner=self.owner,
+                        heartbeat_at=now,
+                        **answer.values(),
+                    )
+                )
+        self._finished -= done
+        for message_id in done:
+            self._written.pop(message_id, None)
+
+    async def _beat(self) -> None:
+        await self._flush()
+        now = utcnow()
+        async with self._db.write() as session:
+            await session.execute(
+                update(RunningMessage)
+                .where(RunningMessage.owner == self.owner)
+                .values(heartbeat_at=now)
+            )
+            for answer in list(self._written.values()):
+                if answer.changed:
+                    answer.changed = False
+                    await session.execute(
+                        update(RunningMessage)
+                        .where(RunningMessage.message_id == answer.message_id)
+                        .values(**answer.values())
+                    )
+
+    async def close_stale(self) -> int:
+        """Close the answers whose process stopped beating; how many."""
+        limit = utcnow() - timedelta(seconds=self._interval_s * STALE_INTERVALS)
+        query = select(RunningMessage).where(
+            RunningMessage.heartbeat_at < limit, RunningMessage.owner != self.owner
+        )
+        if not self._db.is_sqlite:
+            query = query.with_for_update(skip_locked=True)
+        closed = 0
+        stale: list[str] = []
+        async with self._db.write() as session:
+            for row in (await session.scalars(query)).all():
+                stale.append(row.message_id)
+                conversation = await session.get(Conversation, row.conversation_id)
+                already = await session.scalar(
+                    select(Message.id).where(Message.id == row.message_id)
+                )
+                if conversation is not None and already is None:
+                    now = utcnow()
+                    session.add(
+                        Message(
+                            id=row.message_id,
+                            conversation_id=row.conversation_id,
+                            role=ASSISTANT,
+                            content=row.content,
+                            tool_calls=row.tool_calls,
+                            tool_results=row.tool_results,
+                            interrupted=True,
+                            created_at=now,
+                        )
+                    )
+                    conversation.updated_at = now
+                    closed += 1
+                await session.delete(row)
+        # Its stored event stream (CONTRACT 11) ends too, so that a client resuming it from
+        # any process reads the error and stops waiting.
+        final = event_data(events.error(INTERRUPTED))
+        for message_id in stale:
+            await run_store.close_run(self._db, message_id, final, run_store.INTERRUPTED)
+        if closed:
+            log.warning("chat answers interrupted by a stopped process were closed", count=closed)
+        return closed

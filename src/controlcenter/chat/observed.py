@@ -1,0 +1,65 @@
+"""A chat turn as operators see it (CONTRACT 13): counted (started, completed, failed) and
+traced as one span that the turn's provider and tool spans hang from.
+
+Wraps the run and its channel from the outside, so the chat's own modules only swap in
+`ObservedChannel` and `observed_run`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine
+from typing import Any
+
+from controlcenter.chat.events import Event
+from controlcenter.chat.liveness import Liveness, RunningAnswer
+from controlcenter.chat.recorder import RunRecord
+from controlcenter.chat.stream import EventChannel
+from controlcenter.observability import tracing
+from controlcenter.observability.metrics import CHATS
+
+COMPLETED = "completed"
+FAILED = "failed"
+
+
+class ObservedChannel(EventChannel):
+    """Notes how the turn ended (`message_complete` or `error`), and keeps the answer so far
+    for `liveness` (CONTRACT 13: a dead process's answer is closed by another)."""
+
+    __slots__ = ("_answer", "_liveness", "outcome")
+
+    def __init__(self, liveness: Liveness | None = None, *, ids: bool = False) -> None:
+        super().__init__(ids=ids)
+        self.outcome: str | None = None
+        self._liveness = liveness
+        self._answer: RunningAnswer | None = None
+
+    async def begin(self, run: RunRecord, user_id: str, event: Event) -> None:
+        # The run's first event (`message_start`) comes here, stored with the run.
+        await super().begin(run, user_id, event)
+        if event.get("type") == "message_start" and self._liveness is not None:
+            self._answer = self._liveness.started(event["conversationId"], event["messageId"])
+
+    def send(self, event: Event) -> None:
+        kind = event.get("type")
+        answer = self._answer
+        if answer is not None:
+            answer.apply(event)
+        if kind == "message_complete" or kind == "error":
+            self.outcome = COMPLETED if kind == "message_complete" else FAILED
+            if answer is not None and self._liveness is not None:
+                self._liveness.finished(answer)
+        super().send(event)
+
+
+async def observed_run(
+    run: Coroutine[Any, Any, None], channel: ObservedChannel, *, provider: str
+) -> None:
+    CHATS.labels("started").inc()
+    with tracing.span("chat turn", **{"chat.provider": provider}) as current:
+        try:
+            await run
+        finally:
+            outcome = channel.outcome or FAILED  # cancelled at shutdown: not completed
+            CHATS.labels(outcome).inc()
+            if outcome == FAILED:
+                tracing.fail(current, "the turn ended with an error")

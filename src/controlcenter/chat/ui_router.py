@@ -1,0 +1,25 @@
+"""HTTP for the chat of Vercel AI SDK front ends (CONTRACT 13): the chat's checks and turn,
+answered as the AI SDK's UI message stream."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+
+from controlcenter.chat.request_body import read_chat_body
+from controlcenter.chat.router import SSE_HEADERS, started_chat
+from controlcenter.chat.ui_stream import parse_ui_chat_request, ui_frames
+from controlcenter.web.deps import ChatPartsDep, CurrentUser
+
+router = APIRouter(prefix="/api/v1/control-center", tags=["chat"])
+
+UI_STREAM_HEADERS = {**SSE_HEADERS, "x-vercel-ai-ui-message-stream": "v1"}
+
+
+@router.post("/ui-chat")
+async def ui_chat(
+    request: Request, principal: CurrentUser, chat_parts: ChatPartsDep
+) -> StreamingResponse:
+    body = await read_chat_body(request)
+    channel = await started_chat(chat_parts, principal.user, lambda: parse_ui_chat_request(body))
+    return StreamingResponse(ui_frames(channel.frames()), headers=UI_STREAM_HEADERS)

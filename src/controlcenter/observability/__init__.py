@@ -1,0 +1,1 @@
+"""What the service tells operators from outside the process: metrics and traces."""

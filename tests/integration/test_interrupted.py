@@ -1,0 +1,164 @@
+"""A chat whose process died mid-answer is closed by another process, or by the next one to
+start: saved with what it had and `interrupted: true` (CONTRACT 13, chat/liveness.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+from sqlalchemy import select
+
+from controlcenter.app import create_app
+from controlcenter.chat.models import RunningMessage
+from tests.chat.helpers import set_settings, stored_messages
+from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.fakes.llm import FakeAnthropic, Reply, ToolUse
+from tests.fakes.server import LoopbackServer, listening_socket
+from tests.outbox.conftest import wait_for
+
+COLD_START_S = 60.0  # a process's first imports on a busy machine
+INTERVAL_S = 0.3
+CHAT = "/api/v1/control-center/chat"
+
+
+@contextmanager
+def serve(
+    server: RunningServer, fake: FakeAnthropic, log: Path
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    config = server.services.config
+    sock = listening_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    sock.close()
+    env = {
+        **os.environ,
+        "DATABASE_URL": config.database_url,
+        "SECRET_KEY": config.secret_key or "",
+        "SETTINGS_ENCRYPTION_KEY": config.settings_encryption_key or "",
+        "VAR_DIR": str(log.parent / "var"),
+        "PROVIDER_A_BASE_URL": fake.url,
+        "PROVIDER_MAX_RETRIES": "0",
+        "CHAT_LIVENESS_INTERVAL_S": str(INTERVAL_S),
+        "MCP_TIMEOUT_S": "1",
+    }
+    command = Path(sys.executable).parent / "controlcenter"
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [str(command), "serve", "--port", str(port)], env=env, stdout=out, stderr=out
+        )
+    try:
+        yield f"http://127.0.0.1:{port}", process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+
+
+async def serving(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    async def up() -> bool:
+        assert process.poll() is None, f"serve exited, see {log}"
+        try:
+            async with httpx.AsyncClient() as http:
+                return (await http.get(url + "/healthz")).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    await wait_for(up, within=COLD_START_S)
+
+
+async def chat_until_held(url: str, user: AppUser, fake: FakeAnthropic) -> str:
+    """Start a chat whose second provider call never answers; its conversation id once the
+    first step's text and tool result are saved as the running answer."""
+    fake.script(
+        Reply(text="Part one.", tool_uses=[ToolUse("nope", {"q": "x"}, id="toolu_1")]),
+        Reply(text="never", delay_s=60),
+    )
+    events: list[dict[str, object]] = []
+
+    async def read() -> None:
+        async with (
+            httpx.AsyncClient(timeout=120) as http,
+            http.stream(
+                "POST", url + CHAT, json={"message": "Hi"}, headers=user.headers
+            ) as response,
+        ):
+            async for line in response.aiter_lines():
+                if line.startswith("data: "):
+                    events.append(json.loads(line[6:]))
+
+    reader = asyncio.create_task(read())
+    await wait_for(lambda: any(e["type"] == "tool_result" for e in events), within=30)
+    conversation_id = str(events[0]["conversationId"])
+    reader.cancel()
+    return conversation_id
+
+
+async def running_content(server: RunningServer) -> list[str]:
+    async with server.db.read() as db:
+        return [row.content for row in await db.scalars(select(RunningMessage))]
+
+
+async def assert_closed(
+    server: RunningServer, conversation_id: str, user: AppUser, url: str
+) -> None:
+    async def closed() -> bool:
+        return len(await stored_messages(server, conversation_id)) == 2
+
+    await wait_for(closed, within=30)  # CONTRACT 13: within 30 s
+    async with httpx.AsyncClient() as http:
+        answer = await http.get(
+            f"{url}/api/v1/control-center/conversations/{conversation_id}", headers=user.headers
+        )
+    [_, message] = answer.json()["conversation"]["messages"]
+    assert message["role"] == "assistant"
+    assert message["interrupted"] is True
+    assert message["content"] == "Part one."
+    assert message["toolCalls"] == [{"id": "toolu_1", "name": "nope", "arguments": {"q": "x"}}]
+    assert message["toolResults"] == [
+        {"toolCallId": "toolu_1", "success": False, "error": "Unknown tool: nope"}
+    ]
+    assert await running_content(server) == []
+
+
+async def test_killed_mid_answer_closed_by_the_survivor_then_by_the_next_start(
+    server: RunningServer, users: UserFactory, fake_anthropic: FakeAnthropic, tmp_path: Path
+) -> None:
+    user = await users.create()
+    await set_settings(server, {"providerAApiKey": fake_anthropic.api_key}, user)
+    log = tmp_path / "serve.log"
+    with (
+        serve(server, fake_anthropic, log) as (url, first),
+        serve(server, fake_anthropic, log) as (survivor_url, survivor),
+    ):
+        await asyncio.gather(serving(url, first, log), serving(survivor_url, survivor, log))
+        # Two processes: the survivor closes the answer of the one killed mid-answer.
+        conversation_id = await chat_until_held(url, user, fake_anthropic)
+        await wait_for(lambda: _saved(server), within=10)
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+        await assert_closed(server, conversation_id, user, survivor_url)
+
+        # One process: killed mid-answer, its answer is closed when it starts again.
+        conversation_id = await chat_until_held(survivor_url, user, fake_anthropic)
+        await wait_for(lambda: _saved(server), within=10)
+        survivor.send_signal(signal.SIGKILL)
+        survivor.wait(10)
+    assert len(await stored_messages(server, conversation_id)) == 1  # nobody closed it yet
+    # The next start (here an app in this process: the same lifespan, without a cold start).
+    config = server.services.config.model_copy(update={"chat_liveness_interval_s": INTERVAL_S})
+    restarted = LoopbackServer(create_app(config)).start()
+    try:
+        await assert_closed(server, conversation_id, user, restarted.url)
+    finally:
+        restarted.stop()
+
+
+async def _saved(server: RunningServer) -> bool:
+    return await running_content(server) == ["Part one."]
