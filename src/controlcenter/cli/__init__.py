@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Annotated
 
 import typer
@@ -41,13 +42,23 @@ def db_upgrade() -> None:
     typer.echo("database is up to date")
 
 
+def cpu_count() -> int:
+    """The cores this process may run on (a container's CPU set, not the host's)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 8000,
-    workers: Annotated[int, typer.Option(min=1)] = 1,
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="processes to run  [default: the CPU count]")
+    ] = None,
 ) -> None:
-    """Apply migrations, then serve the API and run the outbox worker."""
+    """Apply migrations, then serve the API and run the outbox worker in each process."""
     import uvicorn
 
     from controlcenter.common.logs import get_logger
@@ -73,7 +84,7 @@ def serve(
         "controlcenter.asgi:app",
         host=host,
         port=port,
-        workers=workers,
+        workers=workers or cpu_count(),
         log_level=config.log_level.lower(),
         log_config=None,  # uvicorn's records go through our logging (logs.py)
         proxy_headers=True,
