@@ -4,6 +4,7 @@ or by another one on the same database (another process), counts at the next req
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import time
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ from controlcenter.accounts.users import (
 )
 from controlcenter.auth.attempts import SignInAttempt
 from controlcenter.auth.models import SUPER_ADMIN
+from controlcenter.auth.passwords import verify_password
 from controlcenter.auth.service import principal_from_basic
 from controlcenter.auth.throttle import _key
 from controlcenter.auth.verified import VerifiedCredentials, verified_credentials
@@ -133,3 +135,21 @@ async def test_delete_elsewhere_counts_at_once(
     await delete_user(server.db, user.id, actor_role=SUPER_ADMIN)
     assert not [e for e in verified_credentials(server.db)._entries.values() if e[0] == user.id]
     assert not await accepted(other, user)
+
+
+async def test_credentials_arriving_together_are_verified_once(
+    server: RunningServer, other: Database, users: UserFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = await users.create()
+    verifications: list[str] = []
+
+    async def counted(password_hash: str | None, password: str) -> bool:
+        verifications.append(password)
+        return await verify_password(password_hash, password)
+
+    monkeypatch.setattr("controlcenter.auth.service.verify_password", counted)
+    assert all(await asyncio.gather(*(accepted(other, user) for _ in range(8))))
+    assert verifications == [user.password]
+    # A wrong password is never shared: each guess is verified (and counted) on its own.
+    assert not any(await asyncio.gather(*(accepted(other, user, "wrong") for _ in range(3))))
+    assert verifications == [user.password] + ["wrong"] * 3

@@ -188,20 +188,24 @@ async def principal_from_basic(
         await _note_token_use(database, row[-2], row[-1])
         return Principal(user=_user(row[:-2]), session_id=None)
     verified = verified_credentials(database)
-    if row is not None:
-        user = _user(row[:-2])
-        # Verified within the last minute against this very hash: not a guess, so neither
-        # Argon2 nor the throttle (only a correct password can hit).
-        if verified.hit(email, secret, user.id, user.password_hash):
-            return Principal(user=user, session_id=None)
-    attempt = await guard.throttle.begin(email, guard.address) if guard else None
     if row is None:
+        if guard:
+            await guard.throttle.begin(email, guard.address)
         await verify_password(None, secret)  # the same time for an unknown e-mail
         return None
     user = _user(row[:-2])
-    if not await verify_password(user.password_hash, secret):
-        return None
-    verified.remember(email, secret, user.id, user.password_hash)
+    # The same credentials arriving together (a script's parallel requests) wait for the
+    # first one's verification instead of each running Argon2.
+    await verified.settled(email, secret)
+    # Verified within the last minute against this very hash: not a guess, so neither
+    # Argon2 nor the throttle (only a correct password can hit).
+    if verified.hit(email, secret, user.id, user.password_hash):
+        return Principal(user=user, session_id=None)
+    async with verified.verifying(email, secret):
+        attempt = await guard.throttle.begin(email, guard.address) if guard else None
+        if not await verify_password(user.password_hash, secret):
+            return None
+        verified.remember(email, secret, user.id, user.password_hash)
     if guard and attempt:
         await guard.throttle.succeeded(attempt)
     return Principal(user=user, session_id=None)

@@ -15,10 +15,13 @@ two processes.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import secrets
 import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from cachetools import TTLCache
 
@@ -32,6 +35,7 @@ class VerifiedCredentials:
     def __init__(self, *, ttl_s: float = TTL_S, max_entries: int = MAX_ENTRIES) -> None:
         self._key = secrets.token_bytes(32)
         self._entries: TTLCache[bytes, tuple[str, bytes]] = TTLCache(max_entries, ttl_s)
+        self._verifying: dict[bytes, asyncio.Event] = {}
 
     def _mac(self, *parts: str) -> bytes:
         message = "\0".join(parts).encode("utf-8", "surrogatepass")
@@ -51,6 +55,24 @@ class VerifiedCredentials:
             user_id,
             self._mac("hash", password_hash),
         )
+
+    async def settled(self, email: str, password: str) -> None:
+        """Wait while these very credentials are being verified by another request."""
+        event = self._verifying.get(self._mac("credentials", email, password))
+        if event is not None:
+            await event.wait()
+
+    @asynccontextmanager
+    async def verifying(self, email: str, password: str) -> AsyncIterator[None]:
+        """Mark these credentials as being verified, for `settled`."""
+        key = self._mac("credentials", email, password)
+        event = self._verifying.setdefault(key, asyncio.Event())
+        try:
+            yield
+        finally:
+            if self._verifying.get(key) is event:
+                del self._verifying[key]
+            event.set()
 
     def forget_user(self, user_id: str) -> None:
         for key, (owner, _) in list(self._entries.items()):
