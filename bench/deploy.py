@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import tempfile
 from collections.abc import Mapping
@@ -62,7 +63,10 @@ class Deployment:
         """`controlcenter serve` on a free port (migrations, API and outbox worker)."""
         port = free_port()
         argv = [str(BIN / "controlcenter"), "serve", "--host", "127.0.0.1", "--port", str(port)]
-        # No --workers: the benchmarks run the default (one process per core).
+        # No --workers: the benchmarks run the default (one process per core), unless
+        # BENCH_WORKERS asks for a number (to compare with a single process).
+        if os.environ.get("BENCH_WORKERS"):
+            argv += ["--workers", os.environ["BENCH_WORKERS"]]
         return Proc("service", argv, self.env(extra_env)), f"http://127.0.0.1:{port}"
 
 
