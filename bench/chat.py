@@ -70,7 +70,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def run(deployment: Deployment, options: Options) -> list[Row]:
-    levels = (1, 100, 300) if options.quick else (1, 100, 1000)
+    levels = (1, 100, 300) if options.quick else (1, 100, 300, 1000)
     with tempfile.TemporaryDirectory(prefix="bench-chat-") as tmp:
         work = Path(tmp)
         with FakeProc("llm", work, PROVIDER_DELAY_S) as llm, FakeProc("mcp", work) as mcp:
