@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import tempfile
 from collections.abc import Mapping
@@ -13,10 +14,12 @@ from cryptography.fernet import Fernet
 from tests.dbtools import reset_postgres
 
 from bench.procs import BIN, PYTHON, Proc, free_port
+from controlcenter.cli import cpu_count
 
-# The same server settings for the service and its baseline: one worker, uvicorn's defaults
-# otherwise, as `controlcenter serve` passes them (host, port, workers, log level, proxy headers).
-WORKERS = 1
+# The same server settings for the service and its baseline: `controlcenter serve`'s default of
+# one process per core (cli.cpu_count), uvicorn's defaults otherwise, as `controlcenter serve`
+# passes them (host, port, workers, log level, proxy headers).
+WORKERS = cpu_count()
 LOG_LEVEL = "warning"
 
 
@@ -60,7 +63,10 @@ class Deployment:
         """`controlcenter serve` on a free port (migrations, API and outbox worker)."""
         port = free_port()
         argv = [str(BIN / "controlcenter"), "serve", "--host", "127.0.0.1", "--port", str(port)]
-        argv += ["--workers", str(WORKERS)]
+        # No --workers: the benchmarks run the default (one process per core), unless
+        # BENCH_WORKERS asks for a number (to compare with a single process).
+        if os.environ.get("BENCH_WORKERS"):
+            argv += ["--workers", os.environ["BENCH_WORKERS"]]
         return Proc("service", argv, self.env(extra_env)), f"http://127.0.0.1:{port}"
 
 

@@ -27,7 +27,7 @@ from controlcenter.db import Database
 
 CRM_DELAY_S = 5.0
 CONCURRENCY = 16
-TARGET_S = 0.050
+TARGET_S = 0.020  # issue 15: p99 < 20 ms at 16 concurrent with a 5 s CRM
 PATH = "/api/v1/onboarding"
 BODY = {
     "yearsInBusiness": "10+",
@@ -116,7 +116,7 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
             f"p50 {ms(p50)}, p99 {ms(p99)}; {len(errors)} errors; outbox {done}/{total} delivered",
             baseline=f"GET p50 {ms(percentile(base, 50))}, p99 {ms(percentile(base, 99))}",
             ratio=f"p99 x{p99 / percentile(base, 99):.1f}" if base else "",
-            target="p99 < 50 ms",
+            target=f"p99 < {ms(TARGET_S)}",
             met=p99 < TARGET_S and not errors,
             note=note,
         )

@@ -104,7 +104,23 @@ class Proc:
 
 
 def rss_kib(pid: int) -> int:
-    """Resident set size of `pid` now, in KiB (Linux /proc)."""
+    """Resident set size of `pid` and its descendants now, in KiB (Linux /proc): `serve` with
+    several workers is a supervisor and one process per worker."""
+    return sum(_own_rss_kib(each) for each in process_tree(pid))
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and every process below it, from /proc's children lists."""
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*/children"):
+            todo.extend(int(child) for child in task.read_text().split())
+    return tree
+
+
+def _own_rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
@@ -166,6 +182,7 @@ class Profiler:
         if self.out_dir is not None:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             argv = [str(BIN / "py-spy"), "record", "-p", str(self.pid), "-r", "200", "-f", "raw"]
+            argv += ["--subprocesses"]  # the workers of a multi-process `serve`
             argv += ["-o", str(self.out_dir / f"{self.name}.txt")]
             self._proc = subprocess.Popen(
                 argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

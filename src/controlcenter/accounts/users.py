@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from controlcenter.auth.models import ADMIN, SUPER_ADMIN, USER, ApiToken, Session, User
 from controlcenter.auth.passwords import hash_password_off_loop, verify_password
 from controlcenter.auth.service import create_user, normalise_email
+from controlcenter.auth.verified import verified_credentials
 from controlcenter.chat.models import Conversation, Message
 from controlcenter.common.logs import get_logger
 from controlcenter.common.times import iso
@@ -208,6 +209,8 @@ async def update_user(
                 await db.execute(delete(ApiToken).where(ApiToken.user_id == user.id))
             user.disabled = changes.disabled
         user.updated_at = utcnow()
+    if changes.disabled:
+        verified_credentials(database).forget_user(user_id)
     log.info(
         "user updated",
         user_id=user_id,
@@ -229,6 +232,7 @@ async def reset_password(
         user.password_hash = new_hash
         user.updated_at = utcnow()
         await _revoke_sessions(db, user.id)
+    verified_credentials(database).forget_user(user_id)
     log.info("password reset", user_id=user_id, by=actor_role)
     return generated
 
@@ -248,6 +252,7 @@ async def delete_user(database: Database, user_id: str, *, actor_role: str) -> i
         await db.execute(delete(ApiToken).where(ApiToken.user_id == user_id))
         cancelled = await _cancel_jobs(db, user_id)
         await db.delete(user)
+    verified_credentials(database).forget_user(user_id)
     log.info("user deleted", user_id=user_id, by=actor_role, cancelled_jobs=len(cancelled))
     for job_id, kind in cancelled:
         log.info("outbox job cancelled: its user was deleted", job_id=job_id, kind=kind)
@@ -298,4 +303,5 @@ async def change_own_password(
             .values(password_hash=new_hash, updated_at=utcnow())
         )
         await _revoke_sessions(db, user_id, keep=keep_session)
+    verified_credentials(database).forget_user(user_id)
     log.info("password changed", user_id=user_id)

@@ -22,6 +22,7 @@ from controlcenter.auth.tokens import (
     new_api_token,
     parse_basic,
 )
+from controlcenter.auth.verified import verified_credentials
 from controlcenter.db import Database, utcnow
 from controlcenter.db.lookups import Lookup
 
@@ -210,19 +211,32 @@ async def principal_from_basic(
     A token is random and long, so only the password path passes the throttle (`guard`),
     which raises TooManyAttemptsError; a locked-out e-mail's scripts keep working.
     """
+    email = normalise_email(email)
     row = await database.lookup(
-        _USER_AND_TOKEN_BY_EMAIL, token_hash=hash_api_token(secret), email=normalise_email(email)
+        _USER_AND_TOKEN_BY_EMAIL, token_hash=hash_api_token(secret), email=email
     )
     if row is not None and row[-2] is not None:
         await _note_token_use(database, row[-2], row[-1])
         return Principal(user=_user(row[:-2]), session_id=None)
-    attempt = await guard.throttle.begin(email, guard.address) if guard else None
+    verified = verified_credentials(database)
     if row is None:
+        if guard:
+            await guard.throttle.begin(email, guard.address)
         await verify_password(None, secret)  # the same time for an unknown e-mail
         return None
     user = _user(row[:-2])
-    if not await verify_password(user.password_hash, secret):
-        return None
+    # The same credentials arriving together (a script's parallel requests) wait for the
+    # first one's verification instead of each running Argon2.
+    await verified.settled(email, secret)
+    # Verified within the last minute against this very hash: not a guess, so neither
+    # Argon2 nor the throttle (only a correct password can hit).
+    if verified.hit(email, secret, user.id, user.password_hash):
+        return Principal(user=user, session_id=None)
+    async with verified.verifying(email, secret):
+        attempt = await guard.throttle.begin(email, guard.address) if guard else None
+        if not await verify_password(user.password_hash, secret):
+            return None
+        verified.remember(email, secret, user.id, user.password_hash)
     if guard and attempt:
         await guard.throttle.succeeded(attempt)
     return Principal(user=user, session_id=None)

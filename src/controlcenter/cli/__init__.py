@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Annotated
 
 import typer
@@ -43,13 +44,23 @@ def db_upgrade() -> None:
     typer.echo("database is up to date")
 
 
+def cpu_count() -> int:
+    """The cores this process may run on (a container's CPU set, not the host's)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 8000,
-    workers: Annotated[int, typer.Option(min=1)] = 1,
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="processes to run  [default: the CPU count]")
+    ] = None,
 ) -> None:
-    """Apply migrations, then serve the API and run the outbox worker."""
+    """Apply migrations, then serve the API and run the outbox worker in each process."""
     import uvicorn
 
     from controlcenter.common.logs import get_logger
@@ -71,12 +82,13 @@ def serve(
                 f"No users yet. Create the first super administrator with:\n  {FIRST_USER}\n"
                 "(it prints a generated password; add --password-stdin to choose one)"
             )
-    with shared_metrics(workers):
+    processes = workers or cpu_count()
+    with shared_metrics(processes):
         uvicorn.run(
             "controlcenter.asgi:app",
             host=host,
             port=port,
-            workers=workers,
+            workers=processes,
             log_level=config.log_level.lower(),
             log_config=None,  # uvicorn's records go through our logging (logs.py)
             **proxy_options(),
