@@ -17,7 +17,7 @@ from typing import Any
 
 from bench.deploy import Deployment, Options
 from bench.fakes import FakeProc
-from bench.procs import PYTHON, ROOT, Profiler, RssSampler, rss_kib
+from bench.procs import PYTHON, ROOT, Profiler, RssSampler, cpu_seconds, rss_kib
 from bench.results import Row, ms, pct
 from bench.seed import save_settings, seed_accounts
 
@@ -30,6 +30,9 @@ CHAT_USERS = 100
 TARGET_START_S = 0.010
 TARGET_TOTAL = {1: 1.05, 100: 1.25, 300: 1.5}
 TARGET_STREAM_KIB = 20
+TOOL_CALLS = 2
+# Service CPU per step, a step being one provider call or one tool call of the chat.
+TARGET_STEP_CPU_S = 0.003
 
 
 @dataclass
@@ -38,6 +41,7 @@ class Level:
     records: list[dict[str, Any]]
     samples: list[tuple[float, int]]
     idle_kib: int
+    cpu_s: float  # the service's CPU time (every process) while the level ran
 
     @property
     def errors(self) -> list[str]:
@@ -101,12 +105,14 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
                 results = []
                 for chats in levels:
                     idle = rss_kib(service.pid)
+                    cpu_before = cpu_seconds(service.pid)
                     with (
                         RssSampler(service.pid) as sampler,
                         Profiler(service.pid, options.profile_dir, f"chat-{chats}"),
                     ):
                         records = _client(url, tokens, chats, work)
-                    results.append(Level(chats, records, sampler.samples, idle))
+                    cpu = cpu_seconds(service.pid) - cpu_before
+                    results.append(Level(chats, records, sampler.samples, idle, cpu))
     return _rows(deployment.db_kind, results)
 
 
@@ -151,7 +157,17 @@ def _rows(db: str, levels: list[Level]) -> list[Row]:
         if factor is not None:
             total_row.target = f"p99 <= {factor}x ideal"
             total_row.met = t99 <= IDEAL_S * factor and not errors
-        rows += [start_row, total_row]
+        per_chat = level.cpu_s / n
+        per_step = per_chat / (PROVIDER_CALLS + TOOL_CALLS)
+        cpu_row = Row(
+            db,
+            f"chat x{n}: service CPU",
+            f"{ms(per_chat)} per chat, {ms(per_step)} per step",
+            baseline=f"{PROVIDER_CALLS} provider + {TOOL_CALLS} tool calls per chat",
+            target=f"<= {ms(TARGET_STEP_CPU_S)} per step",
+            met=per_step <= TARGET_STEP_CPU_S and not errors,
+        )
+        rows += [start_row, total_row, cpu_row]
         if n == max(lv.chats for lv in levels):
             grown = level.peak_kib - level.idle_kib
             per_stream = grown / n

@@ -159,9 +159,15 @@ class RssSampler:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time used so far by `pid` (all its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = int(fields[11]) + int(fields[12])  # utime, stime
+    """User + system CPU time used so far by `pid` and the processes below it (serve's
+    workers), all threads."""
+    ticks = 0
+    for each in process_tree(pid):
+        try:
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended while we looked
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
