@@ -1,6 +1,7 @@
 """deploy/nginx/controlcenter-proxy.conf in Debian's nginx (unprivileged, a temporary prefix,
 a free port) in front of two instances of the service on one database: the chat's stream is
-not buffered, and the sign-in throttle counts the client's address, not the proxy's.
+not buffered, the sign-in throttle counts the client's address, not the proxy's, and a cut
+chat resumes through the proxy.
 
 The instances are apps served in this process with the uvicorn options `serve` uses
 (`cli.proxies`), which saves two cold starts of the suite's budget.
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from httpx_sse import aconnect_sse
 
 from controlcenter.app import create_app
 from controlcenter.cli.proxies import proxy_options
@@ -144,3 +146,38 @@ async def test_the_throttle_counts_the_clients_address(proxy: str, instances: li
     attempts = [await login("127.0.0.2", n, **{"X-Forwarded-For": f"10.0.0.{n}"}) for n in range(4)]
     assert attempts == [401] * PER_ADDRESS + [429]
     assert await login("127.0.0.3", 9) == 401  # another client is not locked out
+
+
+async def test_a_chat_resumes_through_the_proxy(
+    proxy: str, server: RunningServer, users: UserFactory, fake_anthropic: FakeAnthropic
+) -> None:
+    """Cut after message_start, then resumed with Last-Event-ID through the proxy (either
+    instance may serve the resume: they share only the database): every event once, in order."""
+    user = await users.create()
+    await set_settings(server, {"providerAApiKey": fake_anthropic.api_key}, user)
+    fake_anthropic.script(Reply(text="Held answer.", delay_s=HOLD_S / 2))
+    async with httpx.AsyncClient(base_url=proxy, timeout=30) as http:
+        body = {"message": "Hi"}
+        first: list[tuple[str, dict[str, object]]] = []
+        async with aconnect_sse(
+            http, "POST", "/api/v1/control-center/chat?ids=1", json=body, headers=user.headers
+        ) as source:
+            async for sse in source.aiter_sse():
+                first.append((sse.id, json.loads(sse.data)))
+                break  # the phone loses its connection after message_start
+        [(last_id, start)] = first
+        message_id = str(start["messageId"])
+        assert last_id == f"{message_id}:1"
+        resumed: list[tuple[str, dict[str, object]]] = []
+        async with aconnect_sse(
+            http,
+            "GET",
+            f"/api/v1/control-center/chat/{message_id}/events",
+            headers={**user.headers, "Last-Event-ID": last_id},
+        ) as source:
+            assert source.response.status_code == 200
+            async for sse in source.aiter_sse():
+                resumed.append((sse.id, json.loads(sse.data)))
+    assert [frame_id for frame_id, _ in resumed] == [f"{message_id}:2", f"{message_id}:3"]
+    assert [event["type"] for _, event in resumed] == ["content_delta", "message_complete"]
+    assert resumed[0][1]["delta"] == "Held answer."
