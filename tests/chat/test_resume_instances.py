@@ -8,11 +8,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -38,18 +39,24 @@ def serve(env: dict[str, str], log: Path) -> Iterator[str]:
     port = free_port()
     command = Path(sys.executable).parent / "controlcenter"
     with log.open("ab") as out:
+        # Its own session: serve's worker processes are its children, and none may outlive
+        # the test (they would deliver other tests' outbox jobs on the shared database).
         proc = subprocess.Popen(
-            [str(command), "serve", "--port", str(port)], env=env, stdout=out, stderr=out
+            [str(command), "serve", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
         )
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
-        try:
+        with suppress(subprocess.TimeoutExpired):
             proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
 
 
 async def ready(url: str, log: Path) -> None:

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import httpx
@@ -50,15 +50,21 @@ def serve(
     }
     command = Path(sys.executable).parent / "controlcenter"
     with log.open("ab") as out:
+        # One process (serve's default is one per core): the test kills *the* process that
+        # writes the answer; its own session, so that nothing of it outlives the test.
         process = subprocess.Popen(
-            [str(command), "serve", "--port", str(port)], env=env, stdout=out, stderr=out
+            [str(command), "serve", "--port", str(port), "--workers", "1"],
+            env=env,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
         )
     try:
         yield f"http://127.0.0.1:{port}", process
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
 
 
 async def serving(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
