@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
 
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.models import ChatApproval, ChatEvent, ChatRun
@@ -68,10 +68,14 @@ class StopAnswer(Enum):
 
 async def create_run(db: Database, message_id: str, user_id: str, first: StoredEvent) -> None:
     """The run's row and its first event (message_start), in one transaction."""
+    # Statements, not the unit of work: its bookkeeping cost more than the inserts here.
     async with db.write() as session:
-        session.add(ChatRun(message_id=message_id, user_id=user_id, status=RUNNING))
-        await session.flush()
-        session.add(ChatEvent(message_id=message_id, n=first[0], data=first[1]))
+        await session.execute(
+            insert(ChatRun).values(message_id=message_id, user_id=user_id, status=RUNNING)
+        )
+        await session.execute(
+            insert(ChatEvent).values(message_id=message_id, n=first[0], data=first[1])
+        )
         await _notify(db, session, EVENTS_CHANNEL, message_id)
 
 
@@ -85,7 +89,11 @@ async def append_events(
 ) -> None:
     """Events in one transaction; with `status` (and its usage), the run ends in the same one."""
     async with db.write() as session:
-        session.add_all(ChatEvent(message_id=message_id, n=n, data=data) for n, data in events)
+        if events:
+            await session.execute(
+                insert(ChatEvent),
+                [{"message_id": message_id, "n": n, "data": data} for n, data in events],
+            )
         if status is not None:
             used = usage or RunUsage()
             await session.execute(
@@ -98,6 +106,7 @@ async def append_events(
                     provider_calls=used.provider_calls,
                     tool_calls=used.tool_calls,
                 )
+                .execution_options(synchronize_session=False)  # a fresh session: nothing to sync
             )
         await _notify(db, session, EVENTS_CHANNEL, message_id)
 
