@@ -160,6 +160,10 @@ def create_app(
         openapi_url="/openapi.json",
         redoc_url=None,
         generate_unique_id_function=openapi_doc.operation_id,
+        # Validation mode for every model: an event's `data` is the JSON string it is on the wire.
+        separate_input_output_schemas=False,
+        description="Dashboard API index, CRM chat assistant, onboarding, settings and "
+        "accounts. Errors are `{error, details?}`; every answer carries `X-Request-ID`.",
     )
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
     app.add_middleware(RelativeRedirects)
@@ -185,7 +189,6 @@ def create_app(
     mount_pages(app)
     traced = tracing.install(app, span_exporter)
     api_docs.install(app)
-    openapi_doc.install(app)
     return app
 
 

@@ -14,8 +14,15 @@ from sqlalchemy import delete, update
 from starlette.requests import Request
 
 from controlcenter.auth.models import Session, User
-from controlcenter.auth.service import start_session
-from controlcenter.web.deps import optional_principal, require_super_admin, require_user
+from controlcenter.auth.service import Principal, start_session
+from controlcenter.web.deps import (
+    BEARER,
+    COOKIE,
+    Services,
+    optional_principal,
+    require_super_admin,
+    require_user,
+)
 from controlcenter.web.errors import ApiError
 from tests.conftest import TEST_SECRET_KEY, AppUser, RunningServer, UserFactory
 
@@ -219,12 +226,17 @@ def request_with(headers: dict[str, str]) -> Request:
     return Request({"type": "http", "method": "GET", "path": "/", "headers": raw})
 
 
+async def caller(request: Request, services: Services) -> Principal | None:
+    """`optional_principal` given what FastAPI's security classes read from the request."""
+    return await optional_principal(services, await BEARER(request), await COOKIE(request))
+
+
 async def test_demoted_super_admin_is_refused_at_once(
     client: httpx.AsyncClient, server: RunningServer, users: UserFactory
 ) -> None:
     admin: AppUser = await users.create("super_admin")
     request = request_with(admin.headers)
-    principal = await optional_principal(request, server.services)
+    principal = await caller(request, server.services)
     assert (await require_super_admin(principal)).user.id == admin.id
 
     async with server.db.write() as db:
@@ -233,7 +245,7 @@ async def test_demoted_super_admin_is_refused_at_once(
     # Same token, next request: the role comes from the database, not the token.
     me = await client.get(ME, headers=admin.headers)
     assert me.status_code == 200 and me.json()["user"]["role"] == "admin"
-    principal = await optional_principal(request_with(admin.headers), server.services)
+    principal = await caller(request_with(admin.headers), server.services)
     assert principal is not None and (await require_user(principal)).user.id == admin.id
     with pytest.raises(ApiError) as refused:
         await require_super_admin(principal)
@@ -244,13 +256,13 @@ async def test_super_admin_dependency_refuses_everyone_else(
     server: RunningServer, users: UserFactory
 ) -> None:
     with pytest.raises(ApiError) as nobody:
-        await require_super_admin(await optional_principal(request_with({}), server.services))
+        await require_super_admin(await caller(request_with({}), server.services))
     assert (nobody.value.status, nobody.value.message) == (403, "Forbidden")
     for role in ("user", "admin"):
         user = await users.create(role)
         for credential in (user.token, user.api_token):
             request = request_with({"Authorization": f"Bearer {credential}"})
-            principal = await optional_principal(request, server.services)
+            principal = await caller(request, server.services)
             assert principal is not None
             with pytest.raises(ApiError) as refused:
                 await require_super_admin(principal)

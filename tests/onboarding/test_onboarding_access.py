@@ -79,7 +79,11 @@ async def test_the_interface_description_shows_both_request_bodies(
         ("/api/v1/admin/settings", "put", "notificationEmail"),
     ):
         schema = paths[path][method]["requestBody"]["content"]["application/json"]["schema"]
-        name = schema["$ref"].rsplit("/", 1)[1]  # a named component, for generated clients
-        assert field in document["components"]["schemas"][name]["properties"]
+        # A named schema, for generated clients: inline under its title (FastAPI's way for a
+        # body the route reads by hand), or a component.
+        if "$ref" in schema:
+            schema = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+        assert schema["title"]
+        assert field in schema["properties"]
     assert set(paths["/api/v1/onboarding"]) == {"get", "post"}
     assert set(paths["/api/v1/admin/settings"]) == {"get", "put"}

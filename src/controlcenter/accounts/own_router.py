@@ -8,10 +8,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from controlcenter.accounts import tokens, users
-from controlcenter.accounts.schemas import PasswordChange, TokenCreate
-from controlcenter.web.body import json_body, read_model
+from controlcenter.accounts.schemas import NewToken, PasswordChange, TokenCreate, TokenList
+from controlcenter.web.body import read_model
 from controlcenter.web.deps import CurrentUser, DatabaseDep
 from controlcenter.web.errors import ApiError
+from controlcenter.web.openapi_doc import Success, answers, json_body
 
 router = APIRouter(prefix="/api/v1/auth", tags=["account"])
 
@@ -23,14 +24,18 @@ WRONG_PASSWORD = {
 }
 
 
-@router.get("/tokens")
+@router.get("/tokens", **answers(TokenList, 401))
 async def list_tokens(principal: CurrentUser, db: DatabaseDep) -> dict[str, Any]:
     """The caller's API tokens, oldest first (never their secrets)."""
     rows = await tokens.list_tokens(db, principal.user.id)
     return {"tokens": [tokens.token_view(row) for row in rows]}
 
 
-@router.post("/tokens", status_code=201, openapi_extra=json_body(TokenCreate))
+@router.post(
+    "/tokens",
+    **answers(NewToken, 400, 401, 413, status=201, write=True),
+    openapi_extra=json_body(TokenCreate),
+)
 async def create_token(request: Request, principal: CurrentUser, db: DatabaseDep) -> JSONResponse:
     """A new API token; its secret is in this answer and nowhere else, ever."""
     body = await read_model(request, TokenCreate)
@@ -38,7 +43,7 @@ async def create_token(request: Request, principal: CurrentUser, db: DatabaseDep
     return JSONResponse({"token": tokens.token_view(token), "secret": secret}, status_code=201)
 
 
-@router.delete("/tokens/{token_id}")
+@router.delete("/tokens/{token_id}", **answers(Success, 401, 404, write=True))
 async def revoke_token(token_id: str, principal: CurrentUser, db: DatabaseDep) -> dict[str, Any]:
     """Revoke one of the caller's tokens (another user's is answered as unknown)."""
     if not await tokens.revoke_token(db, token_id, user_id=principal.user.id):
@@ -46,7 +51,11 @@ async def revoke_token(token_id: str, principal: CurrentUser, db: DatabaseDep) -
     return {"success": True}
 
 
-@router.post("/password", openapi_extra=json_body(PasswordChange))
+@router.post(
+    "/password",
+    **answers(Success, 400, 401, 413, write=True),
+    openapi_extra=json_body(PasswordChange),
+)
 async def change_password(
     request: Request, principal: CurrentUser, db: DatabaseDep
 ) -> dict[str, Any]:

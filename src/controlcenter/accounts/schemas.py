@@ -9,10 +9,12 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 from controlcenter.admin_settings.schemas import EmailOrEmpty
+from controlcenter.auth.schemas import USER_EXAMPLE, User
+from controlcenter.web.openapi_doc import absent, schema_extra
 from controlcenter.web.validation import StoredStr
 
 PASSWORD_MIN = 12
@@ -62,10 +64,14 @@ Label = Annotated[StoredStr, *_length(1, 200)]
 _CLOSED = ConfigDict(strict=True, extra="forbid")
 
 
+def _closed(example: dict[str, Any]) -> ConfigDict:
+    return schema_extra(example, strict=True, extra="forbid")
+
+
 class UserCreate(BaseModel):
     """`password` absent: one is generated and returned once."""
 
-    model_config = _CLOSED
+    model_config = _closed({"email": "new.broker@example.com", "name": "Nia", "role": "user"})
     email: Email
     name: Name = ""
     role: Role = "user"
@@ -75,7 +81,7 @@ class UserCreate(BaseModel):
 class UserPatch(BaseModel):
     """Only the fields sent change; `crmLocationId: null` unlinks the CRM location."""
 
-    model_config = _CLOSED
+    model_config = _closed({"role": "admin"})
     # Absent leaves a field unchanged; null is refused (it is not "absent"), except below.
     name: Name = None  # type: ignore[assignment]
     role: Role = None  # type: ignore[assignment]
@@ -91,7 +97,7 @@ class PasswordReset(BaseModel):
 
 
 class TokenCreate(BaseModel):
-    model_config = _CLOSED
+    model_config = _closed({"label": "laptop"})
     label: Label
 
 
@@ -99,3 +105,57 @@ class PasswordChange(BaseModel):
     model_config = _CLOSED
     currentPassword: Annotated[StoredStr, *_length(0, PASSWORD_MAX)]
     newPassword: Password
+
+
+# The answers (CONTRACT 8), for the interface description.
+
+ADMIN_USER_EXAMPLE = {
+    **USER_EXAMPLE,
+    "createdAt": "2026-11-23T09:00:00.000Z",
+    "disabled": False,
+    "crmLocationId": None,
+}
+
+
+class AdminUser(User):
+    """The user object plus what an administrator needs."""
+
+    model_config = schema_extra(ADMIN_USER_EXAMPLE)
+    createdAt: AwareDatetime
+    disabled: bool
+    crmLocationId: str | None
+
+
+class AdminUserAnswer(BaseModel):
+    user: AdminUser
+
+
+class NewUser(BaseModel):
+    user: AdminUser
+    password: str = absent("the generated password, only when none was given")
+
+
+class UserPage(BaseModel):
+    users: list[AdminUser]
+    nextCursor: str | None
+
+
+class PasswordSet(BaseModel):
+    success: Literal[True]
+    password: str = absent("the generated password, only when none was given")
+
+
+class ApiToken(BaseModel):
+    id: str
+    label: str
+    createdAt: AwareDatetime
+    lastUsedAt: AwareDatetime | None
+
+
+class TokenList(BaseModel):
+    tokens: list[ApiToken]
+
+
+class NewToken(BaseModel):
+    token: ApiToken
+    secret: str = Field(description="shown in this answer only, never again")

@@ -8,11 +8,21 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from controlcenter.accounts import users
-from controlcenter.accounts.schemas import PasswordReset, UserCreate, UserPatch
+from controlcenter.accounts.schemas import (
+    ADMIN_USER_EXAMPLE,
+    AdminUserAnswer,
+    NewUser,
+    PasswordReset,
+    PasswordSet,
+    UserCreate,
+    UserPage,
+    UserPatch,
+)
 from controlcenter.auth.service import UserExistsError
-from controlcenter.web.body import json_body, read_model
+from controlcenter.web.body import read_model
 from controlcenter.web.deps import Admin, DatabaseDep
 from controlcenter.web.errors import ApiError
+from controlcenter.web.openapi_doc import Success, answers, json_body
 
 router = APIRouter(prefix="/api/v1/admin/users", tags=["users"])
 
@@ -37,7 +47,10 @@ def _refusal(exc: Exception) -> ApiError:
     return ApiError(status, message)
 
 
-@router.get("")
+@router.get(
+    "",
+    **answers(UserPage, 400, 403, example={"users": [ADMIN_USER_EXAMPLE], "nextCursor": None}),
+)
 async def list_users(
     principal: Admin,
     db: DatabaseDep,
@@ -53,7 +66,20 @@ async def list_users(
     return {"users": [users.admin_view(row) for row in rows], "nextCursor": next_cursor}
 
 
-@router.post("", status_code=201, openapi_extra=json_body(UserCreate))
+@router.post(
+    "",
+    **answers(
+        NewUser,
+        400,
+        403,
+        409,
+        413,
+        status=201,
+        write=True,
+        example={"user": ADMIN_USER_EXAMPLE, "password": "f3Qz0rV1m7pX2sKc9LwYb8Tn"},
+    ),
+    openapi_extra=json_body(UserCreate),
+)
 async def create_user(request: Request, principal: Admin, db: DatabaseDep) -> JSONResponse:
     """Create an account; a generated password is returned once when none is given."""
     body = await read_model(request, UserCreate)
@@ -74,7 +100,11 @@ async def create_user(request: Request, principal: Admin, db: DatabaseDep) -> JS
     return JSONResponse(answer, status_code=201)
 
 
-@router.patch("/{user_id}", openapi_extra=json_body(UserPatch))
+@router.patch(
+    "/{user_id}",
+    **answers(AdminUserAnswer, 400, 403, 404, 409, 413, write=True),
+    openapi_extra=json_body(UserPatch),
+)
 async def update_user(
     user_id: str, request: Request, principal: Admin, db: DatabaseDep
 ) -> dict[str, Any]:
@@ -94,7 +124,11 @@ async def update_user(
     return {"user": users.admin_view(user)}
 
 
-@router.post("/{user_id}/password", openapi_extra=json_body(PasswordReset, optional=True))
+@router.post(
+    "/{user_id}/password",
+    **answers(PasswordSet, 400, 403, 404, 413, write=True),
+    openapi_extra=json_body(PasswordReset, optional=True),
+)
 async def reset_password(
     user_id: str, request: Request, principal: Admin, db: DatabaseDep
 ) -> dict[str, Any]:
@@ -113,7 +147,7 @@ async def reset_password(
     return answer
 
 
-@router.delete("/{user_id}")
+@router.delete("/{user_id}", **answers(Success, 403, 404, 409, write=True))
 async def delete_user(user_id: str, principal: Admin, db: DatabaseDep) -> dict[str, Any]:
     """Remove the account with its sessions, tokens, conversations and onboarding record."""
     try:

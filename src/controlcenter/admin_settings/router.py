@@ -8,11 +8,12 @@ from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
 from controlcenter.admin_settings import service
-from controlcenter.admin_settings.schemas import SettingsInput, parse_settings
+from controlcenter.admin_settings.schemas import SettingsAnswer, SettingsInput, parse_settings
 from controlcenter.common.logs import get_logger
 from controlcenter.web.body import read_json
 from controlcenter.web.deps import DatabaseDep, SettingsDep, SuperAdmin
 from controlcenter.web.errors import ApiError, InvalidJSONError, describe
+from controlcenter.web.openapi_doc import Success, answers, json_body
 from controlcenter.web.validation import issues
 
 router = APIRouter(prefix="/api/v1/admin", tags=["settings"])
@@ -23,7 +24,7 @@ UPDATE_FAILED = "Failed to update settings"
 UNKNOWN_SETTING = "Unknown setting"
 
 
-@router.get("/settings")
+@router.get("/settings", **answers(SettingsAnswer, 403, 500))
 async def get_settings(principal: SuperAdmin, store: SettingsDep) -> dict[str, Any]:
     try:
         settings = await service.masked_settings(store)
@@ -34,12 +35,12 @@ async def get_settings(principal: SuperAdmin, store: SettingsDep) -> dict[str, A
     return {"settings": settings}
 
 
-# The body is read by hand (an unparseable one is a 500, not FastAPI's 422), so the interface
-# description gets its schema explicitly.
-_BODY = {"content": {"application/json": {"schema": SettingsInput.model_json_schema()}}}
-
-
-@router.put("/settings", openapi_extra={"requestBody": _BODY})
+# The body is read by hand: an unparseable one is a 500 (SPEC 4.6), not FastAPI's 422.
+@router.put(
+    "/settings",
+    **answers(Success, 400, 403, 413, 500, write=True),
+    openapi_extra=json_body(SettingsInput),
+)
 async def put_settings(
     request: Request, principal: SuperAdmin, db: DatabaseDep, settings: SettingsDep
 ) -> dict[str, Any]:
@@ -57,7 +58,7 @@ async def put_settings(
     return {"success": True}
 
 
-@router.delete("/settings/{name}")
+@router.delete("/settings/{name}", **answers(Success, 403, 404, 500, write=True))
 async def delete_setting(
     name: str, principal: SuperAdmin, db: DatabaseDep, settings: SettingsDep
 ) -> dict[str, Any]:

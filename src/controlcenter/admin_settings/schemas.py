@@ -36,8 +36,26 @@ def _field_type(name: str) -> Any:
 # default None is never validated, so an explicit null still fails while absence passes.
 _FIELDS: dict[str, Any] = {name: (_field_type(name), None) for name in SETTING_NAMES}
 SettingsInput: type[BaseModel] = create_model(
-    "SettingsInput", __config__=ConfigDict(strict=True, extra="ignore"), **_FIELDS
+    "SettingsInput",
+    __config__=ConfigDict(
+        strict=True,
+        extra="ignore",
+        json_schema_extra={
+            "example": {"tagOnboardingComplete": "onboarding-complete", "tagHighGCI": "high-gci"}
+        },
+    ),
+    **_FIELDS,
 )
+
+# GET's answer: all 21 names, secrets masked (for the interface description).
+Settings: type[BaseModel] = create_model(
+    "Settings",
+    **{name: (str, ...) for name in SETTING_NAMES},  # type: ignore[call-overload]
+)
+
+
+class SettingsAnswer(BaseModel):
+    settings: Settings  # built by create_model
 
 
 # Checked first so that a body that is not an object gets the plain "valid dictionary" issue

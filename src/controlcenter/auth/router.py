@@ -6,28 +6,36 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from controlcenter.auth.refusals import client_address
+from controlcenter.auth.schemas import USER_EXAMPLE, LoginAnswer, LoginRequest, UserAnswer
 from controlcenter.auth.service import authenticate_password, revoke_session, start_session
 from controlcenter.auth.throttle import SignInThrottle
 from controlcenter.web.body import read_json
 from controlcenter.web.deps import SESSION_COOKIE, ConfigDep, CurrentUser, DatabaseDep
 from controlcenter.web.errors import ApiError, InvalidJSONError
+from controlcenter.web.openapi_doc import Success, answers, json_body
 
 router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
 
 
-class LoginBody(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore")
-    email: str
-    password: str
-
-
-@router.post("/login")
+@router.post(
+    "/login",
+    **answers(
+        LoginAnswer,
+        400,
+        401,
+        413,
+        429,
+        write=True,
+        example={"token": "eyJhbGciOiJIUzI1NiJ9...", "user": USER_EXAMPLE},
+    ),
+    openapi_extra=json_body(LoginRequest),
+)
 async def login(request: Request, database: DatabaseDep, config: ConfigDep) -> JSONResponse:
     try:
-        body = LoginBody.model_validate(await read_json(request))
+        body = LoginRequest.model_validate(await read_json(request))
     except InvalidJSONError as exc:
         raise ApiError(400, "Invalid JSON body") from exc
     except ValidationError as exc:
@@ -54,7 +62,7 @@ async def login(request: Request, database: DatabaseDep, config: ConfigDep) -> J
     return response
 
 
-@router.post("/logout")
+@router.post("/logout", **answers(Success, 401, write=True))
 async def logout(principal: CurrentUser, database: DatabaseDep, config: ConfigDep) -> JSONResponse:
     if principal.session_id is not None:
         async with database.write() as db:
@@ -70,6 +78,6 @@ async def logout(principal: CurrentUser, database: DatabaseDep, config: ConfigDe
     return response
 
 
-@router.get("/me")
+@router.get("/me", **answers(UserAnswer, 401))
 async def me(principal: CurrentUser) -> dict[str, Any]:
     return {"user": principal.user.public()}

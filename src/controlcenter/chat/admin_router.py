@@ -9,12 +9,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from pydantic import ValidationError
 
+from controlcenter.chat.api_schemas import ChatPolicyAnswer, UsageReport
 from controlcenter.chat.policy import CHAT_POLICY, ChatPolicyInput, policy_text, stored_policy
 from controlcenter.chat.usage import usage_report
 from controlcenter.db import utcnow
-from controlcenter.web.body import NOT_AN_OBJECT, json_body, read_json
+from controlcenter.web.body import NOT_AN_OBJECT, read_json
 from controlcenter.web.deps import Admin, DatabaseDep, SettingsDep, SuperAdmin
 from controlcenter.web.errors import ApiError, InvalidJSONError
+from controlcenter.web.openapi_doc import answers, json_body
 from controlcenter.web.validation import issues
 
 router = APIRouter(prefix="/api/v1/admin", tags=["chat"])
@@ -23,12 +25,16 @@ router = APIRouter(prefix="/api/v1/admin", tags=["chat"])
 MONTH = re.compile(r"^([1-9][0-9]{3})-(0[1-9]|1[0-2])$")
 
 
-@router.get("/chat-policy")
+@router.get("/chat-policy", **answers(ChatPolicyAnswer, 403))
 async def get_chat_policy(principal: SuperAdmin, settings: SettingsDep) -> dict[str, Any]:
     return {"policy": stored_policy(await settings.get(CHAT_POLICY)).json()}
 
 
-@router.put("/chat-policy", openapi_extra=json_body(ChatPolicyInput))
+@router.put(
+    "/chat-policy",
+    **answers(ChatPolicyAnswer, 400, 403, 413, write=True),
+    openapi_extra=json_body(ChatPolicyInput),
+)
 async def put_chat_policy(
     request: Request, principal: SuperAdmin, db: DatabaseDep, settings: SettingsDep
 ) -> dict[str, Any]:
@@ -48,7 +54,7 @@ async def put_chat_policy(
     return {"policy": policy.json()}
 
 
-@router.get("/usage")
+@router.get("/usage", **answers(UsageReport, 400, 403))
 async def get_usage(
     principal: Admin,
     db: DatabaseDep,

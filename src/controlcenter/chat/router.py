@@ -9,6 +9,16 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from controlcenter.auth.models import User
+from controlcenter.chat.api_schemas import (
+    SSE_DESCRIPTION,
+    SSE_EXAMPLE,
+    ChatEventFrame,
+    ConversationAnswer,
+    ConversationPage,
+)
+from controlcenter.chat.api_schemas import (
+    ChatRequest as ChatRequestBody,
+)
 from controlcenter.chat.conversations import (
     delete_conversation,
     get_conversation,
@@ -40,6 +50,7 @@ from controlcenter.chat.service import (
 from controlcenter.chat.stream import EventChannel
 from controlcenter.web.deps import ChatPartsDep, CurrentUser, DatabaseDep
 from controlcenter.web.errors import ApiError
+from controlcenter.web.openapi_doc import Success, answers, json_body
 from controlcenter.web.pagination import (
     DEFAULT_LIMIT,
     INVALID_CURSOR,
@@ -65,7 +76,13 @@ SSE_HEADERS = {
 }
 
 
-@router.post("/chat")
+@router.post(
+    "/chat",
+    **answers(
+        ChatEventFrame, 400, 401, 413, 429, write=True, stream=SSE_DESCRIPTION, example=SSE_EXAMPLE
+    ),
+    openapi_extra=json_body(ChatRequestBody),
+)
 async def chat(
     request: Request,
     principal: CurrentUser,
@@ -107,7 +124,10 @@ async def started_chat(
         raise ApiError(429, str(exc)) from exc
 
 
-@router.get("/chat/{message_id}/events")
+@router.get(
+    "/chat/{message_id}/events",
+    **answers(ChatEventFrame, 400, 401, 404, stream=SSE_DESCRIPTION, example=SSE_EXAMPLE),
+)
 async def chat_events(
     message_id: str,
     principal: CurrentUser,
@@ -126,7 +146,7 @@ async def chat_events(
     return StreamingResponse(frames, headers=SSE_HEADERS)
 
 
-@router.post("/chat/{message_id}/stop")
+@router.post("/chat/{message_id}/stop", **answers(Success, 401, 404, 409, write=True))
 async def stop_chat(
     message_id: str, principal: CurrentUser, chat_parts: ChatPartsDep
 ) -> dict[str, Any]:
@@ -139,14 +159,20 @@ async def stop_chat(
     return {"success": True}
 
 
-@router.post("/chat/{message_id}/tool-calls/{tool_call_id}/approve")
+@router.post(
+    "/chat/{message_id}/tool-calls/{tool_call_id}/approve",
+    **answers(Success, 401, 404, 409, write=True),
+)
 async def approve_tool_call(
     message_id: str, tool_call_id: str, principal: CurrentUser, chat_parts: ChatPartsDep
 ) -> dict[str, Any]:
     return await _answer(chat_parts, principal.user.id, message_id, tool_call_id, APPROVED)
 
 
-@router.post("/chat/{message_id}/tool-calls/{tool_call_id}/deny")
+@router.post(
+    "/chat/{message_id}/tool-calls/{tool_call_id}/deny",
+    **answers(Success, 401, 404, 409, write=True),
+)
 async def deny_tool_call(
     message_id: str, tool_call_id: str, principal: CurrentUser, chat_parts: ChatPartsDep
 ) -> dict[str, Any]:
@@ -165,7 +191,7 @@ async def _answer(
     return {"success": True}
 
 
-@router.get("/conversations")
+@router.get("/conversations", **answers(ConversationPage, 400, 401))
 async def conversations(
     principal: CurrentUser,
     db: DatabaseDep,
@@ -180,7 +206,7 @@ async def conversations(
     return {"conversations": [conversation_json(row) for row in page], "nextCursor": next_cursor}
 
 
-@router.get("/conversations/{conversation_id}")
+@router.get("/conversations/{conversation_id}", **answers(ConversationAnswer, 401, 404))
 async def conversation(
     conversation_id: str, principal: CurrentUser, db: DatabaseDep
 ) -> dict[str, Any]:
@@ -190,7 +216,7 @@ async def conversation(
     return {"conversation": conversation_with_messages(*found)}
 
 
-@router.delete("/conversations/{conversation_id}")
+@router.delete("/conversations/{conversation_id}", **answers(Success, 401, 404, write=True))
 async def remove_conversation(
     conversation_id: str, principal: CurrentUser, db: DatabaseDep
 ) -> dict[str, Any]:

@@ -6,17 +6,23 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
+from controlcenter.chat.api_schemas import UI_STREAM_DESCRIPTION, UiChatRequest, UiMessageFrame
 from controlcenter.chat.request_body import read_chat_body
 from controlcenter.chat.router import SSE_HEADERS, started_chat
 from controlcenter.chat.ui_stream import parse_ui_chat_request, ui_frames
 from controlcenter.web.deps import ChatPartsDep, CurrentUser
+from controlcenter.web.openapi_doc import answers, json_body
 
 router = APIRouter(prefix="/api/v1/control-center", tags=["chat"])
 
 UI_STREAM_HEADERS = {**SSE_HEADERS, "x-vercel-ai-ui-message-stream": "v1"}
 
 
-@router.post("/ui-chat")
+@router.post(
+    "/ui-chat",
+    **answers(UiMessageFrame, 400, 401, 413, 429, write=True, stream=UI_STREAM_DESCRIPTION),
+    openapi_extra=json_body(UiChatRequest),
+)
 async def ui_chat(
     request: Request, principal: CurrentUser, chat_parts: ChatPartsDep
 ) -> StreamingResponse:

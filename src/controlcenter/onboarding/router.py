@@ -9,10 +9,16 @@ from pydantic import ValidationError
 
 from controlcenter.common.logs import get_logger
 from controlcenter.onboarding import service
-from controlcenter.onboarding.schemas import ONBOARDING_INPUT, record
+from controlcenter.onboarding.schemas import (
+    ONBOARDING_INPUT,
+    OnboardingAnswer,
+    SavedOnboarding,
+    record,
+)
 from controlcenter.web.body import read_json
 from controlcenter.web.deps import CurrentUser, DatabaseDep
 from controlcenter.web.errors import ApiError, InvalidJSONError, describe
+from controlcenter.web.openapi_doc import answers, json_body
 from controlcenter.web.validation import issues
 
 router = APIRouter(prefix="/api/v1", tags=["onboarding"])
@@ -21,18 +27,18 @@ log = get_logger(__name__)
 SAVE_FAILED = "Failed to save onboarding"
 
 
-@router.get("/onboarding")
+@router.get("/onboarding", **answers(OnboardingAnswer, 401))
 async def get_onboarding(principal: CurrentUser, db: DatabaseDep) -> dict[str, Any]:
     row = await service.get_onboarding(db, principal.user.id)
     return {"onboarding": record(row) if row is not None else None}
 
 
-# The body is read by hand (an unparseable one is a 500, not FastAPI's 422), so the interface
-# description gets its schema explicitly.
-_BODY = {"content": {"application/json": {"schema": ONBOARDING_INPUT.json_schema()}}}
-
-
-@router.post("/onboarding", openapi_extra={"requestBody": _BODY})
+# The body is read by hand: an unparseable one is a 500 (SPEC 4.4), not FastAPI's 422.
+@router.post(
+    "/onboarding",
+    **answers(SavedOnboarding, 400, 401, 413, 500, write=True),
+    openapi_extra=json_body(ONBOARDING_INPUT),
+)
 async def save_onboarding(
     request: Request, principal: CurrentUser, db: DatabaseDep
 ) -> dict[str, Any]:

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints, TypeAdapter, with_config
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    create_model,
+    with_config,
+)
 from typing_extensions import TypedDict
 
 from controlcenter.common.times import iso
-from controlcenter.onboarding.models import FIELDS, Onboarding
+from controlcenter.onboarding.models import ARRAY_FIELDS, BOOLEAN_FIELDS, FIELDS, Onboarding
+from controlcenter.web.openapi_doc import schema_extra
 from controlcenter.web.validation import STORABLE
 
 # users.brokerage is VARCHAR(500): longer is refused as invalid rather than failing on PostgreSQL.
@@ -24,7 +33,16 @@ Items = Annotated[
 ]
 
 
-@with_config(ConfigDict(strict=True, extra="ignore"))
+_EXAMPLE = {
+    "yearsInBusiness": "12",
+    "gciLast12Months": "250000",
+    "usingOtherCrm": True,
+    "goalsSelected": ["more leads"],
+    "brokerageName": "Harbor Commercial",
+}
+
+
+@with_config(schema_extra(_EXAMPLE, strict=True, extra="ignore"))
 class OnboardingInput(TypedDict, total=False):
     """Every field optional; a key that is present must have exactly its type (no coercion,
     null included). A TypedDict keeps only the keys that were sent, which is what a partial
@@ -58,3 +76,31 @@ def record(row: Onboarding) -> dict[str, Any]:
         "createdAt": iso(row.createdAt),
         "updatedAt": iso(row.updatedAt),
     }
+
+
+def _stored_type(name: str) -> Any:
+    if name in BOOLEAN_FIELDS:
+        return (bool | None, ...)
+    if name in ARRAY_FIELDS:
+        return (str | None, Field(description="a JSON-encoded array"))
+    return (str | None, ...)
+
+
+# The record as `record` answers it, from the one list of fields (for the interface description).
+OnboardingRecord: type[BaseModel] = create_model(
+    "OnboardingRecord",
+    id=(str, ...),
+    userId=(str, ...),
+    **{name: _stored_type(name) for name in FIELDS},
+    createdAt=(AwareDatetime, ...),
+    updatedAt=(AwareDatetime, ...),
+)
+
+
+class OnboardingAnswer(BaseModel):
+    onboarding: OnboardingRecord | None  # built by create_model
+
+
+class SavedOnboarding(BaseModel):
+    success: Literal[True]
+    onboarding: OnboardingRecord

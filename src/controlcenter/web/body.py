@@ -77,13 +77,3 @@ async def read_model(request: Request, model: type[M], *, optional: bool = False
         return model.model_validate(body)
     except ValidationError as exc:
         raise ApiError(400, "Validation failed", details=issues(exc)) from exc
-
-
-def json_body(model: type[BaseModel], *, optional: bool = False) -> dict[str, Any]:
-    """`openapi_extra` for a route that reads its body by hand (see `read_json`)."""
-    return {
-        "requestBody": {
-            "required": not optional,
-            "content": {"application/json": {"schema": model.model_json_schema()}},
-        }
-    }

@@ -14,7 +14,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Security
+from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 
 from controlcenter.config import Config
 from controlcenter.db import Database
@@ -68,24 +69,30 @@ async def get_chat_parts(request: Request) -> "ChatParts":
     return (await get_services(request)).chat
 
 
-def bearer_token(request: Request) -> str | None:
-    header = request.headers.get("authorization", "")
-    scheme, _, value = header.partition(" ")
-    if scheme.lower() == "bearer" and value.strip():
-        return value.strip()
-    return None
+# The two ways a caller shows a session, read by FastAPI's own security classes so that every
+# protected route declares them in /openapi.json.
+BEARER = HTTPBearer(
+    auto_error=False, scheme_name="bearer_auth", description="A session JWT or an API token"
+)
+COOKIE = APIKeyCookie(
+    name=SESSION_COOKIE,
+    auto_error=False,
+    scheme_name="cookie_auth",
+    description="The session cookie set by POST /api/v1/auth/login",
+)
 
 
 async def optional_principal(
-    request: Request, services: Annotated[Services, Depends(get_services)]
+    services: Annotated[Services, Depends(get_services)],
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)],
+    cookie: Annotated[str | None, Security(COOKIE)],
 ) -> "Principal | None":
     """The caller from `Authorization: Bearer` (preferred) or the `session` cookie.
 
     A bearer header that is present decides on its own (a wrong one is no session, even beside
     a valid cookie); the cookie only ever carries a session JWT, never an API token.
     """
-    token = bearer_token(request)
-    cookie = request.cookies.get(SESSION_COOKIE)
+    token = bearer.credentials.strip() if bearer is not None else None
     if not token and not cookie:
         return None
     return await services.auth.principal(token, cookie)
