@@ -3,6 +3,10 @@
 The fake provider answers in 200 ms; replies 1 and 2 ask for a cheap tool of the fake MCP
 server, reply 3 is text, so the ideal chat takes 3 x 200 ms. The provider and the MCP server
 run in processes of their own, the chats come from a client process of their own.
+
+Three loads: chats arriving together (closed loop, x1/x100/x300); chats arriving at a steady
+rate (open loop), doubled until the p99 total passes 1.25x ideal, which gives the capacity;
+and many streams held open by a provider that answers after 30 s, for the memory per stream.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.deploy import Deployment, Options
-from bench.fakes import FakeProc
+from bench.fakes import HOLD_MARKER, HOLD_S, FakeProc
 from bench.procs import PYTHON, ROOT, Profiler, RssSampler, cpu_seconds, rss_kib
 from bench.results import Row, ms, pct
 from bench.seed import save_settings, seed_accounts
@@ -33,6 +37,13 @@ TARGET_STREAM_KIB = 20
 TOOL_CALLS = 2
 # Service CPU per step, a step being one provider call or one tool call of the chat.
 TARGET_STEP_CPU_S = 0.003
+# Capacity: open-loop arrival rates (chats/s) tried in turn, each for CAPACITY_S seconds, until
+# the p99 total passes CAPACITY_FACTOR x ideal.
+CAPACITY_RATES = (5.0, 10.0, 20.0, 40.0, 80.0)
+CAPACITY_S = {False: 60.0, True: 10.0}  # by --quick
+CAPACITY_FACTOR = 1.25
+# Open streams: how many are held open at once (by --quick).
+OPEN_STREAMS = {False: 10_000, True: 2_000}
 
 
 @dataclass
@@ -73,8 +84,29 @@ def percentile(values: list[float], q: float) -> float:
     return values[index]
 
 
+@dataclass
+class Capacity:
+    rate: float
+    seconds: float
+    records: list[dict[str, Any]]
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for r in self.records if r.get("error"))
+
+    @property
+    def p99(self) -> float:
+        return percentile(
+            sorted(r["complete"] - r["start"] for r in self.records if "complete" in r), 99
+        )
+
+    @property
+    def met(self) -> bool:
+        return self.errors == 0 and self.p99 <= CAPACITY_FACTOR * IDEAL_S
+
+
 def run(deployment: Deployment, options: Options) -> list[Row]:
-    levels = (1, 100, 300) if options.quick else (1, 100, 300, 1000)
+    levels = (1, 100, 300)
     with tempfile.TemporaryDirectory(prefix="bench-chat-") as tmp:
         work = Path(tmp)
         with FakeProc("llm", work, PROVIDER_DELAY_S) as llm, FakeProc("mcp", work) as mcp:
@@ -113,14 +145,56 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
                         records = _client(url, tokens, chats, work)
                     cpu = cpu_seconds(service.pid) - cpu_before
                     results.append(Level(chats, records, sampler.samples, idle, cpu))
-    return _rows(deployment.db_kind, results)
+                capacity = _capacity(url, tokens, work, CAPACITY_S[options.quick])
+                streams = OPEN_STREAMS[options.quick]
+                idle = rss_kib(service.pid)
+                with RssSampler(service.pid) as sampler:
+                    records = _client(
+                        url, tokens, streams, work, message=f"{HOLD_MARKER} wait", tools=0
+                    )
+                held = Level(streams, records, sampler.samples, idle, 0.0)
+    return [
+        *_rows(deployment.db_kind, results),
+        *_capacity_rows(deployment.db_kind, capacity),
+        _memory_row(deployment.db_kind, held),
+    ]
 
 
-def _client(url: str, tokens: Path, chats: int, work: Path) -> list[dict[str, Any]]:
-    out = work / f"chat-{chats}.json"
+def _capacity(url: str, tokens: Path, work: Path, seconds: float) -> list[Capacity]:
+    """Each rate in turn until one misses (the ones after it would too)."""
+    tried: list[Capacity] = []
+    for rate in CAPACITY_RATES:
+        chats = round(rate * seconds)
+        records = _client(url, tokens, chats, work, rate=rate, name=f"rate-{rate:g}")
+        tried.append(Capacity(rate, seconds, records))
+        if not tried[-1].met:
+            break
+    return tried
+
+
+def _client(
+    url: str,
+    tokens: Path,
+    chats: int,
+    work: Path,
+    *,
+    rate: float | None = None,
+    message: str | None = None,
+    tools: int | None = None,
+    name: str | None = None,
+) -> list[dict[str, Any]]:
+    out = work / f"chat-{name or chats}.json"
+    # Time enough for every chat to arrive, be held, and finish.
+    limit_s = 120 + (chats / rate if rate else 0) + (HOLD_S if message else 0)
     argv = [PYTHON, "-m", "bench.chat_client", "--url", url, "--tokens", str(tokens)]
-    argv += ["--chats", str(chats), "--timeout", "120", "--out", str(out)]
-    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    argv += ["--chats", str(chats), "--timeout", str(limit_s), "--out", str(out)]
+    if rate is not None:
+        argv += ["--rate", str(rate)]
+    if message is not None:
+        argv += ["--message", message]
+    if tools is not None:
+        argv += ["--tools", str(tools)]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=limit_s + 60)
     if done.returncode != 0:
         raise RuntimeError(f"chat client failed:\n{done.stderr[-3000:]}")
     records: list[dict[str, Any]] = json.loads(out.read_text())
@@ -168,18 +242,41 @@ def _rows(db: str, levels: list[Level]) -> list[Row]:
             met=per_step <= TARGET_STEP_CPU_S and not errors,
         )
         rows += [start_row, total_row, cpu_row]
-        if n == max(lv.chats for lv in levels):
-            grown = level.peak_kib - level.idle_kib
-            per_stream = grown / n
-            rows.append(
-                Row(
-                    db,
-                    f"chat x{n}: service memory",
-                    f"peak RSS {level.peak_kib / 1024:.0f} MiB, {per_stream:.0f} KiB per stream",
-                    baseline=f"idle RSS {level.idle_kib / 1024:.0f} MiB",
-                    ratio=f"{level.open_at_peak()} open at peak",
-                    target=f"0 errors, < {TARGET_STREAM_KIB} KiB/stream",
-                    met=not errors and per_stream < TARGET_STREAM_KIB,
-                )
-            )
     return rows
+
+
+def _capacity_rows(db: str, tried: list[Capacity]) -> list[Row]:
+    passed = [c for c in tried if c.met]
+    best = passed[-1] if passed else None
+    last = tried[-1]
+    steps = "; ".join(f"{c.rate:g}/s: p99 {ms(c.p99)}, {c.errors} errors" for c in tried)
+    figure = f"{best.rate:g} chats/s" if best else f"under {tried[0].rate:g} chats/s"
+    return [
+        Row(
+            db,
+            f"chat capacity (open loop, {last.seconds:g} s per rate)",
+            figure,
+            baseline=f"ideal {ms(IDEAL_S)} per chat",
+            ratio=steps,
+            target=f"report: highest rate with p99 <= {CAPACITY_FACTOR}x ideal",
+            met=None,
+        )
+    ]
+
+
+def _memory_row(db: str, level: Level) -> Row:
+    n = level.chats
+    errors = level.errors
+    grown = level.peak_kib - level.idle_kib
+    per_stream = grown / n
+    return Row(
+        db,
+        f"chat x{n} open streams ({HOLD_S:g} s answer): service memory",
+        f"peak RSS {level.peak_kib / 1024:.0f} MiB, {per_stream:.0f} KiB per stream; "
+        f"{len(errors)} errors",
+        baseline=f"idle RSS {level.idle_kib / 1024:.0f} MiB",
+        ratio=f"{level.open_at_peak()} open at peak",
+        target=f"0 errors, < {TARGET_STREAM_KIB} KiB/stream",
+        met=not errors and per_stream < TARGET_STREAM_KIB,
+        note=f"first error: {errors[0]}" if errors else "",
+    )

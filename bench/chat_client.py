@@ -1,10 +1,13 @@
 """The chat load: N concurrent chats from one client process with httpx + httpx-sse.
 
-    python -m bench.chat_client --url URL --tokens FILE --chats N --out FILE
+    python -m bench.chat_client --url URL --tokens FILE --chats N --out FILE [--rate R]
+        [--message TEXT] [--tools N]
 
-Each chat is one POST with its own stream, sent by a task of its own; all start together.
-Written to --out: one record per chat with monotonic timestamps (comparable across processes
-on Linux), so the caller can line them up with its memory samples.
+Each chat is one POST with its own stream, sent by a task of its own. Closed loop (no --rate):
+all start together. Open loop (--rate R): one starts every 1/R s, whether or not the earlier
+ones have finished, as independent users arrive. Written to --out: one record per chat with
+monotonic timestamps (comparable across processes on Linux), so the caller can line them up
+with its memory samples.
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ from httpx_sse import aconnect_sse
 
 CHAT_PATH = "/api/v1/control-center/chat"
 EXPECTED_TOOL_CALLS = 2
+DEFAULT_MESSAGE = "Bench chat: what is new?"
 
 
-async def one_chat(http: httpx.AsyncClient, token: str, index: int) -> dict[str, Any]:
+async def one_chat(
+    http: httpx.AsyncClient, token: str, index: int, message: str, tools: int
+) -> dict[str, Any]:
     record: dict[str, Any] = {"start": time.monotonic(), "error": None}
-    body = {"message": f"Bench chat {index}: what is new?", "provider": "provider_a"}
+    body = {"message": f"{message} (chat {index})", "provider": "provider_a"}
     headers = {"Authorization": f"Bearer {token}"}
     try:
         async with aconnect_sse(http, "POST", CHAT_PATH, json=body, headers=headers) as source:
@@ -46,9 +52,7 @@ async def one_chat(http: httpx.AsyncClient, token: str, index: int) -> dict[str,
                     record["complete"] = time.monotonic()
                     message = data["message"]
                     results = message.get("toolResults") or []
-                    if len(results) != EXPECTED_TOOL_CALLS or not all(
-                        r.get("success") for r in results
-                    ):
+                    if len(results) != tools or not all(r.get("success") for r in results):
                         record["error"] = f"tool results: {results!r}"[:200]
         record["end"] = time.monotonic()
         if "complete" not in record and record["error"] is None:
@@ -58,12 +62,25 @@ async def one_chat(http: httpx.AsyncClient, token: str, index: int) -> dict[str,
     return record
 
 
-async def run(url: str, tokens: list[str], chats: int, limit_s: float) -> list[dict[str, Any]]:
+async def run(
+    url: str,
+    tokens: list[str],
+    chats: int,
+    limit_s: float,
+    *,
+    rate: float | None = None,
+    message: str = DEFAULT_MESSAGE,
+    tools: int = EXPECTED_TOOL_CALLS,
+) -> list[dict[str, Any]]:
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=limit_s) as http:
-        tasks = [
-            asyncio.create_task(one_chat(http, tokens[i % len(tokens)], i)) for i in range(chats)
-        ]
+        tasks = []
+        first = time.monotonic()
+        for i in range(chats):
+            if rate is not None:  # the i-th arrival at its time, late ones at once
+                await asyncio.sleep(max(0.0, first + i / rate - time.monotonic()))
+            chat = one_chat(http, tokens[i % len(tokens)], i, message, tools)
+            tasks.append(asyncio.create_task(chat))
         await asyncio.wait(tasks, timeout=limit_s)
         records = []
         for task in tasks:
@@ -82,9 +99,22 @@ def main() -> None:
     parser.add_argument("--chats", type=int, required=True)
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--rate", type=float, help="open loop: chats started per second")
+    parser.add_argument("--message", default=DEFAULT_MESSAGE)
+    parser.add_argument("--tools", type=int, default=EXPECTED_TOOL_CALLS, help="tool results")
     args = parser.parse_args()
     tokens = json.loads(Path(args.tokens).read_text())
-    records = asyncio.run(run(args.url, tokens, args.chats, args.timeout))
+    records = asyncio.run(
+        run(
+            args.url,
+            tokens,
+            args.chats,
+            args.timeout,
+            rate=args.rate,
+            message=args.message,
+            tools=args.tools,
+        )
+    )
     Path(args.out).write_text(json.dumps(records))
 
 

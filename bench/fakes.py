@@ -25,6 +25,9 @@ from bench.procs import PYTHON, Proc
 LLM_API_KEY = "sk-ant-api03-bench-" + "k" * 40
 BENCH_TOOL = "echo_text"  # a cheap tool of the fake MCP server
 TOOL_ROUNDS = 2  # replies 1 and 2 ask for the tool, reply 3 is text
+# A chat whose message holds this is answered with text only, after HOLD_S: streams kept open.
+HOLD_MARKER = "[hold]"
+HOLD_S = 30.0
 
 
 def _tool_results(body: dict[str, Any]) -> int:
@@ -43,6 +46,8 @@ def serve_llm(delay_s: float) -> dict[str, Any]:
     fake = FakeAnthropic(LLM_API_KEY)
 
     def responder(body: dict[str, Any]) -> Reply:
+        if HOLD_MARKER in json.dumps(body["messages"][-1]):
+            return Reply(text="Held.", delay_s=HOLD_S)
         done = _tool_results(body)
         if done < TOOL_ROUNDS:
             tool = ToolUse(BENCH_TOOL, {"text": f"round {done + 1}"})
