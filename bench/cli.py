@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import chat, dashboard, onboarding
+from bench import chat, chat_storage, dashboard, onboarding
 from bench.deploy import Deployment, Options
 from bench.procs import PYTHON, ROOT
 from bench.results import Row, table
@@ -31,6 +31,7 @@ Section = Callable[[Deployment, Options], list[Row]]
 SECTIONS: dict[str, Section] = {
     "dashboard": dashboard.run,
     "chat": chat.run,
+    "chat_storage": chat_storage.run,
     "onboarding": onboarding.run,
 }
 DBS = ("sqlite", "postgres")

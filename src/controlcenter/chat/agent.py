@@ -142,19 +142,19 @@ async def _process(
 ) -> None:
     # Before anything is saved: a key that cannot travel in a header fails every call.
     check_credential(API_KEY_SETTINGS[turn.provider], turn.api_key)
+    message_id = new_message_id()
     started = await start_turn(
         db,
         user_id=turn.user.id,
         conversation_id=turn.conversation_id,
         message=turn.message,
+        answer_id=message_id,
     )
     if started is None:
         channel.send(events.error(CONVERSATION_NOT_FOUND))
         return
-    message_id = new_message_id()
     run = await runs.record(message_id)
-    start = events.message_start(started.conversation_id, message_id)
-    await channel.begin(run, turn.user.id, start)
+    channel.begin(run, events.message_start(started.conversation_id, message_id))
 
     toolbox, acting_for = await context.toolbox(turn.user)
     history = [*map(_as_turn, started.history)]

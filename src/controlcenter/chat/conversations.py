@@ -13,6 +13,8 @@ from typing import Any
 from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from controlcenter.chat import run_store
+from controlcenter.chat.events import event_data, message_start
 from controlcenter.chat.models import Conversation, Message
 from controlcenter.db import Database, utcnow
 from controlcenter.web.pagination import DEFAULT_LIMIT, Cursor
@@ -45,10 +47,18 @@ class StartedTurn:
 
 
 async def start_turn(
-    db: Database, *, user_id: str, conversation_id: Any, message: str
+    db: Database,
+    *,
+    user_id: str,
+    conversation_id: Any,
+    message: str,
+    answer_id: str | None = None,
 ) -> StartedTurn | None:
     """Steps 1-3 in one transaction: create or load the conversation, then save the user
-    message. None when the conversation is not the caller's (nothing is saved then).
+    message; in the same transaction, the run of the answer `answer_id` (if given) with its
+    first event, message_start (CONTRACT 11), so that starting a chat costs one write, not
+    two. None when
+    the conversation is not the caller's (nothing is saved then).
 
     `conversation_id` is the request's raw value: absent (None) creates a conversation; any
     other value that does not name one of the caller's conversations is "not found".
@@ -78,6 +88,9 @@ async def start_turn(
             )
         )
         conversation.updated_at = now
+        if answer_id is not None:
+            first = event_data(message_start(conversation.id, answer_id))
+            await run_store.insert_run(db, session, answer_id, user_id, (1, first))
         return StartedTurn(conversation_id=conversation.id, history=history)
 
 

@@ -33,9 +33,9 @@ class ObservedChannel(EventChannel):
         self._liveness = liveness
         self._answer: RunningAnswer | None = None
 
-    async def begin(self, run: RunRecord, user_id: str, event: Event) -> None:
+    def begin(self, run: RunRecord, event: Event) -> None:
         # The run's first event (`message_start`) comes here, stored with the run.
-        await super().begin(run, user_id, event)
+        super().begin(run, event)
         if event.get("type") == "message_start" and self._liveness is not None:
             self._answer = self._liveness.started(event["conversationId"], event["messageId"])
 

@@ -1,9 +1,12 @@
-"""One run's events on their way to the database, and its stop flag.
+"""The runs' events on their way to the database, and each run's stop flag.
 
-Events are numbered as they are sent (message_start is 1) and written in the background, in
-batches: the live stream never waits for the database, and a run that sends several events at
-once writes them in one transaction. The first event is written with the run's row before it
-is sent, so that a client holding a message id can always find the message."""
+Events are numbered as they are sent (message_start is 1) and written in the background: the
+live stream never waits for the database. One `EventWriter` per process gathers the events and
+the ends of all its runs over a short window (`WINDOW_S`) and writes them in one transaction,
+so that a hundred chats streaming at once cost a few transactions a second, not hundreds. The
+first event is written with the run's row before it is sent (`begin`), so that a client holding
+a message id can always find the message; a run's end is awaited until it is stored.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from contextlib import suppress
 from typing import TypeVar
 
 from controlcenter.chat import run_store
-from controlcenter.chat.run_store import RunUsage, StoredEvent
+from controlcenter.chat.run_store import RunEnd, RunUsage, StoredEvent
 from controlcenter.chat.signals import Signals
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database
@@ -21,16 +24,123 @@ from controlcenter.db import Database
 log = get_logger(__name__)
 
 T = TypeVar("T")
+WINDOW_S = 0.05  # how long events wait to share a transaction; the live stream never waits
+RETRY_MAX_S = 1.0  # the longest pause between attempts while the database refuses
+
+
+class EventWriter:
+    """The events and ends of every run of this process, written a window at a time."""
+
+    def __init__(self, db: Database, signals: Signals, window_s: float = WINDOW_S) -> None:
+        self._db = db
+        self._signals = signals
+        self._window_s = window_s
+        self._events: dict[str, list[StoredEvent]] = {}
+        self._ends: dict[str, RunEnd] = {}
+        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def add(self, message_id: str, event: StoredEvent) -> None:
+        self._events.setdefault(message_id, []).append(event)
+        self._kick()
+
+    async def end(self, message_id: str, end: RunEnd) -> None:
+        """The run's end, after its remaining events; returns once it is stored (raises what
+        the database raised if it could not be)."""
+        self._ends[message_id] = end
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(message_id, []).append(done)
+        self._kick()
+        await done
+
+    def _kick(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        pause = self._window_s
+        try:
+            while self._events or self._ends:
+                await asyncio.sleep(pause)
+                events, self._events = self._events, {}
+                ends, self._ends = self._ends, {}
+                failed = await self._write(events, ends)
+                # Events that could not be stored are tried again, before any sent since;
+                # a run whose end failed has its caller told, and is not retried.
+                for message_id, kept in failed.items():
+                    self._events[message_id] = kept + self._events.get(message_id, [])
+                pause = min(pause * 2, RETRY_MAX_S) if failed else self._window_s
+        finally:
+            self._task = None
+
+    async def _write(
+        self, events: dict[str, list[StoredEvent]], ends: dict[str, RunEnd]
+    ) -> dict[str, list[StoredEvent]]:
+        """One transaction for all; when it fails, each run alone, so that one run's bad
+        write loses nothing of the others. The events of runs still failing."""
+        try:
+            await run_store.write_batch(self._db, events, ends)
+        except Exception as exc:
+            if len(set(events) | set(ends)) == 1:
+                return self._failed(events, ends, exc)
+            log.warning("chat events: batch refused, writing run by run", error=type(exc).__name__)
+        else:
+            self._stored(events, ends)
+            return {}
+        failed: dict[str, list[StoredEvent]] = {}
+        for message_id in {**events, **ends}:
+            own = {message_id: events[message_id]} if message_id in events else {}
+            end = {message_id: ends[message_id]} if message_id in ends else {}
+            try:
+                await run_store.write_batch(self._db, own, end)
+            except Exception as exc:
+                failed.update(self._failed(own, end, exc))
+            else:
+                self._stored(own, end)
+        return failed
+
+    def _stored(self, events: dict[str, list[StoredEvent]], ends: dict[str, RunEnd]) -> None:
+        for message_id in {**events, **ends}:
+            self._signals.wake(message_id)
+            for waiter in self._waiters.pop(message_id, []) if message_id in ends else []:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def _failed(
+        self, events: dict[str, list[StoredEvent]], ends: dict[str, RunEnd], exc: Exception
+    ) -> dict[str, list[StoredEvent]]:
+        log.warning("chat events not stored yet", error=type(exc).__name__)
+        for message_id in ends:
+            for waiter in self._waiters.pop(message_id, []):
+                if not waiter.done():
+                    waiter.set_exception(exc)
+        return {m: kept for m, kept in events.items() if m not in ends}
+
+    async def close(self, timeout_s: float) -> None:
+        """At shutdown: what is pending, written within `timeout_s` if the database allows."""
+        task = self._task
+        if task is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout_s)
+        except TimeoutError:
+            task.cancel()
+            log.warning("chat events not stored at shutdown", runs=len(self._events))
+            for waiters in self._waiters.values():
+                for waiter in waiters:
+                    if not waiter.done():
+                        waiter.set_exception(TimeoutError("chat events not stored at shutdown"))
 
 
 class RunRecord:
-    def __init__(self, db: Database, signals: Signals, message_id: str) -> None:
+    def __init__(
+        self, db: Database, signals: Signals, writer: EventWriter, message_id: str
+    ) -> None:
         self.message_id = message_id
         self._db = db
         self._signals = signals
+        self._writer = writer
         self._n = 0
-        self._pending: list[StoredEvent] = []
-        self._flusher: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self._poked = asyncio.Event()
         self.awaiting_approval = False
@@ -51,44 +161,21 @@ class RunRecord:
             used.input_tokens, used.output_tokens, used.provider_calls, used.tool_calls + 1
         )
 
-    async def begin(self, user_id: str, data: str) -> int:
+    def began(self) -> int:
+        """The run's row and first event are stored (`run_store.create_run`, or with the
+        user's message): the number of that event."""
         self._n = 1
-        await run_store.create_run(self._db, self.message_id, user_id, (1, data))
         self._signals.wake(self.message_id)
         return 1
 
     def record(self, data: str) -> int:
         self._n += 1
-        self._pending.append((self._n, data))
-        if self._flusher is None:
-            self._flusher = asyncio.create_task(self._flush())
+        self._writer.add(self.message_id, (self._n, data))
         return self._n
 
-    async def _flush(self) -> None:
-        try:
-            while self._pending:
-                batch, self._pending = self._pending, []
-                try:
-                    await run_store.append_events(self._db, self.message_id, batch)
-                except Exception as exc:
-                    # Kept for the final write; the live stream is not affected.
-                    self._pending[:0] = batch
-                    log.warning("chat events not stored yet", error=type(exc).__name__)
-                    return
-                self._signals.wake(self.message_id)
-        finally:
-            self._flusher = None
-
     async def finish(self, status: str) -> None:
-        """The remaining events and the run's end, in one transaction."""
-        if self._flusher is not None:
-            with suppress(Exception):
-                await self._flusher
-        batch, self._pending = self._pending, []
-        await run_store.append_events(
-            self._db, self.message_id, batch, status=status, usage=self.usage
-        )
-        self._signals.wake(self.message_id)
+        """The run's end, stored after its events; returns once it is."""
+        await self._writer.end(self.message_id, RunEnd(status, self.usage))
 
     # The stop (CONTRACT 11): no provider or tool call starts once it is asked.
 

@@ -8,12 +8,13 @@ Storage only: rows and plain values.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
+from typing import cast
 
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import Table, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.models import ChatApproval, ChatEvent, ChatRun
@@ -52,6 +53,12 @@ class RunUsage:
         }
 
 
+@dataclass(frozen=True)
+class RunEnd:
+    status: str
+    usage: RunUsage
+
+
 class Answer(Enum):
     """What a stop or an approval request met."""
 
@@ -68,15 +75,22 @@ class StopAnswer(Enum):
 
 async def create_run(db: Database, message_id: str, user_id: str, first: StoredEvent) -> None:
     """The run's row and its first event (message_start), in one transaction."""
-    # Statements, not the unit of work: its bookkeeping cost more than the inserts here.
     async with db.write() as session:
-        await session.execute(
-            insert(ChatRun).values(message_id=message_id, user_id=user_id, status=RUNNING)
-        )
-        await session.execute(
-            insert(ChatEvent).values(message_id=message_id, n=first[0], data=first[1])
-        )
-        await _notify(db, session, EVENTS_CHANNEL, message_id)
+        await insert_run(db, session, message_id, user_id, first)
+
+
+async def insert_run(
+    db: Database, session: AsyncSession, message_id: str, user_id: str, first: StoredEvent
+) -> None:
+    """`create_run` within the caller's transaction."""
+    # Statements, not the unit of work: its bookkeeping cost more than the inserts here.
+    await session.execute(
+        insert(ChatRun).values(message_id=message_id, user_id=user_id, status=RUNNING)
+    )
+    await session.execute(
+        insert(ChatEvent).values(message_id=message_id, n=first[0], data=first[1])
+    )
+    await _notify(db, session, EVENTS_CHANNEL, message_id)
 
 
 async def append_events(
@@ -87,28 +101,58 @@ async def append_events(
     status: str | None = None,
     usage: RunUsage | None = None,
 ) -> None:
-    """Events in one transaction; with `status` (and its usage), the run ends in the same one."""
+    """One run's events in one transaction; with `status` (and its usage), the run ends in the
+    same one."""
+    ends = {message_id: RunEnd(status, usage or RunUsage())} if status is not None else {}
+    await write_batch(db, {message_id: list(events)}, ends)
+
+
+_RUNS = cast(Table, ChatRun.__table__)
+# Keyed by the run, for many runs at once (an executemany of the one statement).
+_END_RUN = (
+    update(_RUNS)
+    .where(_RUNS.c.message_id == bindparam("m"))
+    .values(
+        status=bindparam("s"),
+        input_tokens=bindparam("i"),
+        output_tokens=bindparam("o"),
+        provider_calls=bindparam("p"),
+        tool_calls=bindparam("t"),
+    )
+)
+
+
+async def write_batch(
+    db: Database, events: Mapping[str, Sequence[StoredEvent]], ends: Mapping[str, RunEnd]
+) -> None:
+    """The events of many runs and the ends of some, in one transaction: one insert of all
+    the events, one keyed update of all the ends, readers notified of each run."""
+    rows = [
+        {"message_id": message_id, "n": n, "data": data}
+        for message_id, stored in events.items()
+        for n, data in stored
+    ]
+    if not rows and not ends:
+        return
     async with db.write() as session:
-        if events:
+        if rows:
+            await session.execute(insert(ChatEvent), rows)
+        if ends:
             await session.execute(
-                insert(ChatEvent),
-                [{"message_id": message_id, "n": n, "data": data} for n, data in events],
+                _END_RUN,
+                [
+                    {
+                        "m": message_id,
+                        "s": end.status,
+                        "i": end.usage.input_tokens,
+                        "o": end.usage.output_tokens,
+                        "p": end.usage.provider_calls,
+                        "t": end.usage.tool_calls,
+                    }
+                    for message_id, end in ends.items()
+                ],
             )
-        if status is not None:
-            used = usage or RunUsage()
-            await session.execute(
-                update(ChatRun)
-                .where(ChatRun.message_id == message_id)
-                .values(
-                    status=status,
-                    input_tokens=used.input_tokens,
-                    output_tokens=used.output_tokens,
-                    provider_calls=used.provider_calls,
-                    tool_calls=used.tool_calls,
-                )
-                .execution_options(synchronize_session=False)  # a fresh session: nothing to sync
-            )
-        await _notify(db, session, EVENTS_CHANNEL, message_id)
+        await _notify(db, session, EVENTS_CHANNEL, *{**events, **ends})
 
 
 async def close_run(db: Database, message_id: str, final_data: str, status: str) -> bool:
@@ -254,9 +298,10 @@ async def prune(db: Database, now: datetime | None = None) -> int:
         return int(removed.rowcount)  # type: ignore[attr-defined]
 
 
-async def _notify(db: Database, session: AsyncSession, channel: str, message_id: str) -> None:
-    if not db.is_sqlite:
-        await session.execute(
-            text("SELECT pg_notify(:channel, :payload)"),
-            {"channel": channel, "payload": message_id},
-        )
+# One statement for any number of runs.
+_NOTIFY = text("SELECT pg_notify(:channel, m) FROM unnest(CAST(:ids AS text[])) AS m")
+
+
+async def _notify(db: Database, session: AsyncSession, channel: str, *message_ids: str) -> None:
+    if not db.is_sqlite and message_ids:
+        await session.execute(_NOTIFY, {"channel": channel, "ids": list(message_ids)})

@@ -14,7 +14,7 @@ from typing import Any
 
 from controlcenter.chat import run_store
 from controlcenter.chat.events import Event, event_data, frame_of
-from controlcenter.chat.recorder import RunRecord
+from controlcenter.chat.recorder import EventWriter, RunRecord
 from controlcenter.chat.signals import Signals
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database
@@ -24,6 +24,7 @@ log = get_logger(__name__)
 _END = b""
 STOP_POLL_S = 0.25  # SQLite: how often the runs of a process read their stop flags
 PRUNE_EVERY_S = 600.0
+WRITER_CLOSE_S = 5.0  # at shutdown: how long the last events may take to be stored
 
 
 class EventChannel:
@@ -37,12 +38,10 @@ class EventChannel:
         self._ids = ids  # `?ids=1`: frames carry `id: <messageId>:<n>`
         self.run: RunRecord | None = None  # set once the message has an id
 
-    async def begin(self, run: RunRecord, user_id: str, event: Event) -> None:
-        """Send the run's first event once it is stored with the run."""
-        data = event_data(event)
-        n = await run.begin(user_id, data)
+    def begin(self, run: RunRecord, event: Event) -> None:
+        """Send the run's first event, stored with the run."""
         self.run = run
-        self._put(data, n)
+        self._put(event_data(event), run.began())
 
     def send(self, event: Event) -> None:
         data = event_data(event)
@@ -78,13 +77,14 @@ class ChatRuns:
         self._tasks: set[asyncio.Task[None]] = set()
         self._running: dict[str, RunRecord] = {}
         self.signals = Signals(db, on_stop=self.stop_here, on_approval=self.poke_here)
+        self.writer = EventWriter(db, self.signals)
         self._poller: asyncio.Task[None] | None = None
         self._next_prune = 0.0
 
     async def record(self, message_id: str) -> RunRecord:
         """A new run of this process, known to stops asked here or anywhere else."""
         await self.signals.listen()
-        run = RunRecord(self._db, self.signals, message_id)
+        run = RunRecord(self._db, self.signals, self.writer, message_id)
         self._running[message_id] = run
         if self._db.is_sqlite and self._poller is None:
             self._poller = asyncio.create_task(self._poll_stops())
@@ -145,6 +145,7 @@ class ChatRuns:
     async def drain(self, timeout_s: float) -> None:
         try:
             await self._drain(timeout_s)
+            await self.writer.close(WRITER_CLOSE_S)
         finally:
             await self.signals.aclose()
 

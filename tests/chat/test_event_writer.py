@@ -1,0 +1,153 @@
+"""The process's event writer (chat.recorder.EventWriter): the events and ends of many runs
+share transactions, each run's events land in order with none lost, one run's failing write
+loses nothing of the others, and what is pending at shutdown is written. On both databases."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from sqlalchemy import event, select
+
+from controlcenter.chat import run_store
+from controlcenter.chat.events import content_delta, event_data, message_start
+from controlcenter.chat.models import ChatRun
+from controlcenter.chat.recorder import EventWriter, RunRecord
+from controlcenter.chat.run_store import RunEnd, RunUsage
+from controlcenter.chat.signals import Signals
+from controlcenter.db import Database
+from tests.conftest import UserFactory
+
+RUNS = 40
+EVENTS = 25
+
+
+class Commits:
+    """The write transactions the database commits."""
+
+    def __init__(self, db: Database) -> None:
+        self.count = 0
+        event.listen(db.engine.sync_engine, "commit", self._count)
+        self._db = db
+
+    def _count(self, conn: Any) -> None:
+        self.count += 1
+
+    def close(self) -> None:
+        event.remove(self._db.engine.sync_engine, "commit", self._count)
+
+
+@pytest.fixture
+async def parts(database_url: str) -> AsyncIterator[tuple[Database, Signals]]:
+    db = Database(database_url)
+    signals = Signals(db, on_stop=lambda _: None)
+    try:
+        yield db, signals
+    finally:
+        await signals.aclose()
+        await db.dispose()
+
+
+async def _started(
+    db: Database, signals: Signals, writer: EventWriter, user_id: str, tag: str, count: int
+) -> list[RunRecord]:
+    runs = []
+    for i in range(count):
+        message_id = f"msg_1_{tag}{i:05d}"
+        run = RunRecord(db, signals, writer, message_id)
+        await run_store.create_run(
+            db, message_id, user_id, (1, event_data(message_start("c", message_id)))
+        )
+        run.began()
+        runs.append(run)
+    return runs
+
+
+async def _stream(run: RunRecord, events: int) -> None:
+    for i in range(events):
+        run.record(event_data(content_delta(f"{run.message_id} part {i}")))
+        await asyncio.sleep(0.002)  # a provider's pace: bursts of a few events per window
+    run.count_provider_call(10, 5)
+    await run.finish(run_store.DONE)
+
+
+async def test_many_runs_share_transactions_and_keep_every_event_in_order(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    db, signals = parts
+    user = await users.create()
+    writer = EventWriter(db, signals)
+    runs = await _started(db, signals, writer, user.id, "many", RUNS)
+    commits = Commits(db)
+    try:
+        await asyncio.gather(*(_stream(run, EVENTS) for run in runs))
+    finally:
+        commits.close()
+    for run in runs:
+        stored = await run_store.events_after(db, run.message_id, 0)
+        assert [n for n, _ in stored] == list(range(1, EVENTS + 2))
+        assert stored[-1][1] == event_data(content_delta(f"{run.message_id} part {EVENTS - 1}"))
+    async with db.read() as session:
+        ended = (
+            await session.execute(
+                select(ChatRun.status, ChatRun.input_tokens, ChatRun.provider_calls).where(
+                    ChatRun.message_id.in_([run.message_id for run in runs])
+                )
+            )
+        ).all()
+    assert sorted(ended) == [(run_store.DONE, 10, 1)] * RUNS
+    # 1,000 events and 40 ends: one transaction each would be 1,040; by windows, a few dozen.
+    assert 0 < commits.count < (RUNS * (EVENTS + 1)) / 10, commits.count
+
+
+async def test_a_run_whose_write_fails_loses_nothing_of_the_others(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    db, signals = parts
+    user = await users.create()
+    writer = EventWriter(db, signals, window_s=0.2)  # everything below shares one window
+    good, bad = await _started(db, signals, writer, user.id, "fail", 2)
+    good.record(event_data(content_delta("kept")))
+    # An event number already stored: the database refuses the row, and with it the batch.
+    writer.add(bad.message_id, (1, event_data(content_delta("duplicate"))))
+    results = await asyncio.gather(
+        good.finish(run_store.DONE),
+        writer.end(bad.message_id, RunEnd(run_store.DONE, RunUsage())),
+        return_exceptions=True,
+    )
+    assert results[0] is None
+    assert isinstance(results[1], Exception)
+    assert [n for n, _ in await run_store.events_after(db, good.message_id, 0)] == [1, 2]
+    assert await run_store.run_owner_status(db, good.message_id) == (user.id, run_store.DONE)
+    # The failed run's end was not stored, and its caller was told so.
+    assert await run_store.run_owner_status(db, bad.message_id) == (user.id, run_store.RUNNING)
+
+
+async def test_pending_events_are_written_at_shutdown(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    db, signals = parts
+    user = await users.create()
+    writer = EventWriter(db, signals, window_s=0.3)
+    (run,) = await _started(db, signals, writer, user.id, "close", 1)
+    run.record(event_data(content_delta("last words")))
+    assert [n for n, _ in await run_store.events_after(db, run.message_id, 0)] == [1]
+    await writer.close(5.0)
+    assert [n for n, _ in await run_store.events_after(db, run.message_id, 0)] == [1, 2]
+
+
+async def test_readers_are_woken_once_the_events_are_stored(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    db, signals = parts
+    user = await users.create()
+    writer = EventWriter(db, signals)
+    (run,) = await _started(db, signals, writer, user.id, "wake", 1)
+    with signals.watch(run.message_id) as woken:
+        woken.clear()
+        run.record(event_data(content_delta("news")))
+        await asyncio.wait_for(woken.wait(), 5)
+        assert [n for n, _ in await run_store.events_after(db, run.message_id, 0)] == [1, 2]
+    await run.finish(run_store.DONE)
