@@ -7,7 +7,7 @@ started and scripted for benchmarking.
     python -m bench.fakes crm --info FILE --delay 5
 
 Each writes a JSON description (its URL, its credentials) to FILE once it serves, then runs
-until it is terminated.
+until it is terminated; the CRM then writes what it refused to FILE.stats (`FakeProc.stats`).
 """
 
 from __future__ import annotations
@@ -75,6 +75,9 @@ def serve_mcp() -> dict[str, Any]:
     return {"url": fake.url}
 
 
+_CRM: list[Any] = []  # the fake CRM of this process, for its stats at the end
+
+
 def serve_crm(delay_s: float) -> dict[str, Any]:
     from tests.fakes.crm import FakeCrm, define_onboarding_fields
 
@@ -85,6 +88,7 @@ def serve_crm(delay_s: float) -> dict[str, Any]:
     fake.delay_s = delay_s
     fake.calls = _Discard()
     fake.start()
+    _CRM.append(fake)
     return {"url": fake.url, "location_id": location, "private_token": token}
 
 
@@ -105,6 +109,9 @@ def main() -> None:
     Path(args.info + ".tmp").write_text(json.dumps(info))
     Path(args.info + ".tmp").rename(args.info)
     stop.wait()
+    if _CRM:
+        stats = {"burst_refusals": _CRM[0].burst_refusals}
+        Path(args.info + ".stats").write_text(json.dumps(stats))
 
 
 class FakeProc(Proc):
@@ -126,6 +133,11 @@ class FakeProc(Proc):
             time.sleep(0.05)
         self.info = json.loads(self.info_file.read_text())
         return self
+
+    def stats(self) -> dict[str, Any]:
+        """What the fake counted, once it has stopped (the CRM's refusals)."""
+        path = Path(f"{self.info_file}.stats")
+        return json.loads(path.read_text()) if path.exists() else {}
 
 
 if __name__ == "__main__":

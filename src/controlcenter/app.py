@@ -28,6 +28,7 @@ from controlcenter.chat.stream import ChatRuns
 from controlcenter.chat.ui_router import router as ui_chat_router
 from controlcenter.common.logs import configure_logging, get_logger
 from controlcenter.config import Config
+from controlcenter.crm.rate_limit import LocationRateLimiter, RateLimit
 from controlcenter.crm.tools import crm_tools
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
@@ -104,7 +105,13 @@ def build_tool_router(config: Config, settings: SettingsStore) -> ToolRouter:
 
 def worker_handlers(services: Services) -> dict[str, Handler]:
     """The outbox's handler of every job kind."""
-    return observed_handlers(CrmSync(services.db, services.settings, services.crm).handlers())
+    config = services.config
+    limit = RateLimit(
+        config.crm_rate_limit_requests, config.crm_rate_limit_window_s, config.crm_rate_limit_share
+    )
+    limiter = LocationRateLimiter(services.db, limit, max_wait_s=config.outbox_rate_wait_s)
+    sync = CrmSync(services.db, services.settings, services.crm, limiter)
+    return observed_handlers(sync.handlers())
 
 
 async def close_services(services: Services) -> None:

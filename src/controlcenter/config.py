@@ -101,7 +101,16 @@ class Config(BaseSettings):
     # again within the lease plus one poll (CONTRACT 9: 30 s), a slow one never.
     outbox_lease_s: float = 20.0
     outbox_delivery_timeout_s: float = 150.0
-    outbox_concurrency: int = Field(default=4, ge=1)
+    # Deliveries in flight per process: enough to keep the CRM's rate limit busy while each
+    # call takes seconds; the rate limit, not this, decides how fast the CRM is called.
+    outbox_concurrency: int = Field(default=64, ge=1)
+    # The CRM's burst limit per location (HighLevel: 100 requests per 10 s) and the share of it
+    # the service spends (docs/outbox.md); how long a delivery waits for its turn before the
+    # job is given back for later.
+    crm_rate_limit_requests: int = Field(default=100, ge=1)
+    crm_rate_limit_window_s: float = Field(default=10.0, gt=0)
+    crm_rate_limit_share: float = Field(default=0.9, gt=0, le=1)
+    outbox_rate_wait_s: float = Field(default=5.0, gt=0)
     outbox_settings_recheck_s: float = 30.0
     outbox_shutdown_grace_s: float = 10.0
     # Hardening (CONTRACT 9, docs/security.md).

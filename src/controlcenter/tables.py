@@ -13,6 +13,7 @@ from controlcenter.chat.models import (
     Message,
     RunningMessage,
 )
+from controlcenter.crm.rate_limit import CrmRateBucket
 from controlcenter.db import Base
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import OutboxJob
@@ -24,6 +25,7 @@ __all__ = [
     "ChatEvent",
     "ChatRun",
     "Conversation",
+    "CrmRateBucket",
     "Message",
     "Onboarding",
     "OutboxJob",

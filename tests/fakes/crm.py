@@ -13,7 +13,11 @@ their own location only. A record of another location answers 403, as the real A
 
 Faults for tests: `outage(503)` (every call answers that status), `refuse_connections()` (the
 port stops listening), `rate_limit(n, retry_after)` (the next n calls answer 429), `delay_s`
-(every call waits first). Inspection: `contacts(location_id)`, `calls`.
+(every call waits first). HighLevel's burst limit is enforced per resource (a location, or the
+agency for its own calls): 100 requests in any 10 s (`burst_limit(n, s)` changes it), beyond
+which it answers 429 `Too Many Requests` without a Retry-After, as documented; every answer
+carries the documented `X-RateLimit-*` headers. Inspection: `contacts(location_id)`, `calls`,
+`burst_refusals`.
 
 Run alone with seeded demo data: `python -m tests.fakes.crm --port 8100`.
 """
@@ -28,6 +32,7 @@ import secrets
 import string
 import threading
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -50,6 +55,10 @@ from tests.fakes.crm_spec import (
 from tests.fakes.server import LoopbackServer
 
 NO_LOCATION_ACCESS = "The token does not have access to this location."
+# HighLevel's documented limits per app and resource: a burst of 100 requests per 10 s, and
+# 200,000 a day (the fake reports the daily one without counting it).
+BURST = (100, 10.0)
+DAILY_LIMIT = 200_000
 AGENCY_NOT_ALLOWED = (
     "This authClass type is not allowed to access this scope. "
     "Please reach out to the Platform team to get it added."
@@ -103,6 +112,7 @@ class Call:
     body: Any
     status: int = 0
     operation_id: str | None = None  # the spec operation the request was routed to
+    at: float = 0.0  # time.monotonic() of its arrival
 
 
 @dataclass
@@ -148,6 +158,9 @@ class FakeCrm:
         self._outage_status: int | None = None
         self._rate_limited = 0
         self._retry_after: str | None = None
+        self._burst = BURST
+        self._recent: dict[str, deque[float]] = {}  # resource -> arrival times in the window
+        self.burst_refusals = 0
         self._lock = threading.Lock()
         self._server: LoopbackServer | None = None
         self._port = 0
@@ -183,6 +196,11 @@ class FakeCrm:
         self._rate_limited = times
         self._retry_after = retry_after
 
+    def burst_limit(self, requests: int, interval_s: float) -> None:
+        """HighLevel's burst limit per resource: `requests` in any `interval_s` seconds."""
+        with self._lock:
+            self._burst = (requests, interval_s)
+
     def refuse_connections(self) -> None:
         """Stop listening: clients get connection refused (the state is kept)."""
         self.stop()
@@ -201,6 +219,9 @@ class FakeCrm:
             self._outage_status = None
             self._rate_limited = 0
             self._retry_after = None
+            self._burst = BURST
+            self._recent = {}
+            self.burst_refusals = 0
         self.accept_connections()
 
     # -- seeding --------------------------------------------------------------------------
@@ -516,10 +537,59 @@ class FakeCrm:
         )
 
     async def _serve(self, request: Request, operation: Operation, handler: Handler) -> Response:
-        body = await _body(request)
         token = _bearer(request)
         principal = self._principal(token)
-        call = Call(
+        resource = None
+        if principal is not None:
+            resource = principal.location_id or f"company:{principal.company_id}"
+        remaining = self._count(resource)
+        if remaining < 0:
+            body = await _body(request)
+            self.calls.append(self._call(request, operation, principal, body, status=429))
+            answer: Response = JSONResponse(
+                {"statusCode": 429, "message": "Too Many Requests"}, 429
+            )
+        else:
+            answer = await self._answer(request, operation, handler, principal)
+        if resource is not None:
+            requests, interval_s = self._burst
+            answer.headers.update(
+                {
+                    "X-RateLimit-Max": str(requests),
+                    "X-RateLimit-Remaining": str(max(remaining, 0)),
+                    "X-RateLimit-Interval-Milliseconds": str(round(interval_s * 1000)),
+                    "X-RateLimit-Limit-Daily": str(DAILY_LIMIT),
+                    "X-RateLimit-Daily-Remaining": str(DAILY_LIMIT - 1),
+                }
+            )
+        return answer
+
+    def _count(self, resource: str | None) -> int:
+        """Counts a request against its resource's burst window: the requests left, or -1
+        when this one is over the limit (it is refused and not counted)."""
+        if resource is None:
+            return 0
+        requests, interval_s = self._burst
+        now = time.monotonic()
+        with self._lock:
+            recent = self._recent.setdefault(resource, deque())
+            while recent and recent[0] <= now - interval_s:
+                recent.popleft()
+            if len(recent) >= requests:
+                self.burst_refusals += 1
+                return -1
+            recent.append(now)
+            return requests - len(recent)
+
+    @staticmethod
+    def _call(
+        request: Request,
+        operation: Operation,
+        principal: Principal | None,
+        body: Any,
+        status: int = 0,
+    ) -> Call:
+        return Call(
             method=request.method,
             path=request.url.path,
             query=dict(request.query_params),
@@ -527,8 +597,20 @@ class FakeCrm:
             token_kind=principal.kind if principal else None,
             location_id=principal.location_id if principal else None,
             body=body,
+            status=status,
             operation_id=operation.operation_id,
+            at=time.monotonic(),
         )
+
+    async def _answer(
+        self,
+        request: Request,
+        operation: Operation,
+        handler: Handler,
+        principal: Principal | None,
+    ) -> Response:
+        body = await _body(request)
+        call = self._call(request, operation, principal, body)
         self.calls.append(call)
         if self.delay_s:
             await asyncio.sleep(self.delay_s)

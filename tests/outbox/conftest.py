@@ -12,7 +12,8 @@ from sqlalchemy import select
 
 from controlcenter.config import Config
 from controlcenter.db import Database, utcnow
-from controlcenter.outbox.models import OutboxJob
+from controlcenter.outbox.models import DONE, OutboxJob
+from controlcenter.outbox.worker import OutboxWorker
 
 # Small numbers so retries and leases play out in well under a second.
 FAST = {
@@ -67,3 +68,18 @@ async def wait_for(condition: Callable[[], Awaitable[bool] | bool], within: floa
 
 async def job_status(db: Database, job_id: str) -> str:
     return (await get_job(db, job_id)).status
+
+
+async def run_until_all_done(db: Database, workers: list[OutboxWorker], within: float) -> None:
+    """Run the workers until every job is done, then stop them."""
+    tasks = [asyncio.create_task(worker.run()) for worker in workers]
+    try:
+
+        async def all_done() -> bool:
+            return all(job.status == DONE for job in await all_jobs(db))
+
+        await wait_for(all_done, within=within)
+    finally:
+        for worker in workers:
+            await worker.stop()
+        await asyncio.gather(*tasks)

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from controlcenter.auth.models import User
+from controlcenter.onboarding.crm_sync import TAG_ONBOARDING_COMPLETE
 from controlcenter.web.deps import Services
+from tests.conftest import RunningServer, UserFactory
 from tests.fakes.crm import FakeCrm, define_onboarding_fields
+from tests.outbox.conftest import add_job
 
 COMPLETE_TAG = "onboarding-complete"
 HIGH_GCI_TAG = "high-gci"
@@ -41,3 +45,19 @@ def operator_location(fake: FakeCrm, *, fields: bool = True) -> Operator:
 async def save_settings(services: Services, values: dict[str, str], user_id: str) -> None:
     async with services.db.write() as db:
         await services.settings.save(db, values, user_id)
+
+
+async def queue_tag_jobs(
+    server: RunningServer, users: UserFactory, fake: FakeCrm, count: int, prefix: str = "broker"
+) -> tuple[Operator, list[User]]:
+    """The operator's settings saved, and `count` brokers each with an onboarding-complete tag
+    job queued (plain rows: these brokers never sign in, so no password hashing slows tests)."""
+    operator = operator_location(fake)
+    admin = await users.create("super_admin")
+    await save_settings(server.services, operator.settings(), admin.id)
+    brokers = [User(email=f"{prefix}{n}@example.com", password_hash="-") for n in range(count)]
+    async with server.db.write() as db:
+        db.add_all(brokers)
+    for broker in brokers:
+        await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": broker.id})
+    return operator, brokers

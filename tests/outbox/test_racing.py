@@ -7,20 +7,16 @@ separate processes would.
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 
 from structlog.testing import capture_logs
 
 from controlcenter.app import build_services, worker_handlers
-from controlcenter.auth.models import User
-from controlcenter.onboarding.crm_sync import TAG_ONBOARDING_COMPLETE
-from controlcenter.outbox.models import DONE
 from controlcenter.outbox.worker import OutboxWorker
 from tests.conftest import RunningServer, UserFactory
 from tests.fakes.crm import FakeCrm
-from tests.outbox.conftest import add_job, all_jobs, fast_config, wait_for
-from tests.outbox.operator import COMPLETE_TAG, operator_location, save_settings
+from tests.outbox.conftest import fast_config, run_until_all_done
+from tests.outbox.operator import COMPLETE_TAG, queue_tag_jobs
 
 JOBS = 40
 
@@ -28,15 +24,7 @@ JOBS = 40
 async def test_racing_workers_deliver_each_job_exactly_once(
     server: RunningServer, users: UserFactory, fake_crm: FakeCrm
 ) -> None:
-    operator = operator_location(fake_crm)
-    admin = await users.create("super_admin")
-    await save_settings(server.services, operator.settings(), admin.id)
-    # Plain rows: these brokers never sign in, so no password hashing slows the test.
-    brokers = [User(email=f"racer{n}@example.com", password_hash="-") for n in range(JOBS)]
-    async with server.db.write() as db:
-        db.add_all(brokers)
-    for broker in brokers:
-        await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": broker.id})
+    operator, brokers = await queue_tag_jobs(server, users, fake_crm, JOBS, "racer")
 
     count = 2 if server.db.is_sqlite else 4
     config = fast_config(server.services.config, outbox_concurrency=4)
@@ -46,17 +34,9 @@ async def test_racing_workers_deliver_each_job_exactly_once(
     ]
     fake_crm.delay_s = 0.01  # keeps deliveries in flight while the others claim
     with capture_logs() as logs:
-        tasks = [asyncio.create_task(worker.run()) for worker in workers]
         try:
-
-            async def all_done() -> bool:
-                return all(job.status == DONE for job in await all_jobs(server.db))
-
-            await wait_for(all_done, within=60)
+            await run_until_all_done(server.db, workers, within=60)
         finally:
-            for worker in workers:
-                await worker.stop()
-            await asyncio.gather(*tasks)
             for s in services:
                 await s.crm.aclose()
                 await s.db.dispose()

@@ -10,11 +10,12 @@ and callers never pass their own.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Protocol
 from urllib.parse import quote
 
 from controlcenter.crm.errors import CrmAuthError, CrmError
-from controlcenter.crm.transport import CrmTransport
+from controlcenter.crm.transport import CrmTransport, RateGate
 
 
 class TokenSource(Protocol):
@@ -68,11 +69,17 @@ def segment(value: str) -> str:
 
 class CrmClient:
     def __init__(
-        self, transport: CrmTransport, *, token: str | TokenSource, location_id: str
+        self,
+        transport: CrmTransport,
+        *,
+        token: str | TokenSource,
+        location_id: str,
+        gate: RateGate | None = None,
     ) -> None:
         self._transport = transport
         self._token: TokenSource = StaticToken(token) if isinstance(token, str) else token
         self.location_id = location_id
+        self._gate = gate  # the location's rate limit, when the caller keeps it
 
     def __repr__(self) -> str:
         return f"CrmClient(location_id={self.location_id!r})"
@@ -87,18 +94,21 @@ class CrmClient:
         idempotent: bool | None = None,
     ) -> Any:
         """One call with this client's credential; a rejected cached token is renewed once."""
-        token = await self._token.token()
+        call = partial(
+            self._transport.request,
+            method,
+            path,
+            params=params,
+            json=json,
+            idempotent=idempotent,
+            gate=self._gate,
+        )
         try:
-            return await self._transport.request(
-                method, path, token=token, params=params, json=json, idempotent=idempotent
-            )
+            return await call(token=await self._token.token())
         except CrmAuthError as exc:
             if exc.status != 401 or not self._token.invalidate():
                 raise
-        token = await self._token.token()
-        return await self._transport.request(
-            method, path, token=token, params=params, json=json, idempotent=idempotent
-        )
+        return await call(token=await self._token.token())
 
     async def get(self, path: str, params: dict[str, Any] | None = None) -> Any:
         return await self.request("GET", path, params=params)

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from cachetools import TLRUCache
@@ -60,6 +60,18 @@ class RetryPolicy:
 
     def _stop(self, state: RetryCallState) -> bool:
         return state.attempt_number > self.max_retries or state.upcoming_sleep > self.max_wait_s
+
+
+class RateGate(Protocol):
+    """The CRM's rate limit for the location a call goes to (`crm.rate_limit`)."""
+
+    async def acquire(self) -> None:
+        """Wait for this request's turn; CrmRateLimited when it cannot come in time."""
+        ...
+
+    async def pause(self, seconds: float | None) -> None:
+        """The CRM answered 429: hold the location back (`seconds`: its Retry-After)."""
+        ...
 
 
 class _Failed(Exception):
@@ -133,12 +145,17 @@ class CrmTransport:
         json: Any = None,
         data: dict[str, str] | None = None,
         idempotent: bool | None = None,
+        gate: RateGate | None = None,
     ) -> Any:
         """Send one call, retrying what may succeed later; the JSON answer or CrmError.
 
         429 is always retried (the CRM did nothing). Connection failures before a request
         was sent are always retried. 5xx and timeouts are retried only for idempotent
         calls, so a retry can never create a second contact or send a message twice.
+
+        With a `gate`, each attempt first waits for the location's rate limit, and a 429
+        pauses the location and ends the call at once (CrmRateLimited with the wait): the
+        caller decides when to come back, instead of a retry loop spending the budget.
         """
         method = method.upper()
         if idempotent is None:
@@ -152,11 +169,14 @@ class CrmTransport:
             async for attempt in retrying:
                 attempts = attempt.retry_state.attempt_number
                 with attempt:
+                    if gate is not None:
+                        await gate.acquire()
                     return await self._send(
                         method,
                         path,
                         token,
                         idempotent,
+                        gate,
                         headers=headers,
                         params=params,
                         json=json,
@@ -175,7 +195,13 @@ class CrmTransport:
         raise AssertionError("unreachable: tenacity returns or raises")  # pragma: no cover
 
     async def _send(
-        self, method: str, path: str, token: str, idempotent: bool, **request: Any
+        self,
+        method: str,
+        path: str,
+        token: str,
+        idempotent: bool,
+        gate: RateGate | None,
+        **request: Any,
     ) -> Any:
         """One attempt: the JSON answer, or _Failed saying whether it may be sent again."""
         try:
@@ -197,6 +223,9 @@ class CrmTransport:
             retry_after=retry_after,
         )
         may_retry = error.retryable and (idempotent or response.status_code == 429)
+        if response.status_code == 429 and gate is not None:
+            await gate.pause(retry_after)
+            may_retry = False
         raise _Failed(error, may_retry=may_retry, retry_after=retry_after)
 
 

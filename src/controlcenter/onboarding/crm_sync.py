@@ -29,7 +29,8 @@ from controlcenter.common.logs import get_logger
 from controlcenter.common.secrets import MASK, redact
 from controlcenter.crm.client import CrmClient
 from controlcenter.crm.custom_fields import CustomFieldIds
-from controlcenter.crm.errors import CrmError
+from controlcenter.crm.errors import CrmError, CrmRateLimited
+from controlcenter.crm.rate_limit import LocationRateLimiter
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
 from controlcenter.onboarding.models import ARRAY_FIELDS, BOOLEAN_FIELDS, FIELDS, Onboarding
@@ -77,10 +78,17 @@ class CrmSync:
     """The handlers of the three kinds. Builds one operator client per delivery from the
     settings of that moment."""
 
-    def __init__(self, db: Database, settings: SettingsStore, crm: CrmTransport) -> None:
+    def __init__(
+        self,
+        db: Database,
+        settings: SettingsStore,
+        crm: CrmTransport,
+        limiter: LocationRateLimiter | None = None,
+    ) -> None:
         self._db = db
         self._settings = settings
         self._crm = crm
+        self._limiter = limiter  # the CRM's rate limit per location, shared by the processes
         self._field_ids = CustomFieldIds()
 
     def handlers(self) -> dict[str, Handler]:
@@ -149,7 +157,9 @@ class CrmSync:
         if problem is not None:
             # It could never travel in the Authorization header: wait for a usable one.
             raise UnusableSettings(TOKEN, problem)
-        client = CrmClient(self._crm, token=values[TOKEN], location_id=values[LOCATION])
+        location = values[LOCATION]
+        gate = self._limiter.gate(location) if self._limiter is not None else None
+        client = CrmClient(self._crm, token=values[TOKEN], location_id=location, gate=gate)
         return client, values
 
     async def _broker(self, job: ClaimedJob) -> Broker:
@@ -211,5 +221,8 @@ def _crm_errors(token: str) -> Iterator[None]:
         yield
     except CrmError as exc:
         raise DeliveryError(
-            redact(str(exc), token, mask=MASK), retryable=exc.retryable, status=exc.status
+            redact(str(exc), token, mask=MASK),
+            retryable=exc.retryable,
+            status=exc.status,
+            retry_after=exc.retry_after if isinstance(exc, CrmRateLimited) else None,
         ) from exc

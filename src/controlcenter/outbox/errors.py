@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+RATE_LIMITED = 429
+
 
 class MissingSettings(Exception):
     """The operator has not configured what delivery needs yet.
@@ -33,14 +35,28 @@ class DeliveryError(Exception):
     """The delivery failed; the message is logged and kept as `last_error` (never a secret).
 
     `retryable` is what the remote side said (a 5xx, a 429, no answer); the worker retries
-    both kinds with backoff until the job's maximum age (docs/outbox.md says why).
+    both kinds with backoff until the job's maximum age (docs/outbox.md says why). A 429
+    with `retry_after` is the CRM's rate limit (ours or its own): the job comes back after
+    that wait, and it does not count as an attempt.
     """
 
-    def __init__(self, message: str, *, retryable: bool = True, status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = True,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
         self.message = message
         self.retryable = retryable
         self.status = status
+        self.retry_after = retry_after
         super().__init__(message)
+
+    @property
+    def rate_limited(self) -> bool:
+        return self.status == RATE_LIMITED and self.retry_after is not None
 
 
 class PermanentError(Exception):

@@ -243,10 +243,13 @@ class OutboxWorker:
         except PermanentError as exc:
             log.error("outbox job dead: cannot be delivered", error=str(exc), **fields)
             await self._finish(job, status=DEAD, attempts=job.attempts + 1, last_error=str(exc))
-        except (DeliveryError, TimeoutError) as exc:
-            message = exc.message if isinstance(exc, DeliveryError) else "delivery timed out"
-            retryable = exc.retryable if isinstance(exc, DeliveryError) else True
-            await self._failed(job, message, retryable=retryable, fields=fields)
+        except DeliveryError as exc:
+            if exc.rate_limited:
+                await self._rate_limited(job, exc, fields=fields)
+            else:
+                await self._failed(job, exc.message, retryable=exc.retryable, fields=fields)
+        except TimeoutError:
+            await self._failed(job, "delivery timed out", retryable=True, fields=fields)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -264,6 +267,17 @@ class OutboxWorker:
             )
         if not waiting and self._waiting.pop(job.id, None) is not None:
             log.info("outbox job stops waiting for settings", **fields)
+
+    async def _rate_limited(
+        self, job: ClaimedJob, exc: DeliveryError, *, fields: dict[str, Any]
+    ) -> None:
+        """The CRM's rate limit held the job back: it comes back when the location has room
+        again, and the wait is not an attempt (nothing was refused)."""
+        wait = exc.retry_after or 0.0
+        log.info("outbox job waits for the CRM's rate limit", retry_in_s=round(wait, 3), **fields)
+        await self._finish(
+            job, next_attempt_at=utcnow() + timedelta(seconds=wait), last_error=exc.message
+        )
 
     async def _failed(
         self, job: ClaimedJob, message: str, *, retryable: bool, fields: dict[str, Any]

@@ -1,0 +1,161 @@
+"""The CRM's rate limit, kept by us: a token bucket per location, shared by every process and
+instance through the database (docs/outbox.md).
+
+HighLevel allows 100 requests per 10 s per app and location (a sliding window) and answers 429
+beyond. We spend a share of it (90% by default): tokens refill at `requests * share /
+window_s` per second (9/s) up to a burst of `requests - rate * window_s` (10), so that no 10 s
+window ever holds more than `requests` of ours. The bucket is a row of `crm_rate_buckets`,
+taken in a short write transaction (`SELECT ... FOR UPDATE` on PostgreSQL; SQLite's write
+lock serialises it), so several processes share one budget. A 429 pauses the location for
+its Retry-After (HighLevel sends none: then the whole window) by emptying the bucket.
+
+A caller waits for its token at most `max_wait_s`; past that it gets `CrmRateLimited` with the
+wait still ahead, and the outbox gives the job back for later without counting an attempt.
+Each location has its own bucket and its own queue: a slow location never holds back another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Float, String, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Mapped, mapped_column
+
+from controlcenter.crm.errors import CrmRateLimited
+from controlcenter.db import Base, Database, UTCDateTime, utcnow
+
+RATE_LIMITED = "CRM rate limit: waiting for this location's budget"
+
+
+class CrmRateBucket(Base):
+    __tablename__ = "crm_rate_buckets"
+
+    location_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tokens: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """HighLevel's burst limit and the share of it we spend."""
+
+    requests: int = 100
+    window_s: float = 10.0
+    share: float = 0.9
+
+    @property
+    def rate(self) -> float:
+        """Tokens per second."""
+        return self.requests * self.share / self.window_s
+
+    @property
+    def burst(self) -> float:
+        """The bucket's size: what a window may hold beyond the steady rate."""
+        return max(1.0, self.requests - self.rate * self.window_s)
+
+
+class LocationRateLimiter:
+    """Takes one request's token of a location, waiting for it up to `max_wait_s`."""
+
+    def __init__(self, db: Database, limit: RateLimit, *, max_wait_s: float) -> None:
+        self._db = db
+        self.limit = limit
+        self._max_wait_s = max_wait_s
+        # One taker per location in this process at a time: the others queue here, in
+        # asyncio, instead of each reading the row and sleeping on its own.
+        self._queues: dict[str, asyncio.Lock] = {}
+
+    def gate(self, location_id: str) -> LocationGate:
+        return LocationGate(self, location_id)
+
+    async def acquire(self, location_id: str) -> None:
+        """One token of the location; CrmRateLimited when it cannot come within the wait."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._max_wait_s
+        queue = self._queues.setdefault(location_id, asyncio.Lock())
+        try:
+            async with asyncio.timeout_at(deadline), queue:
+                while (wait := await self._take(location_id)) > 0:
+                    if loop.time() + wait > deadline:
+                        raise _Late(wait)
+                    await asyncio.sleep(wait)
+        except (TimeoutError, _Late) as exc:
+            ahead = exc.wait if isinstance(exc, _Late) else 1.0 / self.limit.rate
+            raise CrmRateLimited(429, RATE_LIMITED, retryable=True, retry_after=ahead) from None
+
+    async def pause(self, location_id: str, seconds: float) -> None:
+        """The CRM refused with 429: nothing more for this location for `seconds`."""
+        tokens = -seconds * self.limit.rate  # refilled to zero exactly when the pause ends
+        now = utcnow()
+        async with self._db.write() as session:
+            row = await self._row(session, location_id, now)
+            left = row.tokens + max(0.0, (now - row.updated_at).total_seconds()) * self.limit.rate
+            if left > tokens:  # never shortens a longer pause
+                await session.execute(
+                    update(CrmRateBucket)
+                    .where(CrmRateBucket.location_id == location_id)
+                    .values(tokens=tokens, updated_at=now)
+                )
+
+    async def _take(self, location_id: str) -> float:
+        """Takes a token if the bucket has one (0.0), else the seconds until it will."""
+        now = utcnow()
+        async with self._db.write() as session:
+            row = await self._row(session, location_id, now)
+            elapsed = max(0.0, (now - row.updated_at).total_seconds())
+            tokens = min(self.limit.burst, row.tokens + elapsed * self.limit.rate)
+            wait = 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.limit.rate
+            if wait == 0.0:
+                tokens -= 1.0
+            await session.execute(
+                update(CrmRateBucket)
+                .where(CrmRateBucket.location_id == location_id)
+                .values(tokens=tokens, updated_at=now)
+            )
+            return wait
+
+    async def _row(self, session: AsyncSession, location_id: str, now: datetime) -> _Bucket:
+        """The location's bucket, locked for this transaction; a full one when new."""
+        insert = sqlite_insert if self._db.is_sqlite else pg_insert
+        await session.execute(
+            insert(CrmRateBucket)
+            .values(location_id=location_id, tokens=self.limit.burst, updated_at=now)
+            .on_conflict_do_nothing(index_elements=["location_id"])
+        )
+        query = select(CrmRateBucket.tokens, CrmRateBucket.updated_at).where(
+            CrmRateBucket.location_id == location_id
+        )
+        if not self._db.is_sqlite:
+            query = query.with_for_update()
+        tokens, updated_at = (await session.execute(query)).one()
+        return _Bucket(float(tokens), updated_at)
+
+
+@dataclass(frozen=True)
+class _Bucket:
+    tokens: float
+    updated_at: datetime
+
+
+class _Late(Exception):
+    def __init__(self, wait: float) -> None:
+        self.wait = wait
+
+
+class LocationGate:
+    """One location's limiter, as the CRM transport uses it before each request."""
+
+    def __init__(self, limiter: LocationRateLimiter, location_id: str) -> None:
+        self._limiter = limiter
+        self.location_id = location_id
+
+    async def acquire(self) -> None:
+        await self._limiter.acquire(self.location_id)
+
+    async def pause(self, seconds: float | None) -> None:
+        await self._limiter.pause(self.location_id, seconds or self._limiter.limit.window_s)

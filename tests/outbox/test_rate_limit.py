@@ -1,0 +1,138 @@
+"""The outbox at the CRM's rate limit (docs/outbox.md): deliveries run many at a time but
+never above the location's budget, shared by every worker through the database; a 429
+pauses the location and is not an attempt; a job that cannot get its turn in time is given
+back; one location's wait never holds back another's. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+
+from controlcenter.app import build_services, worker_handlers
+from controlcenter.crm.errors import CrmRateLimited
+from controlcenter.crm.rate_limit import LocationRateLimiter, RateLimit
+from controlcenter.outbox.models import DONE, PENDING
+from controlcenter.outbox.worker import OutboxWorker
+from controlcenter.web.deps import Services
+from tests.conftest import RunningServer, UserFactory
+from tests.fakes.crm import FakeCrm
+from tests.outbox.conftest import all_jobs, fast_config, get_job, run_until_all_done
+from tests.outbox.operator import operator_location, queue_tag_jobs
+
+# A small budget, so that the tests meet it in seconds: 10 requests per second at the fake,
+# of which the service spends 90% (9/s, a bucket of 1).
+LIMIT = {"crm_rate_limit_requests": 10, "crm_rate_limit_window_s": 1.0}
+
+
+async def _run(services: list[Services], server: RunningServer, **overrides: object) -> None:
+    config = fast_config(server.services.config, **LIMIT, **overrides)
+    workers = [
+        OutboxWorker(s.db, config, worker_handlers(s), name=f"w{i}") for i, s in enumerate(services)
+    ]
+    await run_until_all_done(server.db, workers, within=60)
+
+
+def _busiest_window(times: list[float], window_s: float) -> int:
+    times = sorted(times)
+    return max(sum(1 for t in times[i:] if t < start + window_s) for i, start in enumerate(times))
+
+
+async def test_the_fake_refuses_beyond_highlevels_burst_limit(fake_crm: FakeCrm) -> None:
+    location = fake_crm.add_location()["id"]
+    token = fake_crm.private_token(location)
+    fake_crm.burst_limit(3, 10.0)
+    headers = {"Authorization": f"Bearer {token}", "Version": "2021-07-28"}
+    async with httpx.AsyncClient(base_url=fake_crm.url, headers=headers) as http:
+        answers = [await http.get(f"/locations/{location}") for _ in range(4)]
+    assert [a.status_code for a in answers] == [200, 200, 200, 429]
+    assert answers[3].json() == {"statusCode": 429, "message": "Too Many Requests"}
+    assert "Retry-After" not in answers[3].headers  # HighLevel documents none
+    assert [a.headers["X-RateLimit-Remaining"] for a in answers] == ["2", "1", "0", "0"]
+    assert answers[0].headers["X-RateLimit-Max"] == "3"
+    assert answers[0].headers["X-RateLimit-Interval-Milliseconds"] == "10000"
+    assert fake_crm.burst_refusals == 1
+
+
+async def test_two_workers_share_the_budget_and_never_exceed_it(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm
+) -> None:
+    jobs = 24  # two CRM calls each: 48 calls, over 5 s at the budget
+    await queue_tag_jobs(server, users, fake_crm, jobs)
+    fake_crm.burst_limit(10, 1.0)
+    fake_crm.delay_s = 0.2  # many in flight at once, as with a slow CRM
+    config = fast_config(server.services.config, **LIMIT)
+    services = [build_services(config) for _ in range(2)]
+    try:
+        started = time.monotonic()
+        await _run(services, server, outbox_concurrency=16)
+        took = time.monotonic() - started
+    finally:
+        for s in services:
+            await s.crm.aclose()
+            await s.db.dispose()
+    assert fake_crm.burst_refusals == 0
+    calls = [call.at for call in fake_crm.calls if call.location_id]
+    assert len(calls) == 2 * jobs
+    assert _busiest_window(calls, 1.0) <= 10
+    # Concurrent deliveries at the budget, not one at a time (48 x 0.2 s would be 9.6 s).
+    assert took < 9.0, took
+    assert all(job.attempts == 1 for job in await all_jobs(server.db))
+
+
+async def test_a_429_pauses_the_location_and_is_not_an_attempt(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm
+) -> None:
+    await queue_tag_jobs(server, users, fake_crm, 1)
+    fake_crm.rate_limit(1, retry_after="1")
+    await _run([server.services], server)
+    (job,) = await all_jobs(server.db)
+    assert job.status == DONE and job.attempts == 1
+    refused, *after = [call for call in fake_crm.calls if call.location_id]
+    assert refused.status == 429
+    # Nothing went to the location during the pause it asked for.
+    assert after and after[0].at - refused.at >= 0.9
+
+
+async def test_a_job_that_cannot_get_its_turn_in_time_is_given_back(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm
+) -> None:
+    await queue_tag_jobs(server, users, fake_crm, 1)
+    (job,) = await all_jobs(server.db)
+    limiter = LocationRateLimiter(server.db, RateLimit(10, 1.0), max_wait_s=0.1)
+    location = operator_location(fake_crm).location_id  # any location id will do
+    await limiter.pause(location, 30.0)
+    try:
+        await limiter.acquire(location)
+    except CrmRateLimited as exc:
+        assert exc.retry_after is not None and 29.0 < exc.retry_after <= 30.2
+    else:
+        raise AssertionError("a paused location gave a token")
+    # Through the worker: the operator's location paused, the job waits without an attempt.
+    operator = (await server.services.settings.get_many(["crmOwnerLocationId"]))[
+        "crmOwnerLocationId"
+    ]
+    await LocationRateLimiter(server.db, RateLimit(10, 1.0), max_wait_s=0.1).pause(operator, 30.0)
+    config = fast_config(server.services.config, **LIMIT, outbox_rate_wait_s=0.2)
+    worker = OutboxWorker(server.db, config, worker_handlers(server.services))
+    assert await worker.run_once() == 1
+    waiting = await get_job(server.db, job.id)
+    assert (waiting.status, waiting.attempts) == (PENDING, 0)
+    assert waiting.last_error is not None and "rate limit" in waiting.last_error
+    assert (waiting.next_attempt_at - waiting.created_at).total_seconds() > 20
+    assert not [call for call in fake_crm.calls if call.location_id == operator]
+
+
+async def test_one_locations_wait_never_holds_back_another(server: RunningServer) -> None:
+    limiter = LocationRateLimiter(server.db, RateLimit(10, 1.0), max_wait_s=3.0)
+    await limiter.pause("slow-location", 1.5)
+    started = time.monotonic()
+    waiting = asyncio.create_task(limiter.acquire("slow-location"))
+    await asyncio.sleep(0.1)  # it is waiting for its location now
+    for _ in range(3):
+        await limiter.acquire("other-location")
+    assert time.monotonic() - started < 1.0
+    assert not waiting.done()
+    await waiting  # and its turn comes once the pause is over
+    assert time.monotonic() - started >= 1.4
