@@ -8,14 +8,17 @@ import secrets
 import string
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, or_, select
+from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat import run_store
 from controlcenter.chat.events import event_data, message_start
 from controlcenter.chat.models import Conversation, Message
+from controlcenter.common.logs import get_logger
 from controlcenter.db import Database, utcnow
 from controlcenter.web.pagination import DEFAULT_LIMIT, Cursor
 from controlcenter.web.validation import text_problem
@@ -24,6 +27,8 @@ TITLE_LENGTH = 100  # SPEC 8: characters (code points), not bytes
 USER = "user"
 ASSISTANT = "assistant"
 _BASE36 = string.digits + string.ascii_lowercase
+
+log = get_logger(__name__)
 
 
 def new_message_id() -> str:
@@ -116,12 +121,37 @@ async def save_assistant_message(
         usage=usage,
         created_at=now,
     )
-    async with db.write() as session:
-        session.add(row)
-        conversation = await session.get(Conversation, conversation_id)
-        if conversation is not None:
-            conversation.updated_at = now
+    try:
+        async with db.write() as session:
+            session.add(row)
+            await _touch(session, conversation_id, now)
+    except IntegrityError:
+        # Another process took this one for dead and closed the answer as interrupted
+        # (chat/liveness.py); the real end replaces that copy. Any other refusal stands.
+        async with db.write() as session:
+            replaced = await session.execute(
+                update(Message)
+                .where(Message.id == message_id, Message.interrupted.is_(True))
+                .values(
+                    content=row.content,
+                    tool_calls=row.tool_calls,
+                    tool_results=row.tool_results,
+                    usage=row.usage,
+                    interrupted=False,
+                )
+            )
+            if not replaced.rowcount:  # type: ignore[attr-defined]
+                raise
+            await _touch(session, conversation_id, now)
+        log.warning("chat answer closed as interrupted by another process, then finished")
+        row.interrupted = False
     return row
+
+
+async def _touch(session: AsyncSession, conversation_id: str, now: datetime) -> None:
+    conversation = await session.get(Conversation, conversation_id)
+    if conversation is not None:
+        conversation.updated_at = now
 
 
 async def list_conversations(

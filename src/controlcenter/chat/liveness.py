@@ -3,12 +3,13 @@
 Each process keeps a row per assistant message it is writing (`running_messages`): what the
 answer has so far and a heartbeat. One task per process (`Liveness.run`) writes them: new rows
 after a short delay (`FLUSH_DELAY_S`: a chat that ends sooner never costs a write), the
-answer so far and the heartbeat of all its rows every `CHAT_LIVENESS_INTERVAL_S`, and it
-removes the rows of finished answers. The same task closes the rows of other processes whose
-heartbeat is older than `STALE_INTERVALS` intervals: the assistant message is saved with what
-it had and `interrupted: true`, in the transaction that deletes the row, so one process closes
-it once. With the default 5 s interval a dead process's answers are closed within 20 s by any
-other process, or by the next one to start.
+answer so far every `CHAT_LIVENESS_INTERVAL_S`, and it removes the rows of finished answers.
+The heartbeat of all its rows comes from a thread (chat/heartbeat.py) at the same interval,
+so that a busy event loop is not taken for a dead process. The task closes the rows of other
+processes whose heartbeat is older than `STALE_INTERVALS` intervals: the assistant message is
+saved with what it had and `interrupted: true`, in the transaction that deletes the row, so one
+process closes it once. With the default 5 s interval a dead process's answers are closed
+within 20 s by any other process, or by the next one to start.
 
 What is lost: at most the last interval's text (saved by the heartbeat, not per event), and an
 answer cut within `FLUSH_DELAY_S` of its start (it keeps only its user message, as before).
@@ -26,6 +27,7 @@ from sqlalchemy import delete, select, update
 
 from controlcenter.chat import events, run_store
 from controlcenter.chat.events import event_data
+from controlcenter.chat.heartbeat import Heartbeat
 from controlcenter.chat.models import Conversation, Message, RunningMessage
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database, utcnow
@@ -95,8 +97,19 @@ class Liveness:
     # -- the task ------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Until cancelled: flush, heartbeat, close the answers of dead processes (at once on
-        start: what a previous process left behind and is stale is closed now)."""
+        """Until cancelled: flush, save the answers so far, close the answers of dead
+        processes (at once on start: what a previous process left behind and is stale is
+        closed now). The heartbeat's thread runs as long as this does."""
+        heartbeat = Heartbeat(
+            self._db.url, self.owner, self._interval_s, has_rows=lambda: bool(self._written)
+        )
+        heartbeat.start()
+        try:
+            await self._run()
+        finally:
+            await asyncio.to_thread(heartbeat.stop)
+
+    async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         next_beat = loop.time()
         while True:
@@ -112,7 +125,7 @@ class Liveness:
                     pass
             try:
                 if loop.time() >= next_beat:
-                    await self._beat()
+                    await self._save_progress()
                     await self.close_stale()
                     next_beat = loop.time() + self._interval_s
                 else:
@@ -150,23 +163,19 @@ class Liveness:
         for message_id in done:
             self._written.pop(message_id, None)
 
-    async def _beat(self) -> None:
+    async def _save_progress(self) -> None:
         await self._flush()
-        now = utcnow()
+        changed = [answer for answer in self._written.values() if answer.changed]
+        if not changed:
+            return
         async with self._db.write() as session:
-            await session.execute(
-                update(RunningMessage)
-                .where(RunningMessage.owner == self.owner)
-                .values(heartbeat_at=now)
-            )
-            for answer in list(self._written.values()):
-                if answer.changed:
-                    answer.changed = False
-                    await session.execute(
-                        update(RunningMessage)
-                        .where(RunningMessage.message_id == answer.message_id)
-                        .values(**answer.values())
-                    )
+            for answer in changed:
+                answer.changed = False
+                await session.execute(
+                    update(RunningMessage)
+                    .where(RunningMessage.message_id == answer.message_id)
+                    .values(**answer.values())
+                )
 
     async def close_stale(self) -> int:
         """Close the answers whose process stopped beating; how many."""

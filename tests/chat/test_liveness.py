@@ -1,0 +1,146 @@
+"""Liveness (CONTRACT 13) under load: a process whose event loop is busy for longer than the
+stale limit is not taken for dead, since its heartbeat comes from a thread; and if another
+process did close an answer as interrupted, the answer's real end replaces that copy instead
+of failing on the message's id. On both databases. (tests/integration/test_interrupted.py
+kills a real process.)"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+
+from controlcenter.chat.conversations import new_message_id, save_assistant_message, start_turn
+from controlcenter.chat.liveness import FLUSH_DELAY_S, STALE_INTERVALS, Liveness
+from controlcenter.chat.models import Message, RunningMessage
+from controlcenter.db import Database, utcnow
+from tests.conftest import UserFactory
+from tests.outbox.conftest import wait_for
+
+INTERVAL_S = 0.2
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    database = Database(database_url)
+    try:
+        yield database
+    finally:
+        await database.dispose()
+
+
+async def _answer_started(db: Database, users: UserFactory) -> tuple[str, str]:
+    """(conversation id, answer id) of a chat whose answer is being written."""
+    user = await users.create()
+    answer_id = new_message_id()
+    started = await start_turn(
+        db, user_id=user.id, conversation_id=None, message="hello", answer_id=answer_id
+    )
+    assert started is not None
+    return started.conversation_id, answer_id
+
+
+async def _running_row(db: Database, answer_id: str) -> RunningMessage | None:
+    async with db.read() as session:
+        return await session.get(RunningMessage, answer_id)
+
+
+async def test_a_busy_loop_is_not_taken_for_a_dead_process(
+    db: Database, users: UserFactory
+) -> None:
+    conversation_id, answer_id = await _answer_started(db, users)
+    busy = Liveness(db, INTERVAL_S)
+    task = asyncio.create_task(busy.run())
+    try:
+        answer = busy.started(conversation_id, answer_id)
+        answer.apply({"type": "content_delta", "delta": "Half an ans"})
+
+        async def written() -> bool:
+            return await _running_row(db, answer_id) is not None
+
+        await wait_for(written, within=10 + FLUSH_DELAY_S)
+        # The loop does nothing else for three times the stale limit (a burst of chats).
+        time.sleep(INTERVAL_S * STALE_INTERVALS * 3)  # noqa: ASYNC251 - the point of it
+        other = Liveness(db, INTERVAL_S)
+        assert await other.close_stale() == 0
+        row = await _running_row(db, answer_id)
+        assert row is not None
+        assert row.heartbeat_at > utcnow() - timedelta(seconds=INTERVAL_S * STALE_INTERVALS)
+        async with db.read() as session:
+            assert await session.scalar(select(Message).where(Message.id == answer_id)) is None
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_dead_process_is_still_closed(db: Database, users: UserFactory) -> None:
+    """The heartbeat's thread stops with its process: its answers are closed as before."""
+    conversation_id, answer_id = await _answer_started(db, users)
+    dying = Liveness(db, INTERVAL_S)
+    task = asyncio.create_task(dying.run())
+    dying.started(conversation_id, answer_id).apply({"type": "content_delta", "delta": "Cut"})
+
+    async def written() -> bool:
+        return await _running_row(db, answer_id) is not None
+
+    await wait_for(written, within=10 + FLUSH_DELAY_S)
+    task.cancel()  # its thread stops: what a killed process's heartbeat does
+    await asyncio.gather(task, return_exceptions=True)
+    await asyncio.sleep(INTERVAL_S * STALE_INTERVALS * 2)
+    assert await Liveness(db, INTERVAL_S).close_stale() == 1
+    async with db.read() as session:
+        closed = await session.scalar(select(Message).where(Message.id == answer_id))
+    assert closed is not None
+    assert (closed.content, closed.interrupted) == ("Cut", True)
+
+
+async def test_the_real_end_replaces_an_interrupted_copy(db: Database, users: UserFactory) -> None:
+    conversation_id, answer_id = await _answer_started(db, users)
+    async with db.write() as session:  # what another process's close_stale saves
+        session.add(
+            Message(
+                id=answer_id,
+                conversation_id=conversation_id,
+                role="assistant",
+                content="Half",
+                interrupted=True,
+                created_at=utcnow(),
+            )
+        )
+    calls = [{"id": "t1", "name": "echo_text", "arguments": {"text": "x"}}]
+    results = [{"toolCallId": "t1", "success": True, "result": "x"}]
+    saved = await save_assistant_message(
+        db,
+        conversation_id=conversation_id,
+        message_id=answer_id,
+        content="The whole answer",
+        tool_calls=calls,
+        tool_results=results,
+        usage={"inputTokens": 3, "outputTokens": 4},
+    )
+    assert not saved.interrupted
+    async with db.read() as session:
+        rows = (await session.scalars(select(Message).where(Message.id == answer_id))).all()
+    assert len(rows) == 1
+    stored = rows[0]
+    assert (stored.content, stored.interrupted) == ("The whole answer", False)
+    assert (stored.tool_calls, stored.tool_results) == (calls, results)
+    assert stored.usage == {"inputTokens": 3, "outputTokens": 4}
+
+
+async def test_a_message_id_taken_by_a_finished_answer_is_still_refused(
+    db: Database, users: UserFactory
+) -> None:
+    """Only an interrupted copy gives way: a second save of a finished answer is an error."""
+    conversation_id, answer_id = await _answer_started(db, users)
+    first = {"conversation_id": conversation_id, "message_id": answer_id}
+    await save_assistant_message(db, **first, content="Done", tool_calls=[], tool_results=[])
+    with pytest.raises(Exception, match=r"(?i)unique|duplicate"):
+        await save_assistant_message(db, **first, content="Again", tool_calls=[], tool_results=[])
+    async with db.read() as session:
+        stored = await session.scalar(select(Message).where(Message.id == answer_id))
+    assert stored is not None and stored.content == "Done"
