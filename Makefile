@@ -7,9 +7,12 @@ PYTEST_ARGS ?=
 
 .PHONY: run demo test test-db test-sqlite test-postgres test-browser ui-screenshots lint bench setup
 
+# Bytecode compiled once here: where PYTHONDONTWRITEBYTECODE is set, every process (each of
+# serve's workers, each test's subprocess) would otherwise compile every module it imports.
 setup:
 	@./scripts/ensure-uv.sh
-	@$(UV) sync --frozen --quiet
+	@$(UV) sync --frozen --quiet --compile-bytecode
+	@$(UV) run --frozen python -m compileall -q src >/dev/null
 
 run: setup
 	@mkdir -p var

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.deploy import Deployment, Options
+from bench.deploy import WORKERS, Deployment, Options
 from bench.fakes import HOLD_MARKER, HOLD_S, FakeProc
 from bench.procs import PYTHON, ROOT, Profiler, RssSampler, cpu_seconds, rss_kib
 from bench.results import Row, ms, pct
@@ -133,7 +133,11 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
             service, url = deployment.service(env)
             with service:
                 service.wait_http(url + "/healthz")
-                _client(url, tokens, 2, work)  # warm-up: imports, pools, the MCP tool list
+                service.wait_settled()
+                # Warm-up, enough chats at once to reach every worker: lazy imports, pools,
+                # the MCP tool list.
+                _client(url, tokens, 4 * WORKERS, work)
+                service.wait_settled()
                 results = []
                 for chats in levels:
                     idle = rss_kib(service.pid)

@@ -82,6 +82,7 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
     results: dict[str, WrkResult] = {}
     with service:
         service.wait_http(service_url + "/healthz")
+        service.wait_settled()
         first = httpx.get(service_url + path, headers={**ocs, **modes["bearer (session JWT)"]})
         if first.status_code != 200:
             return [Row(db, "dashboard index", "n/a", note=f"answered {first.status_code}")]

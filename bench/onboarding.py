@@ -105,6 +105,7 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
         )
         with service:
             service.wait_http(url + "/healthz")
+            service.wait_settled()
             asyncio.run(_load(url, accounts[:CONCURRENCY], post=False))  # warm-up
             base, base_errors = asyncio.run(_load(url, accounts, post=False))
             with Profiler(service.pid, options.profile_dir, "onboarding-post"):

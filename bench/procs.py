@@ -80,6 +80,22 @@ class Proc:
                 time.sleep(0.05)
         raise TimeoutError(f"{self.name} did not answer {url} in {timeout}s:\n{self.output()}")
 
+    def wait_settled(self, timeout: float = 120.0, busy: float = 0.05) -> None:
+        """Return once the process tree is idle (under `busy` of a core over a second).
+
+        The first answer comes from whichever worker started first; the others may still be
+        importing for seconds, and that CPU would count as the first level's.
+        """
+        deadline = time.monotonic() + timeout
+        used = cpu_seconds(self.pid)
+        while time.monotonic() < deadline:
+            time.sleep(1.0)
+            now = cpu_seconds(self.pid)
+            if now - used < busy:
+                return
+            used = now
+        raise TimeoutError(f"{self.name} still busy after {timeout}s:\n{self.output()}")
+
     def stop(self, timeout: float = 10.0) -> None:
         if self.popen is not None and self.popen.poll() is None:
             self.popen.send_signal(signal.SIGTERM)
