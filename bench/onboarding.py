@@ -113,6 +113,7 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
             time.sleep(CRM_DELAY_S + 2)  # let the worker finish the first deliveries
             done, total = asyncio.run(_delivered(url_db))
             delivery = _delivery_rate(url_db, OUTBOX_S[options.quick])
+        crm.stop()  # it writes what it refused when it stops, into the directory above
         refused = crm.stats().get("burst_refusals")
     p50, p99 = percentile(lat, 50), percentile(lat, 99)
     note = f"{len(errors)} errors, first: {errors[0]}" if errors else ""

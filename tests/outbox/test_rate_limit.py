@@ -1,7 +1,8 @@
 """The outbox at the CRM's rate limit (docs/outbox.md): deliveries run many at a time but
 never above the location's budget, shared by every worker through the database; a 429
 pauses the location and is not an attempt; a job that cannot get its turn in time is given
-back; one location's wait never holds back another's. On SQLite and PostgreSQL."""
+back, but never once it has begun; one location's wait never holds back another's. On SQLite
+and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -136,3 +137,22 @@ async def test_one_locations_wait_never_holds_back_another(server: RunningServer
     assert not waiting.done()
     await waiting  # and its turn comes once the pause is over
     assert time.monotonic() - started >= 1.4
+
+
+async def test_a_job_that_has_begun_waits_for_its_later_tokens(server: RunningServer) -> None:
+    """Giving a job back halfway would spend its first requests' tokens again."""
+    limiter = LocationRateLimiter(server.db, RateLimit(10, 1.0), max_wait_s=0.1)
+    begun = limiter.gate("busy-location")
+    await begun.acquire()  # the bucket's one token
+    started = time.monotonic()
+    await begun.acquire()  # the next comes in ~0.11 s, past max_wait: it waits anyway
+    assert time.monotonic() - started >= 0.05
+    await limiter.pause("busy-location", 0.5)
+    try:
+        await limiter.gate("busy-location").acquire()  # a new job's first request
+    except CrmRateLimited:
+        pass
+    else:
+        raise AssertionError("a new job waited past max_wait")
+    await begun.acquire()  # the begun job waits out the pause
+    assert time.monotonic() - started >= 0.5

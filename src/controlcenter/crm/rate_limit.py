@@ -9,8 +9,12 @@ taken in a short write transaction (`SELECT ... FOR UPDATE` on PostgreSQL; SQLit
 lock serialises it), so several processes share one budget. A 429 pauses the location for
 its Retry-After (HighLevel sends none: then the whole window) by emptying the bucket.
 
-A caller waits for its token at most `max_wait_s`; past that it gets `CrmRateLimited` with the
-wait still ahead, and the outbox gives the job back for later without counting an attempt.
+A job's first request waits for its token at most `max_wait_s`; past that it gets
+`CrmRateLimited` with the wait still ahead, and the outbox gives the job back for later without
+counting an attempt. Once a job has made a request, its later ones wait as long as it takes:
+giving it back halfway would spend its first requests' tokens again when it is retried (with
+128 jobs in flight and 9 tokens a second, most were given back halfway, and the outbox
+delivered under 1 job/s).
 Each location has its own bucket and its own queue: a slow location never holds back another.
 """
 
@@ -73,15 +77,16 @@ class LocationRateLimiter:
     def gate(self, location_id: str) -> LocationGate:
         return LocationGate(self, location_id)
 
-    async def acquire(self, location_id: str) -> None:
-        """One token of the location; CrmRateLimited when it cannot come within the wait."""
+    async def acquire(self, location_id: str, *, patient: bool = False) -> None:
+        """One token of the location; CrmRateLimited when it cannot come within the wait
+        (never when `patient`)."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._max_wait_s
+        deadline = None if patient else loop.time() + self._max_wait_s
         queue = self._queues.setdefault(location_id, asyncio.Lock())
         try:
             async with asyncio.timeout_at(deadline), queue:
                 while (wait := await self._take(location_id)) > 0:
-                    if loop.time() + wait > deadline:
+                    if deadline is not None and loop.time() + wait > deadline:
                         raise _Late(wait)
                     await asyncio.sleep(wait)
         except (TimeoutError, _Late) as exc:
@@ -148,14 +153,17 @@ class _Late(Exception):
 
 
 class LocationGate:
-    """One location's limiter, as the CRM transport uses it before each request."""
+    """One location's limiter, as the CRM transport uses it before each request of one job:
+    its first request may be refused a token, the later ones wait for theirs."""
 
     def __init__(self, limiter: LocationRateLimiter, location_id: str) -> None:
         self._limiter = limiter
         self.location_id = location_id
+        self._begun = False
 
     async def acquire(self) -> None:
-        await self._limiter.acquire(self.location_id)
+        await self._limiter.acquire(self.location_id, patient=self._begun)
+        self._begun = True
 
     async def pause(self, seconds: float | None) -> None:
         await self._limiter.pause(self.location_id, seconds or self._limiter.limit.window_s)
