@@ -2,12 +2,16 @@
 instance through the database (docs/outbox.md).
 
 HighLevel allows 100 requests per 10 s per app and location (a sliding window) and answers 429
-beyond. We spend a share of it (90% by default): tokens refill at `requests * share /
-window_s` per second (9/s) up to a burst of `requests - rate * window_s` (10), so that no 10 s
-window ever holds more than `requests` of ours. The bucket is a row of `crm_rate_buckets`,
-taken in a short write transaction (`SELECT ... FOR UPDATE` on PostgreSQL; SQLite's write
-lock serialises it), so several processes share one budget. A 429 pauses the location for
-its Retry-After (HighLevel sends none: then the whole window) by emptying the bucket.
+beyond. We spend a share of it (90% by default): tokens refill at `requests * share / window_s`
+per second (9/s) up to a burst of `requests * share - rate * window_s` (at least 1), so that no
+10 s window holds more than the share (90, plus one) of ours. The other 10% is margin: a
+request reaches the CRM a little after its token was taken, and those delays differ, so the
+CRM's window can hold requests from a little more than ten of our seconds (with a burst of 10,
+ours filled HighLevel's 100 exactly and the bench met a 429). The bucket is a row of
+`crm_rate_buckets`, taken in a short write transaction (`SELECT ... FOR UPDATE` on PostgreSQL;
+SQLite's write lock serialises it), so several processes share one budget. A 429 pauses the
+location for its Retry-After (HighLevel sends none: then the whole window) by emptying the
+bucket.
 
 A job's first request waits for its token at most `max_wait_s`; past that it gets
 `CrmRateLimited` with the wait still ahead, and the outbox gives the job back for later without
@@ -59,8 +63,8 @@ class RateLimit:
 
     @property
     def burst(self) -> float:
-        """The bucket's size: what a window may hold beyond the steady rate."""
-        return max(1.0, self.requests - self.rate * self.window_s)
+        """The bucket's size: what a window may hold beyond the steady rate, within the share."""
+        return max(1.0, self.requests * self.share - self.rate * self.window_s)
 
 
 class LocationRateLimiter:
