@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import sqlite3
 import subprocess
 import sys
@@ -46,7 +47,13 @@ class Cli:
             check=False,
         )
 
-    def popen(self, *args: str) -> subprocess.Popen[str]:
+    def popen(self, *args: str, open_files: int | None = None) -> subprocess.Popen[str]:
+        """The command as a process; `open_files`: its soft open-files limit at start."""
+
+        def limit() -> None:
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, hard))
+
         return subprocess.Popen(
             [str(ENTRY_POINT), *args],
             stdin=subprocess.DEVNULL,
@@ -55,6 +62,7 @@ class Cli:
             text=True,
             cwd=self.workdir,
             env=self.env,
+            preexec_fn=limit if open_files is not None else None,
         )
 
     def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:

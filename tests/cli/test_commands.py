@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -122,10 +123,16 @@ def wait_until_serving(process: subprocess.Popen[str], url: str, timeout: float 
 def test_serve_first_run_then_users_tokens_and_crm(cli: Cli) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    process = cli.popen("serve", "--host", "127.0.0.1", "--port", str(port))
+    process = cli.popen("serve", "--host", "127.0.0.1", "--port", str(port), open_files=256)
     try:
         wait_until_serving(process, url)
         assert httpx.get(url + "/healthz").json() == {"status": "ok"}
+        # Started with 256 open files at most, serve raised its soft limit to the hard one.
+        limits = Path(f"/proc/{process.pid}/limits").read_text()
+        found = re.search(r"Max open files\s+(\S+)\s+(\S+)", limits)
+        assert found is not None
+        soft, hard = found.groups()
+        assert soft == hard != "256"
         assert httpx.get(url + "/readyz").json() == {"status": "ok"}
 
         made = cli.run("users", "create", "--email", "first@example.com", "--role", "super_admin")

@@ -63,6 +63,7 @@ def serve(
     """Apply migrations, then serve the API and run the outbox worker in each process."""
     import uvicorn
 
+    from controlcenter.cli.open_files import raise_open_files_limit
     from controlcenter.common.logs import get_logger
     from controlcenter.web.middleware.header_limit import PROTOCOL
 
@@ -83,6 +84,7 @@ def serve(
                 "(it prints a generated password; add --password-stdin to choose one)"
             )
     processes = workers or cpu_count()
+    raise_open_files_limit()
     with shared_metrics(processes):
         uvicorn.run(
             "controlcenter.asgi:app",
