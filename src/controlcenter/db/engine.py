@@ -81,7 +81,10 @@ _IMMEDIATE = "controlcenter_immediate"
 _READ_ONLY = "controlcenter_read_only"
 CONNECTIONS_PER_PROCESS = 100  # PostgreSQL's default max_connections, lookups included
 POOL_SIZE = 64  # kept open: a smaller pool than the load opens and closes connections
-POOL_OVERFLOW = CONNECTIONS_PER_PROCESS - POOL_SIZE - POSTGRES_LOOKUP_CONNECTIONS
+THREAD_CONNECTIONS = 1  # kept by a thread of the process with its own engine (chat heartbeat)
+POOL_OVERFLOW = (
+    CONNECTIONS_PER_PROCESS - POOL_SIZE - POSTGRES_LOOKUP_CONNECTIONS - THREAD_CONNECTIONS
+)
 POOL_RECYCLE_S = 1800
 WRITE_LOCK_WAIT_S = 30.0  # how long a writer waits for another process's write transaction
 
