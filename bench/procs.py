@@ -6,6 +6,7 @@ stopped by its own pid (terminate, then kill), whatever happens to the run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -58,6 +59,10 @@ class Proc:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            # A group of its own: `serve` is a supervisor over its workers, and killing only
+            # the supervisor would leave them running (holding the database the next section
+            # resets).
+            start_new_session=True,
         )
         return self
 
@@ -97,13 +102,14 @@ class Proc:
         raise TimeoutError(f"{self.name} still busy after {timeout}s:\n{self.output()}")
 
     def stop(self, timeout: float = 10.0) -> None:
-        if self.popen is not None and self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGTERM)
-            try:
-                self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait(timeout)
+        """SIGTERM, then after `timeout` SIGKILL to the whole group (a worker still draining
+        its open streams included)."""
+        if self.popen is not None:
+            if self.popen.poll() is None:
+                self.popen.send_signal(signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.popen.wait(timeout)
+            _kill_group(self.popen)
         self._log.close()
         Path(self._log.name).unlink(missing_ok=True)
 
@@ -123,6 +129,23 @@ def rss_kib(pid: int) -> int:
     """Resident set size of `pid` and its descendants now, in KiB (Linux /proc): `serve` with
     several workers is a supervisor and one process per worker."""
     return sum(_own_rss_kib(each) for each in process_tree(pid))
+
+
+def _kill_group(leader: subprocess.Popen[bytes]) -> None:
+    """SIGKILL whatever is left of the leader's group and wait until it is gone."""
+    try:
+        os.killpg(leader.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline:
+        leader.poll()  # reaps the leader: a zombie still counts as a member
+        try:
+            os.killpg(leader.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"process group {leader.pid} still alive after SIGKILL")
 
 
 def process_tree(pid: int) -> list[int]:
