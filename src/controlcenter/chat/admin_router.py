@@ -13,9 +13,9 @@ from controlcenter.chat.api_schemas import ChatPolicyAnswer, UsageReport
 from controlcenter.chat.policy import CHAT_POLICY, ChatPolicyInput, policy_text, stored_policy
 from controlcenter.chat.usage import usage_report
 from controlcenter.db import utcnow
-from controlcenter.web.body import NOT_AN_OBJECT, read_json
+from controlcenter.web.body import read_object
 from controlcenter.web.deps import Admin, DatabaseDep, SettingsDep, SuperAdmin
-from controlcenter.web.errors import ApiError, InvalidJSONError
+from controlcenter.web.errors import ApiError
 from controlcenter.web.openapi_doc import answers, json_body
 from controlcenter.web.validation import issues
 
@@ -38,12 +38,7 @@ async def get_chat_policy(principal: SuperAdmin, settings: SettingsDep) -> dict[
 async def put_chat_policy(
     request: Request, principal: SuperAdmin, db: DatabaseDep, settings: SettingsDep
 ) -> dict[str, Any]:
-    try:
-        body = await read_json(request)
-    except InvalidJSONError as exc:
-        raise ApiError(400, "Invalid JSON body") from exc
-    if not isinstance(body, dict):
-        raise ApiError(400, "Validation failed", details=[NOT_AN_OBJECT])
+    body = await read_object(request)
     async with db.write() as session:
         current = stored_policy(await settings.get(CHAT_POLICY))
         try:

@@ -67,13 +67,20 @@ async def read_model(request: Request, model: type[M], *, optional: bool = False
     with `details` naming each wrong field. `optional`: no body at all counts as `{}`."""
     if optional and not await request.body():
         return model.model_validate({})
+    body = await read_object(request)
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise ApiError(400, "Validation failed", details=issues(exc)) from exc
+
+
+async def read_object(request: Request) -> dict[str, Any]:
+    """The body as a JSON object: 400 `Invalid JSON body`, or 400 `Validation failed` naming
+    the whole body when it is JSON but not an object (for a body checked field by field)."""
     try:
         body = await read_json(request)
     except InvalidJSONError as exc:
         raise ApiError(400, "Invalid JSON body") from exc
     if not isinstance(body, dict):
         raise ApiError(400, "Validation failed", details=[NOT_AN_OBJECT])
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        raise ApiError(400, "Validation failed", details=issues(exc)) from exc
+    return body
