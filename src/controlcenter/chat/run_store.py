@@ -16,6 +16,7 @@ from typing import cast
 
 from sqlalchemy import Table, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql import Select, Update
 
 from controlcenter.chat.models import ChatApproval, ChatEvent, ChatRun
 from controlcenter.db import Database, utcnow
@@ -200,23 +201,13 @@ async def events_after(db: Database, message_id: str, after: int) -> list[Stored
 
 
 async def request_stop(db: Database, message_id: str, user_id: str) -> StopAnswer:
-    async with db.write() as session:
-        asked = await session.execute(
-            update(ChatRun)
-            .where(
-                ChatRun.message_id == message_id,
-                ChatRun.user_id == user_id,
-                ChatRun.status == RUNNING,
-            )
-            .values(stop_requested=True)
-        )
-        if asked.rowcount:  # type: ignore[attr-defined]
-            await _notify(db, session, STOP_CHANNEL, message_id)
-            return StopAnswer.ASKED
-        owner = await session.scalar(
-            select(ChatRun.user_id).where(ChatRun.message_id == message_id)
-        )
-    return StopAnswer.NOT_RUNNING if owner == user_id else StopAnswer.NOT_FOUND
+    mine = (ChatRun.message_id == message_id, ChatRun.user_id == user_id)
+    ask = update(ChatRun).where(*mine, ChatRun.status == RUNNING).values(stop_requested=True)
+    owner = select(ChatRun.user_id).where(ChatRun.message_id == message_id)
+    asked, owned_by = await _change_or_look(db, ask, STOP_CHANNEL, message_id, owner)
+    if asked:
+        return StopAnswer.ASKED
+    return StopAnswer.NOT_RUNNING if owned_by == user_id else StopAnswer.NOT_FOUND
 
 
 async def stops_asked(db: Database, message_ids: Sequence[str]) -> list[str]:
@@ -252,25 +243,13 @@ async def answer_approval(
     owned = select(ChatRun.message_id).where(
         ChatRun.message_id == message_id, ChatRun.user_id == user_id
     )
-    async with db.write() as session:
-        answered = await session.execute(
-            update(ChatApproval)
-            .where(
-                ChatApproval.message_id.in_(owned),
-                ChatApproval.tool_call_id == tool_call_id,
-                ChatApproval.status == PENDING,
-            )
-            .values(status=status)
-        )
-        if answered.rowcount:  # type: ignore[attr-defined]
-            await _notify(db, session, APPROVAL_CHANNEL, message_id)
-            return Answer.DONE
-        exists = await session.scalar(
-            select(ChatApproval.status).where(
-                ChatApproval.message_id.in_(owned), ChatApproval.tool_call_id == tool_call_id
-            )
-        )
-    return Answer.NOT_FOUND if exists is None else Answer.CONFLICT
+    call = (ChatApproval.message_id.in_(owned), ChatApproval.tool_call_id == tool_call_id)
+    answer = update(ChatApproval).where(*call, ChatApproval.status == PENDING).values(status=status)
+    current = select(ChatApproval.status).where(*call)
+    answered, was = await _change_or_look(db, answer, APPROVAL_CHANNEL, message_id, current)
+    if answered:
+        return Answer.DONE
+    return Answer.NOT_FOUND if was is None else Answer.CONFLICT
 
 
 async def expire_approval(db: Database, message_id: str, tool_call_id: str) -> bool:
@@ -300,6 +279,20 @@ async def prune(db: Database, now: datetime | None = None) -> int:
 
 # One statement for any number of runs.
 _NOTIFY = text("SELECT pg_notify(:channel, m) FROM unnest(CAST(:ids AS text[])) AS m")
+
+
+async def _change_or_look(
+    db: Database, change: Update, channel: str, message_id: str, why: Select[str]
+) -> tuple[bool, str | None]:
+    """A stop or an answer in one transaction: `change`, and when it changed a row the run's
+    waiters on `channel` are woken at commit, `(True, None)`; else `(False, <why's value>)`,
+    read in the same transaction, so that the caller can tell 404 from 409."""
+    async with db.write() as session:
+        changed = await session.execute(change)
+        if changed.rowcount:  # type: ignore[attr-defined]
+            await _notify(db, session, channel, message_id)
+            return True, None
+        return False, await session.scalar(why)
 
 
 async def _notify(db: Database, session: AsyncSession, channel: str, *message_ids: str) -> None:
