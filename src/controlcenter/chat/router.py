@@ -159,36 +159,31 @@ async def stop_chat(
     return {"success": True}
 
 
-@router.post(
-    "/chat/{message_id}/tool-calls/{tool_call_id}/approve",
-    **answers(Success, 401, 404, 409, write=True),
-)
-async def approve_tool_call(
-    message_id: str, tool_call_id: str, principal: CurrentUser, chat_parts: ChatPartsDep
-) -> dict[str, Any]:
-    return await _answer(chat_parts, principal.user.id, message_id, tool_call_id, APPROVED)
+def _answer_route(verb: str, status: str) -> None:
+    """POST .../tool-calls/{id}/approve and .../deny: one route but for the answer it stores.
+    `name` keeps each operation's id and summary those of a function named for it."""
+
+    async def answer_tool_call(
+        message_id: str, tool_call_id: str, principal: CurrentUser, chat_parts: ChatPartsDep
+    ) -> dict[str, Any]:
+        user_id = principal.user.id
+        found = await answer_approval(chat_parts.db, message_id, tool_call_id, user_id, status)
+        if found is Answer.NOT_FOUND:
+            raise ApiError(404, TOOL_CALL_NOT_FOUND)
+        if found is Answer.CONFLICT:
+            raise ApiError(409, NOT_WAITING)
+        chat_parts.runs.poke_here(message_id)  # at once when it runs here; elsewhere by the DB
+        return {"success": True}
+
+    router.post(
+        f"/chat/{{message_id}}/tool-calls/{{tool_call_id}}/{verb}",
+        name=f"{verb}_tool_call",
+        **answers(Success, 401, 404, 409, write=True),
+    )(answer_tool_call)
 
 
-@router.post(
-    "/chat/{message_id}/tool-calls/{tool_call_id}/deny",
-    **answers(Success, 401, 404, 409, write=True),
-)
-async def deny_tool_call(
-    message_id: str, tool_call_id: str, principal: CurrentUser, chat_parts: ChatPartsDep
-) -> dict[str, Any]:
-    return await _answer(chat_parts, principal.user.id, message_id, tool_call_id, DENIED)
-
-
-async def _answer(
-    chat_parts: ChatParts, user_id: str, message_id: str, tool_call_id: str, status: str
-) -> dict[str, Any]:
-    found = await answer_approval(chat_parts.db, message_id, tool_call_id, user_id, status)
-    if found is Answer.NOT_FOUND:
-        raise ApiError(404, TOOL_CALL_NOT_FOUND)
-    if found is Answer.CONFLICT:
-        raise ApiError(409, NOT_WAITING)
-    chat_parts.runs.poke_here(message_id)  # at once when it runs here; elsewhere by the DB
-    return {"success": True}
+_answer_route("approve", APPROVED)
+_answer_route("deny", DENIED)
 
 
 @router.get("/conversations", **answers(ConversationPage, 400, 401))
