@@ -65,29 +65,27 @@ CHAT_DRAIN_S = 30.0
 def build_services(config: Config) -> Services:
     db = Database(config.database_url, sqlite_driver=config.sqlite_driver)
     settings = SettingsStore(db, config.fernet_key)
-    crm = CrmTransport.from_config(config)
-    providers = observed(build_providers(config))
-    tools = build_tool_router(config, settings)
-    chat_runs = ChatRuns(db)
+    # Each shared object is made once, here; the app's services name the chat's own.
+    chat = ChatParts(
+        db=db,
+        settings=settings,
+        crm=CrmTransport.from_config(config),
+        providers=observed(build_providers(config)),
+        tools=build_tool_router(config, settings),
+        runs=ChatRuns(db),
+        approval_timeout_s=config.chat_approval_timeout_s,
+        liveness=Liveness(db, config.chat_liveness_interval_s),
+    )
     return Services(
         config=config,
         db=db,
         settings=settings,
-        crm=crm,
-        providers=providers,
-        tools=tools,
-        chat_runs=chat_runs,
+        crm=chat.crm,
+        providers=chat.providers,
+        tools=chat.tools,
+        chat_runs=chat.runs,
         auth=RequestAuth(db, config.jwt_key),
-        chat=ChatParts(
-            db=db,
-            settings=settings,
-            crm=crm,
-            providers=providers,
-            tools=tools,
-            runs=chat_runs,
-            approval_timeout_s=config.chat_approval_timeout_s,
-            liveness=Liveness(db, config.chat_liveness_interval_s),
-        ),
+        chat=chat,
     )
 
 
