@@ -4,6 +4,7 @@ that the interface description can be read offline (versions and licences: docs/
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
@@ -15,13 +16,27 @@ ASSETS_DIR = Path(__file__).parent / "docs_assets"
 TITLE = "Control Center"
 
 
+def _asset(name: str) -> str:
+    return f"{ASSETS_PATH}/{name}"
+
+
+class _Page(TypedDict):
+    """What both pages are told alike: the document they show and their title."""
+
+    openapi_url: str
+    title: str
+
+
+def _page(name: str) -> _Page:
+    return {"openapi_url": "/openapi.json", "title": f"{TITLE} - {name}"}
+
+
 async def swagger_ui() -> HTMLResponse:
     return get_swagger_ui_html(
-        openapi_url="/openapi.json",
-        title=f"{TITLE} - Swagger UI",
-        swagger_js_url=f"{ASSETS_PATH}/swagger-ui-bundle.js",
-        swagger_css_url=f"{ASSETS_PATH}/swagger-ui.css",
-        swagger_favicon_url=f"{ASSETS_PATH}/favicon-32x32.png",
+        **_page("Swagger UI"),
+        swagger_js_url=_asset("swagger-ui-bundle.js"),
+        swagger_css_url=_asset("swagger-ui.css"),
+        swagger_favicon_url=_asset("favicon-32x32.png"),
         # No call to the public validator: the page makes no request to another host.
         swagger_ui_parameters={"validatorUrl": None, "persistAuthorization": True},
     )
@@ -29,10 +44,9 @@ async def swagger_ui() -> HTMLResponse:
 
 async def redoc() -> HTMLResponse:
     return get_redoc_html(
-        openapi_url="/openapi.json",
-        title=f"{TITLE} - ReDoc",
-        redoc_js_url=f"{ASSETS_PATH}/redoc.standalone.js",
-        redoc_favicon_url=f"{ASSETS_PATH}/favicon-32x32.png",
+        **_page("ReDoc"),
+        redoc_js_url=_asset("redoc.standalone.js"),
+        redoc_favicon_url=_asset("favicon-32x32.png"),
         with_google_fonts=False,
     )
 
