@@ -159,12 +159,17 @@
       const finished = await follow(answer, "", messageId, 0);
       if (!finished) showAnswerError(answer, "The answer could not be followed. Reload the page to see what was saved.");
     } finally {
-      answer.article.removeAttribute("aria-busy");
-      state.running = false;
-      ui.send.disabled = false;
-      controls.ended();
-      scrollToEnd(false);
+      answerEnded(answer);
     }
+  }
+
+  // However an answer ends (done, stopped, failed, cut), the composer is free again.
+  function answerEnded(answer) {
+    answer.article.removeAttribute("aria-busy");
+    state.running = false;
+    ui.send.disabled = false;
+    controls.ended();
+    scrollToEnd(false);
   }
 
   function startNew() {
@@ -325,11 +330,7 @@
     try {
       await stream(text, answer);
     } finally {
-      answer.article.removeAttribute("aria-busy");
-      state.running = false;
-      ui.send.disabled = false;
-      controls.ended();
-      scrollToEnd(false);
+      answerEnded(answer);
     }
   }
 
