@@ -67,9 +67,7 @@ document.addEventListener("DOMContentLoaded", () => {
       passwordStatus.textContent = "Password changed";
       return;
     }
-    const details = Object.values(cc.detailsByField(result.data)).flat();
-    const text = details.length ? details.join(" ") : cc.errorText(result);
-    cc.show(passwordError, text);
+    cc.show(passwordError, cc.problemText(result));
     passwordForm.newPassword.setAttribute("aria-invalid", "true");
   });
 

@@ -55,6 +55,13 @@ window.cc = (function () {
     return found;
   }
 
+  // What went wrong in the answer's own words: its `details` messages when it has any, else
+  // its error (for a form that shows one message, not one per field).
+  function problemText(result) {
+    const details = Object.values(detailsByField(result.data)).flat();
+    return details.length ? details.join(" ") : errorText(result);
+  }
+
   // Each `details` message beside its field (the element `error-<field>`), the control marked
   // invalid; returns the first such control, or null when no message named a known field.
   function showFieldErrors(data, controlFor) {
@@ -97,5 +104,5 @@ window.cc = (function () {
     return node;
   }
 
-  return { api, toLogin, errorText, show, detailsByField, showFieldErrors, clearFieldErrors, date, signOut, el };
+  return { api, toLogin, errorText, show, detailsByField, problemText, showFieldErrors, clearFieldErrors, date, signOut, el };
 })();

@@ -114,8 +114,7 @@ document.addEventListener("DOMContentLoaded", () => {
     if (createForm.password.value) payload.password = createForm.password.value;
     const result = await cc.api("POST", USERS_URL, payload);
     if (result.status !== 201 && result.status !== 200) {
-      const details = Object.values(cc.detailsByField(result.data)).flat();
-      cc.show(createError, details.length ? details.join(" ") : cc.errorText(result));
+      cc.show(createError, cc.problemText(result));
       return;
     }
     createForm.reset();
