@@ -53,6 +53,13 @@ CONTACT = "/contacts/{contactId}"
 PAGING = Paging(20)
 
 
+def new_contact(crm: CrmClient, args: dict[str, Any]) -> dict[str, Any]:
+    """The body of a create or an upsert (CreateContactDto, UpsertContactDto: the same
+    fields), once it has what finds the contact again: an e-mail or a phone."""
+    require_one(args, "email", "phone", why=NEEDS_EMAIL_OR_PHONE)
+    return {**pick(args, *CREATABLE, "tags"), "locationId": crm.location_id}
+
+
 @crm_tool(
     "contacts_get-contacts",
     "search-contacts-advanced",  # POST /contacts/search; GET /contacts/ is deprecated
@@ -101,9 +108,7 @@ async def get_contact(crm: CrmClient, args: dict[str, Any]) -> Any:
     schema=schema({**CREATABLE, "tags": TAGS}),
 )
 async def create_contact(crm: CrmClient, args: dict[str, Any]) -> Any:
-    require_one(args, "email", "phone", why=NEEDS_EMAIL_OR_PHONE)
-    body = {**pick(args, *CREATABLE, "tags"), "locationId": crm.location_id}
-    return await crm.post("/contacts/", body)
+    return await crm.post("/contacts/", new_contact(crm, args))
 
 
 @crm_tool(
@@ -135,9 +140,7 @@ async def update_contact(crm: CrmClient, args: dict[str, Any]) -> Any:
     schema=schema({**CREATABLE, "tags": TAGS}),
 )
 async def upsert_contact(crm: CrmClient, args: dict[str, Any]) -> Any:
-    require_one(args, "email", "phone", why=NEEDS_EMAIL_OR_PHONE)
-    body = {**pick(args, *CREATABLE, "tags"), "locationId": crm.location_id}
-    return await crm.post("/contacts/upsert", body, idempotent=True)
+    return await crm.post("/contacts/upsert", new_contact(crm, args), idempotent=True)
 
 
 @crm_tool(
