@@ -9,16 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlcenter.crm.client import CrmClient
-from controlcenter.crm.tools.common import (
-    Paging,
-    by_id,
-    crm_tool,
-    id_arg,
-    path,
-    pick,
-    schema,
-    text,
-)
+from controlcenter.crm.tools.common import Paging, by_id, crm_tool, id_arg, path, pick, schema, text
 
 
 def _alt(crm: CrmClient, *, typed: bool) -> dict[str, Any]:
