@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from enum import Enum
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
@@ -146,15 +147,27 @@ async def chat_events(
     return StreamingResponse(frames, headers=SSE_HEADERS)
 
 
+# What the store met, as the refusal it is answered with; any other outcome went through.
+_STOP_REFUSED: dict[Enum, tuple[int, str]] = {
+    StopAnswer.NOT_FOUND: (404, MESSAGE_NOT_FOUND),
+    StopAnswer.NOT_RUNNING: (409, NOT_RUNNING),
+}
+_ANSWER_REFUSED: dict[Enum, tuple[int, str]] = {
+    Answer.NOT_FOUND: (404, TOOL_CALL_NOT_FOUND),
+    Answer.CONFLICT: (409, NOT_WAITING),
+}
+
+
+def _refuse(outcome: Enum, refused: Mapping[Enum, tuple[int, str]]) -> None:
+    if outcome in refused:
+        raise ApiError(*refused[outcome])
+
+
 @router.post("/chat/{message_id}/stop", **answers(Success, 401, 404, 409, write=True))
 async def stop_chat(
     message_id: str, principal: CurrentUser, chat_parts: ChatPartsDep
 ) -> dict[str, Any]:
-    answer = await request_stop(chat_parts.db, message_id, principal.user.id)
-    if answer is StopAnswer.NOT_FOUND:
-        raise ApiError(404, MESSAGE_NOT_FOUND)
-    if answer is StopAnswer.NOT_RUNNING:
-        raise ApiError(409, NOT_RUNNING)
+    _refuse(await request_stop(chat_parts.db, message_id, principal.user.id), _STOP_REFUSED)
     chat_parts.runs.stop_here(message_id)  # at once when it runs here; elsewhere by the DB
     return {"success": True}
 
@@ -168,10 +181,7 @@ def _answer_route(verb: str, status: str) -> None:
     ) -> dict[str, Any]:
         user_id = principal.user.id
         found = await answer_approval(chat_parts.db, message_id, tool_call_id, user_id, status)
-        if found is Answer.NOT_FOUND:
-            raise ApiError(404, TOOL_CALL_NOT_FOUND)
-        if found is Answer.CONFLICT:
-            raise ApiError(409, NOT_WAITING)
+        _refuse(found, _ANSWER_REFUSED)
         chat_parts.runs.poke_here(message_id)  # at once when it runs here; elsewhere by the DB
         return {"success": True}
 
