@@ -78,7 +78,8 @@ class SdkProvider(ABC, Generic[K, M]):
         turns: Sequence[Turn],
         tools: Sequence[ToolSpec],
     ) -> ProviderReply:
-        body = self._bodies.get(system, tools).with_messages(self._sendable(system, turns))
+        messages = self._sendable(system, turns)
+        body = self._bodies.get(system, tools).with_messages(messages)
         client = self._clients.get(api_key)
         with sdk_errors(self.errors, api_key):
             return await self._post(client, body)
@@ -114,7 +115,7 @@ class SdkProvider(ABC, Generic[K, M]):
         """The history (and, where the API wants it there, the system prompt) as messages."""
 
     @abstractmethod
-    def _fixed(self, system: str, tools: Sequence[ToolSpec]) -> Body:
+    def _fixed(self, system: str, tools: Tools) -> Body:
         """The body's parts around `messages`: the same on every call of a chat."""
 
     @abstractmethod
