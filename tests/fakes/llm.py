@@ -38,7 +38,7 @@ from starlette.routing import Route
 
 from tests.fakes.server import LoopbackServer
 
-__all__ = ["ErrorReply", "FakeAnthropic", "FakeOpenAI", "Reply", "ToolUse"]
+__all__ = ["ErrorReply", "FakeAnthropic", "FakeOpenAI", "Received", "Reply", "ToolUse"]
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 OPENAI_MAX_TOOLS = 128
@@ -82,6 +82,16 @@ class ErrorReply:
 
 
 Answer = Reply | ErrorReply
+
+
+@dataclass(frozen=True)
+class Received:
+    """One request as the fake read it: headers (lower-case names) and the body's bytes."""
+
+    headers: dict[str, str]
+    body: bytes
+
+
 Responder = Callable[[dict[str, Any]], Answer]
 
 
@@ -113,6 +123,9 @@ class _FakeLLM:
         # a longer request gets the API's own "too long" answer.
         self.context_window = CONTEXT_WINDOW
         self.requests: list[dict[str, Any]] = []
+        # Each request as it came over the wire (after the key was accepted): its headers and
+        # its body's bytes, to compare what two ways of calling the SDK send.
+        self.received: list[Received] = []
         self.invalid: list[str] = []
         self._queue: deque[Answer] = deque()
         self._lock = threading.Lock()  # the test thread scripts, the server thread consumes
@@ -145,6 +158,7 @@ class _FakeLLM:
             self._queue.clear()
             self.responder = None
             self.requests.clear()
+            self.received.clear()
             self.invalid.clear()
             self.context_window = CONTEXT_WINDOW
 
@@ -160,6 +174,16 @@ class _FakeLLM:
 
     def _reject(self, message: str) -> None:
         self.invalid.append(message)
+
+    async def _json_body(self, request: Request) -> Any:
+        """The body as JSON; ValueError when it is not JSON, or not declared as JSON (both
+        APIs take `application/json` bodies only)."""
+        raw = await request.body()
+        self.received.append(Received(dict(request.headers), raw))
+        content_type = request.headers.get("content-type", "")
+        if content_type.split(";")[0].strip().lower() != "application/json":
+            raise ValueError(f"content-type {content_type!r}")
+        return json.loads(raw)
 
 
 # -- Anthropic ----------------------------------------------------------------------------------
@@ -213,7 +237,7 @@ class FakeAnthropic(_FakeLLM):
         if key != self.api_key:
             return self._error(401, "invalid x-api-key")
         try:
-            body = json.loads(await request.body())
+            body = await self._json_body(request)
         except ValueError:
             self._reject("body is not JSON")
             return self._error(400, "There was an issue with your request: invalid JSON body")
@@ -618,7 +642,7 @@ class FakeOpenAI(_FakeLLM):
                 "at https://platform.openai.com/account/api-keys.",
             )
         try:
-            body = json.loads(await request.body())
+            body = await self._json_body(request)
         except ValueError:
             self._reject("body is not JSON")
             return self._error(

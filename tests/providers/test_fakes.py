@@ -469,6 +469,34 @@ async def test_anthropic_refuses_no_key_and_a_body_that_is_not_json(
     assert broken.json()["error"]["type"] == "invalid_request_error"
 
 
+async def test_both_refuse_a_json_body_not_declared_as_json(
+    http: httpx.AsyncClient, fake_anthropic: FakeAnthropic, fake_openai: FakeOpenAI
+) -> None:
+    """The service posts pre-encoded bytes (docs/providers.md, "Request bodies"): a body that
+    lost its `Content-Type: application/json` on the way must fail the test that sent it."""
+    raw = b'{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"}]}'
+    anthropic_headers = {
+        "x-api-key": fake_anthropic.api_key,
+        "anthropic-version": "2023-06-01",
+        "content-type": "text/plain",
+    }
+    refused = await http.post(
+        fake_anthropic.url + "/v1/messages", content=raw, headers=anthropic_headers
+    )
+    assert refused.status_code == 400
+    assert refused.json()["error"]["type"] == "invalid_request_error"
+    assert fake_anthropic.invalid == ["body is not JSON"]
+
+    openai_headers = {"authorization": f"Bearer {fake_openai.api_key}"}  # no content-type
+    refused = await http.post(
+        fake_openai.url + "/chat/completions", content=raw, headers=openai_headers
+    )
+    assert refused.status_code == 400
+    assert refused.json()["error"]["message"].startswith("We could not parse the JSON body")
+    assert fake_openai.invalid == ["body is not JSON"]
+    assert [r.body for r in fake_anthropic.received + fake_openai.received] == [raw, raw]
+
+
 @pytest.mark.parametrize(
     ("body", "expected", "param"),
     [

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import anthropic
 from anthropic.types import (
+    Message,
     MessageParam,
     TextBlockParam,
     ToolParam,
@@ -15,83 +16,71 @@ from anthropic.types import (
 )
 
 from controlcenter.llm.types import AssistantTurn, ProviderReply, ToolCall, ToolSpec, Turn, UserTurn
-from controlcenter.providers.base import ProviderError
-from controlcenter.providers.history import EMPTY_MESSAGE, has_text, new_call_id, sendable_turns
-from controlcenter.providers.sdk import ProviderOptions, SdkErrors, SdkProvider, sdk_errors
+from controlcenter.providers.body import Body
+from controlcenter.providers.history import has_text, new_call_id, sendable_turns
+from controlcenter.providers.sdk import OnText, ProviderOptions, SdkErrors, SdkProvider, Tools
 
 Block = TextBlockParam | ToolUseBlockParam | ToolResultBlockParam
-_ERRORS = SdkErrors(
-    anthropic.APIStatusError,
-    anthropic.APITimeoutError,
-    anthropic.APIConnectionError,
-    anthropic.APIError,
-)
 
 
-class AnthropicProvider(SdkProvider[anthropic.AsyncAnthropic]):
+class AnthropicProvider(SdkProvider[anthropic.AsyncAnthropic, MessageParam]):
+    errors = SdkErrors(
+        anthropic.APIStatusError,
+        anthropic.APITimeoutError,
+        anthropic.APIConnectionError,
+        anthropic.APIError,
+    )
+
     def __init__(self, options: ProviderOptions) -> None:
         super().__init__(options, anthropic.AsyncAnthropic, anthropic.DefaultAsyncHttpxClient)
 
-    async def complete(
+    def _messages(self, system: str, turns: Sequence[Turn]) -> list[MessageParam]:
+        return to_messages(turns)  # the system prompt is a field of its own here
+
+    def _fixed(self, system: str, tools: Tools) -> Body:
+        # The keys in `messages.create`'s order, so the bytes are the ones it would send.
+        return Body.around(
+            {"max_tokens": self._max_tokens}, {"model": self._model, **_options(system, tools)}
+        )
+
+    async def _post(self, client: anthropic.AsyncAnthropic, body: bytes) -> ProviderReply:
+        return _reply(await client.post(PATH, cast_to=Message, content=body))
+
+    async def _stream(
         self,
-        *,
-        api_key: str,
+        client: anthropic.AsyncAnthropic,
         system: str,
-        turns: Sequence[Turn],
-        tools: Sequence[ToolSpec],
+        messages: list[MessageParam],
+        tools: Tools,
+        on_text: OnText,
     ) -> ProviderReply:
-        messages = to_messages(turns)
-        if not messages:  # the API rejects an empty list; nothing to ask the model
-            raise ProviderError(EMPTY_MESSAGE, None)
-        client = self._clients.get(api_key)
-        options = self._options(system, tools)
-        with sdk_errors(_ERRORS, api_key):
-            message = await client.messages.create(
-                model=self._model,
-                max_tokens=self._max_tokens,
-                messages=messages,
-                **options,
-            )
-        return _reply(message)
-
-    async def stream(
-        self,
-        *,
-        api_key: str,
-        system: str,
-        turns: Sequence[Turn],
-        tools: Sequence[ToolSpec],
-        on_text: Callable[[str], None],
-    ) -> ProviderReply:
-        """The same request through the SDK's streaming helper (`messages.stream`)."""
-        messages = to_messages(turns)
-        if not messages:
-            raise ProviderError(EMPTY_MESSAGE, None)
-        client = self._clients.get(api_key)
-        options = self._options(system, tools)
-        with sdk_errors(_ERRORS, api_key):
-            async with client.messages.stream(
-                model=self._model,
-                max_tokens=self._max_tokens,
-                messages=messages,
-                **options,
-            ) as stream:
-                async for event in stream:
-                    if event.type == "text" and event.text:
-                        on_text(event.text)
-                message = await stream.get_final_message()
-        return _reply(message)
-
-    def _options(self, system: str, tools: Sequence[ToolSpec]) -> dict[str, Any]:
-        options: dict[str, Any] = {}
-        if has_text(system):
-            options["system"] = system
-        if tools:
-            options["tools"] = [_tool(spec) for spec in tools]
-        return options
+        """The SDK's streaming helper (`messages.stream`), which also builds the message."""
+        async with client.messages.stream(
+            model=self._model,
+            max_tokens=self._max_tokens,
+            messages=messages,
+            **_options(system, tools),
+        ) as stream:
+            async for event in stream:
+                if event.type == "text" and event.text:
+                    on_text(event.text)
+            return _reply(await stream.get_final_message())
 
 
-def _reply(message: anthropic.types.Message) -> ProviderReply:
+# What `messages.create` posts to.
+PATH = "/v1/messages"
+
+
+def _options(system: str, tools: Tools) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if has_text(system):
+        options["system"] = system
+    if tools:
+        options["tools"] = [_tool(spec) for spec in tools]
+    return options
+
+
+def _reply(message: Message) -> ProviderReply:
     text = "".join(block.text for block in message.content if block.type == "text")
     calls = tuple(
         ToolCall(id=block.id or new_call_id(), name=block.name, arguments=_object(block.input))

@@ -4,53 +4,47 @@ traced as a span. Wraps any Provider, so the adapters stay as they are."""
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import cast
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, cast
 
-from controlcenter.llm.types import ProviderReply, ToolSpec, Turn
+from controlcenter.llm.types import ProviderReply
 from controlcenter.observability import tracing
 from controlcenter.observability.metrics import PROVIDER_CALLS, PROVIDER_DURATION
 from controlcenter.providers.base import Provider, ProviderError, StreamingProvider
 
+P = ParamSpec("P")
+Asked = Coroutine[Any, Any, ProviderReply]  # what an adapter's `complete` or `stream` returns
+
 
 class ObservedProvider:
     """Counts and traces `complete` and, for the adapters that have it, `stream` (token
-    streaming, CONTRACT 11): a wrapper without `stream` would turn `?deltas=tokens` off."""
+    streaming, CONTRACT 11): without `stream` the chat loop turns `?deltas=tokens` off, so
+    the wrapper has it exactly when the adapter has.
 
-    __slots__ = ("_inner", "_name")
+    Each method is the adapter's own, wrapped (`_observed` keeps its signature for the type
+    checker), so the protocol's signatures are not written out again here.
+    """
+
+    __slots__ = ("_inner", "_name", "complete", "stream")
 
     def __init__(self, name: str, inner: Provider) -> None:
         self._name = name
         self._inner = inner
+        self.complete = self._observed(inner.complete)
+        if getattr(inner, "stream", None) is not None:
+            self.stream = self._observed(cast(StreamingProvider, inner).stream)
 
     @property
     def inner(self) -> Provider:
         return self._inner
 
-    async def complete(
-        self, *, api_key: str, system: str, turns: Sequence[Turn], tools: Sequence[ToolSpec]
-    ) -> ProviderReply:
-        return await self._observe(
-            lambda: self._inner.complete(api_key=api_key, system=system, turns=turns, tools=tools)
-        )
+    def _observed(self, call: Callable[P, Asked]) -> Callable[P, Asked]:
+        async def observed(*args: P.args, **kwargs: P.kwargs) -> ProviderReply:
+            return await self._observe(lambda: call(*args, **kwargs))
 
-    async def stream(
-        self,
-        *,
-        api_key: str,
-        system: str,
-        turns: Sequence[Turn],
-        tools: Sequence[ToolSpec],
-        on_text: Callable[[str], None],
-    ) -> ProviderReply:
-        streaming = cast(StreamingProvider, self._inner)
-        return await self._observe(
-            lambda: streaming.stream(
-                api_key=api_key, system=system, turns=turns, tools=tools, on_text=on_text
-            )
-        )
+        return observed
 
-    async def _observe(self, call: Callable[[], Awaitable[ProviderReply]]) -> ProviderReply:
+    async def _observe(self, call: Callable[[], Asked]) -> ProviderReply:
         started = time.perf_counter()
         status = "error"
         with tracing.span("provider call", **{"provider.name": self._name}) as current:

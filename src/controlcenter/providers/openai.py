@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import openai
 from openai.types.chat import (
+    ChatCompletion,
     ChatCompletionFunctionToolParam,
     ChatCompletionMessageFunctionToolCallParam,
     ChatCompletionMessageParam,
@@ -15,43 +16,40 @@ from openai.types.chat import (
 
 from controlcenter.llm.types import AssistantTurn, ProviderReply, ToolCall, ToolSpec, Turn, UserTurn
 from controlcenter.providers.base import ProviderError
+from controlcenter.providers.body import Body
 from controlcenter.providers.history import (
-    EMPTY_MESSAGE,
     has_text,
     new_call_id,
     parse_arguments,
     sendable_turns,
 )
-from controlcenter.providers.sdk import ProviderOptions, SdkErrors, SdkProvider, sdk_errors
-
-_ERRORS = SdkErrors(
-    openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError, openai.APIError
-)
+from controlcenter.providers.sdk import OnText, ProviderOptions, SdkErrors, SdkProvider, Tools
 
 
-class OpenAIProvider(SdkProvider[openai.AsyncOpenAI]):
+class OpenAIProvider(SdkProvider[openai.AsyncOpenAI, ChatCompletionMessageParam]):
+    errors = SdkErrors(
+        openai.APIStatusError, openai.APITimeoutError, openai.APIConnectionError, openai.APIError
+    )
+
     def __init__(self, options: ProviderOptions) -> None:
         super().__init__(options, openai.AsyncOpenAI, openai.DefaultAsyncHttpxClient)
 
-    async def complete(
-        self,
-        *,
-        api_key: str,
-        system: str,
-        turns: Sequence[Turn],
-        tools: Sequence[ToolSpec],
-    ) -> ProviderReply:
-        messages = to_messages(system, turns)
-        if all(message["role"] == "system" for message in messages):
-            raise ProviderError(EMPTY_MESSAGE, None)  # nothing to ask the model
-        client = self._clients.get(api_key)
-        with sdk_errors(_ERRORS, api_key):
-            completion = await client.chat.completions.create(
-                model=self._model,
-                max_completion_tokens=self._max_tokens,
-                messages=messages,
-                **_options(tools),
-            )
+    def _messages(self, system: str, turns: Sequence[Turn]) -> list[ChatCompletionMessageParam]:
+        return to_messages(system, turns)  # the system prompt is the first message here
+
+    def _fixed(self, system: str, tools: Tools) -> Body:
+        # The keys in `chat.completions.create`'s order, so the bytes are the ones it would send.
+        return Body.around(
+            {"model": self._model}, {"max_completion_tokens": self._max_tokens, **_options(tools)}
+        )
+
+    async def _post(self, client: openai.AsyncOpenAI, body: bytes) -> ProviderReply:
+        # `security`: the credentials `create` asks for, the API key as a bearer token only
+        # (`post`'s default also allows the admin key of OPENAI_ADMIN_KEY where there is no API
+        # key; the pooled clients always have one, but the request stays create's own).
+        completion = await client.post(
+            PATH, cast_to=ChatCompletion, content=body, options={"security": {"bearer_auth": True}}
+        )
         if not completion.choices:
             raise ProviderError(NO_CHOICES, None)
         message = completion.choices[0].message
@@ -73,51 +71,45 @@ class OpenAIProvider(SdkProvider[openai.AsyncOpenAI]):
             output_tokens=usage.completion_tokens if usage is not None else 0,
         )
 
-    async def stream(
+    async def _stream(
         self,
-        *,
-        api_key: str,
+        client: openai.AsyncOpenAI,
         system: str,
-        turns: Sequence[Turn],
-        tools: Sequence[ToolSpec],
-        on_text: Callable[[str], None],
+        messages: list[ChatCompletionMessageParam],
+        tools: Tools,
+        on_text: OnText,
     ) -> ProviderReply:
-        """The same request in streaming mode (`stream=True`, with the usage chunk asked for);
-        the chunks' text goes to `on_text`, their tool calls are put together by index."""
-        messages = to_messages(system, turns)
-        if all(message["role"] == "system" for message in messages):
-            raise ProviderError(EMPTY_MESSAGE, None)
-        client = self._clients.get(api_key)
+        """`stream=True`, with the usage chunk asked for; the chunks' text goes to `on_text`,
+        their tool calls are put together by index."""
         text: list[str] = []
         calls: dict[int, list[str]] = {}  # index -> [id, name, arguments]
         usage = None
         chose = False
-        with sdk_errors(_ERRORS, api_key):
-            stream = await client.chat.completions.create(
-                model=self._model,
-                max_completion_tokens=self._max_tokens,
-                messages=messages,
-                stream=True,
-                stream_options={"include_usage": True},
-                **_options(tools),
-            )
-            async with stream:
-                async for chunk in stream:
-                    if chunk.usage is not None:
-                        usage = chunk.usage
-                    for choice in chunk.choices[:1]:
-                        chose = True
-                        delta = choice.delta
-                        piece = delta.content or delta.refusal
-                        if piece:
-                            text.append(piece)
-                            on_text(piece)
-                        for call in delta.tool_calls or ():
-                            entry = calls.setdefault(call.index, ["", "", ""])
-                            entry[0] = call.id or entry[0]
-                            if call.function is not None:
-                                entry[1] += call.function.name or ""
-                                entry[2] += call.function.arguments or ""
+        stream = await client.chat.completions.create(
+            model=self._model,
+            max_completion_tokens=self._max_tokens,
+            messages=messages,
+            stream=True,
+            stream_options={"include_usage": True},
+            **_options(tools),
+        )
+        async with stream:
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    usage = chunk.usage
+                for choice in chunk.choices[:1]:
+                    chose = True
+                    delta = choice.delta
+                    piece = delta.content or delta.refusal
+                    if piece:
+                        text.append(piece)
+                        on_text(piece)
+                    for call in delta.tool_calls or ():
+                        entry = calls.setdefault(call.index, ["", "", ""])
+                        entry[0] = call.id or entry[0]
+                        if call.function is not None:
+                            entry[1] += call.function.name or ""
+                            entry[2] += call.function.arguments or ""
         if not chose:
             raise ProviderError(NO_CHOICES, None)
         return ProviderReply(
@@ -131,10 +123,12 @@ class OpenAIProvider(SdkProvider[openai.AsyncOpenAI]):
         )
 
 
+# What `chat.completions.create` posts to (the base URL ends in /v1).
+PATH = "/chat/completions"
 NO_CHOICES = "The provider returned no choices"
 
 
-def _options(tools: Sequence[ToolSpec]) -> dict[str, Any]:
+def _options(tools: Tools) -> dict[str, Any]:
     # The API rejects an empty `tools` array.
     return {"tools": [_tool(spec) for spec in tools]} if tools else {}
 

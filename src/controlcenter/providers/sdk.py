@@ -1,24 +1,35 @@
-"""What the two SDK providers share: how they are built, and the SDKs' failures as ProviderError.
+"""What the two SDK providers share: how they are built, how a call runs, and the SDKs' failures
+as ProviderError.
 
-Both official SDKs (anthropic, openai) come from one generator: the same client options and
-the same exception classes under the same names. So one base class builds either provider's
-pooled clients, and one context manager turns either SDK's exceptions into the words the chat
-shows, with the key redacted.
+Both official SDKs (anthropic, openai) come from one generator: the same client options, the
+same low-level `post`, and the same exception classes under the same names. So one base class
+builds either provider's pooled clients and runs either provider's calls (`complete` and
+`stream` are written once, here), and one context manager turns either SDK's exceptions into
+the words the chat shows, with the key redacted. Each provider module says only what differs:
+its messages, its body's fixed parts, how it posts and streams, how it reads the reply.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Generic, NamedTuple, Protocol, cast
+from typing import ClassVar, Generic, NamedTuple, Protocol, TypeVar, cast
 
 import httpx2
 
 from controlcenter.common.secrets import redact
+from controlcenter.llm.types import ProviderReply, ToolSpec, Turn
 from controlcenter.providers.base import ProviderError
+from controlcenter.providers.body import Body, BodyCache
 from controlcenter.providers.clients import POOL_LIMITS, K, PooledClients
-from controlcenter.providers.history import CONNECTION_MESSAGE, TIMEOUT_MESSAGE
+from controlcenter.providers.history import CONNECTION_MESSAGE, EMPTY_MESSAGE, TIMEOUT_MESSAGE
+
+# One message in the provider's native form (the SDK's TypedDict).
+M = TypeVar("M", bound=Mapping[str, object])
+Tools = Sequence[ToolSpec]
+OnText = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -32,8 +43,15 @@ class ProviderOptions:
     max_tokens: int
 
 
-class SdkProvider(Generic[K]):
-    """The model, the token cap and one client per key over one connection pool."""
+class SdkProvider(ABC, Generic[K, M]):
+    """The model, the token cap, one client per key over one connection pool, and the calls.
+
+    `complete` sends the body as bytes through the SDK's documented low-level `post`
+    (retries, auth headers, timeouts, error classes and reply parsing stay the SDK's; see
+    docs/providers.md, "Request bodies"); `stream` goes through the SDK's streaming helpers.
+    """
+
+    errors: ClassVar[SdkErrors]
 
     def __init__(
         self,
@@ -50,9 +68,65 @@ class SdkProvider(Generic[K]):
             timeout_s=options.timeout_s,
             max_retries=options.max_retries,
         )
+        self._bodies = BodyCache(self._fixed)
+
+    async def complete(
+        self,
+        *,
+        api_key: str,
+        system: str,
+        turns: Sequence[Turn],
+        tools: Sequence[ToolSpec],
+    ) -> ProviderReply:
+        messages = self._sendable(system, turns)
+        body = self._bodies.get(system, tools).with_messages(messages)
+        client = self._clients.get(api_key)
+        with sdk_errors(self.errors, api_key):
+            return await self._post(client, body)
+
+    async def stream(
+        self,
+        *,
+        api_key: str,
+        system: str,
+        turns: Sequence[Turn],
+        tools: Sequence[ToolSpec],
+        on_text: Callable[[str], None],
+    ) -> ProviderReply:
+        """The same request in streaming mode (CONTRACT 11): `on_text` gets each piece of text."""
+        messages = self._sendable(system, turns)
+        client = self._clients.get(api_key)
+        with sdk_errors(self.errors, api_key):
+            return await self._stream(client, system, messages, tools, on_text)
 
     async def aclose(self) -> None:
         await self._clients.aclose()
+
+    def _sendable(self, system: str, turns: Sequence[Turn]) -> list[M]:
+        messages = self._messages(system, turns)
+        # The APIs reject a request with nothing to answer (no message, or only OpenAI's
+        # system one): fail before calling them.
+        if all(message["role"] == "system" for message in messages):
+            raise ProviderError(EMPTY_MESSAGE, None)
+        return messages
+
+    @abstractmethod
+    def _messages(self, system: str, turns: Sequence[Turn]) -> list[M]:
+        """The history (and, where the API wants it there, the system prompt) as messages."""
+
+    @abstractmethod
+    def _fixed(self, system: str, tools: Tools) -> Body:
+        """The body's parts around `messages`: the same on every call of a chat."""
+
+    @abstractmethod
+    async def _post(self, client: K, body: bytes) -> ProviderReply:
+        """Send the encoded body with the SDK's `post` and read its reply."""
+
+    @abstractmethod
+    async def _stream(
+        self, client: K, system: str, messages: list[M], tools: Tools, on_text: OnText
+    ) -> ProviderReply:
+        """The call through the SDK's streaming helper."""
 
 
 class SdkErrors(NamedTuple):
