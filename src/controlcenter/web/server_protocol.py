@@ -7,7 +7,10 @@ were a third of the request's samples (py-spy, `make bench`). `CoalescedWrites` 
 is written during one turn of the event loop and sends it together at the start of the next
 turn, so a head and a body written back to back go out as one segment. An answer waits at
 most for the rest of the loop's current turn; the order of the bytes never changes, and
-closing or ending the connection sends what is pending first.
+closing or ending the connection sends what is pending first. The real transport, and so
+uvicorn's flow control, sees the bytes at that next turn: an answer written whole without
+yielding to the loop is held whole until then, as it was already held in memory to be
+written.
 """
 
 from __future__ import annotations
