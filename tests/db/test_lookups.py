@@ -3,14 +3,23 @@ rows read as the model reads them."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from sqlalchemy import bindparam, inspect, select
 from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
 
 from controlcenter.auth.models import User
-from controlcenter.auth.service import principal_from_api_token, principal_from_basic
-from controlcenter.db.lookups import Lookup
+from controlcenter.auth.service import (
+    Principal,
+    principal_from_api_token,
+    principal_from_basic,
+    principal_from_jwt,
+    revoke_session,
+)
+from controlcenter.auth.tokens import decode_session
+from controlcenter.db.lookups import POSTGRES_LOOKUP_CONNECTIONS, Lookup
 from tests.conftest import RunningServer, UserFactory
 
 _users = User.__table__
@@ -51,3 +60,26 @@ async def test_the_user_a_lookup_reads_is_the_model_s(
         assert getattr(by_basic.user, attribute.key) == expected, attribute.key
     assert by_token.user.created_at.tzinfo is not None
     assert by_token.user.disabled is False
+
+
+async def test_lookups_in_parallel_see_a_revocation_at_once(
+    server: RunningServer, users: UserFactory
+) -> None:
+    """More lookups at once than the PostgreSQL lookups' pool has connections, before and
+    right after a logout: connections given back without asyncpg's reset still answer, and
+    none of them holds a snapshot from before the change."""
+    created = await users.create()
+    key = server.services.config.jwt_key
+    claims = decode_session(key, created.token)
+    assert claims is not None
+
+    async def many() -> list[Principal | None]:
+        count = POSTGRES_LOOKUP_CONNECTIONS * 3
+        return await asyncio.gather(
+            *(principal_from_jwt(server.db, created.token, key=key) for _ in range(count))
+        )
+
+    assert all(principal is not None for principal in await many())
+    async with server.db.write() as db:
+        await revoke_session(db, claims.session_id)
+    assert all(principal is None for principal in await many())

@@ -65,7 +65,7 @@ def serve(
 
     from controlcenter.cli.open_files import raise_open_files_limit
     from controlcenter.common.logs import get_logger
-    from controlcenter.web.middleware.header_limit import PROTOCOL
+    from controlcenter.web.server_protocol import PROTOCOL
 
     config = Config()
 
@@ -94,7 +94,7 @@ def serve(
             log_level=config.log_level.lower(),
             log_config=None,  # uvicorn's records go through our logging (logs.py)
             **proxy_options(),
-            http=PROTOCOL,  # the 431 header limit
+            http=PROTOCOL,  # the 431 header limit, coalesced writes
         )
 
 

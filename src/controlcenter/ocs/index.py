@@ -1,21 +1,22 @@
 """The dashboard index's answer (SPEC 4.1, CONTRACT section 4), whichever way the request came
-in: `IndexFastPath` for GET, the FastAPI route for the other methods. Every answer except the
-200 is pre-rendered."""
+in: `ocs.fast_path.IndexFastPath` for GET, the FastAPI route for the other methods. No HTTP
+framework here: an answer is its status, body and headers. Every answer except the 200 is
+pre-rendered, and the 200's JSON is the pre-rendered envelope around the encoded message."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Protocol
+from dataclasses import dataclass
+from json.encoder import encode_basestring  # json's C encoder, when built
 
-from starlette.datastructures import Headers, QueryParams
 from starlette.requests import cookie_parser
-from starlette.responses import Response
 from starlette.routing import compile_path
-from starlette.types import ASGIApp, Receive, Scope, Send
 
-from controlcenter.auth.refusals import too_many_attempts
 from controlcenter.auth.service import PasswordGuard
-from controlcenter.auth.throttle import SignInThrottle, TooManyAttemptsError
+from controlcenter.auth.throttle import (
+    TOO_MANY_ATTEMPTS,
+    SignInThrottle,
+    TooManyAttemptsError,
+)
 from controlcenter.config import Config
 from controlcenter.db import Database
 from controlcenter.ocs.envelope import (
@@ -29,50 +30,89 @@ from controlcenter.ocs.envelope import (
 )
 from controlcenter.ocs.service import index_caller, index_message
 from controlcenter.web.deps import SESSION_COOKIE
+from controlcenter.web.middleware.raw_answer import json_body
 
 PATH = "/ocs/v2.php/apps/{app_id}/api"
-_PATH = compile_path(PATH)[0]  # the regex Starlette's route matches with
-_CSRF_FAILED = b'{"message":"CSRF check failed"}'
-_UNAUTHORISED = {fmt: render(envelope(997, NOT_LOGGED_IN, []), fmt) for fmt in ("json", "xml")}
-_NOT_FOUND = {fmt: render(envelope(404, NOT_FOUND, []), fmt) for fmt in ("json", "xml")}
+PATH_PATTERN = compile_path(PATH)[0]  # the regex Starlette's route matches with
+
+Headers = tuple[tuple[bytes, bytes], ...]
 
 
-class IndexParts(Protocol):
-    """What the index uses of the app (the app's services provide it)."""
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """`headers` come before the content length and type, where Starlette puts the headers it
+    is given, so either way of answering writes the same head."""
 
-    db: Database
-    config: Config
+    status: int
+    body: bytes
+    content_type: bytes
+    headers: Headers = ()
+
+
+def _answers(status: int, rendered: dict[Format, bytes]) -> dict[Format, Answer]:
+    return {fmt: Answer(status, body, media_type(fmt).encode()) for fmt, body in rendered.items()}
+
+
+_FORMATS: tuple[Format, Format] = ("json", "xml")
+_UNAUTHORISED = _answers(401, {f: render(envelope(997, NOT_LOGGED_IN, []), f) for f in _FORMATS})
+_NOT_FOUND = _answers(404, {f: render(envelope(404, NOT_FOUND, []), f) for f in _FORMATS})
+# Nextcloud's security middleware answers this in JSON whatever format was asked.
+_CSRF_FAILED = Answer(412, b'{"message":"CSRF check failed"}', b"application/json")
+_TOO_MANY = json_body({"error": TOO_MANY_ATTEMPTS})  # the login's refusal, same bytes
+_JSON = media_type("json").encode()
+_XML = media_type("xml").encode()
+# The 200's JSON split around its message, from `render` itself, so the bytes cannot drift:
+# json.dumps writes a string inside a document exactly as `encode_basestring` writes it alone.
+_MARK = "\x00message\x00"
+_OK_HEAD, _OK_TAIL = render(envelope(200, "OK", {"message": _MARK}), "json").split(
+    encode_basestring(_MARK).encode()
+)
+
+
+def ok_json(message: str) -> bytes:
+    """`render(envelope(200, "OK", {"message": message}), "json")`, without building and
+    encoding the document on every request."""
+    return _OK_HEAD + encode_basestring(message).encode() + _OK_TAIL
 
 
 async def answer_index(
     db: Database,
     config: Config,
     app_id: str,
-    headers: Headers,
-    query: Mapping[str, str],
+    *,
+    authorization: str | None,
+    cookie: str | None,
+    accept: str | None,
+    ocs_apirequest: str | None,
+    query_format: str | None,
     client: str | None,
-) -> Response:
-    fmt: Format = choose_format(query.get("format"), headers.get("accept"))
+) -> Answer:
+    """The index's answer to a request carrying these headers (each the first of its name, as
+    Starlette's `Headers.get` reads it) and this `?format=`, from the client address `client`
+    (the sign-in throttle counts password attempts against it)."""
+    fmt: Format = choose_format(query_format, accept)
     if app_id != config.app_id:
-        return Response(_NOT_FOUND[fmt], status_code=404, media_type=media_type(fmt))
+        return _NOT_FOUND[fmt]
     guard = PasswordGuard(SignInThrottle.from_config(db, config), client)
     try:
         principal = await index_caller(
             db,
-            authorization=headers.get("authorization"),
-            session_cookie=_session_cookie(headers.get("cookie")),
+            authorization=authorization,
+            session_cookie=_session_cookie(cookie),
             key=config.jwt_key,
             guard=guard,
         )
     except TooManyAttemptsError as exc:
-        return too_many_attempts(exc)
+        retry_after = str(exc.retry_after_s).encode()
+        return Answer(429, _TOO_MANY, b"application/json", ((b"retry-after", retry_after),))
     if principal is None:
-        return Response(_UNAUTHORISED[fmt], status_code=401, media_type=media_type(fmt))
-    if headers.get("ocs-apirequest", "").strip().lower() != "true":
-        # Nextcloud's security middleware answers this in JSON whatever format was asked.
-        return Response(_CSRF_FAILED, status_code=412, media_type="application/json")
-    body = render(envelope(200, "OK", {"message": index_message(principal.user)}), fmt)
-    return Response(body, status_code=200, media_type=media_type(fmt))
+        return _UNAUTHORISED[fmt]
+    if (ocs_apirequest or "").strip().lower() != "true":
+        return _CSRF_FAILED
+    message = index_message(principal.user)
+    if fmt == "json":
+        return Answer(200, ok_json(message), _JSON)
+    return Answer(200, render(envelope(200, "OK", {"message": message}), fmt), _XML)
 
 
 def _session_cookie(header: str | None) -> str | None:
@@ -80,32 +120,3 @@ def _session_cookie(header: str | None) -> str | None:
     if not header or SESSION_COOKIE not in header:
         return None
     return cookie_parser(header).get(SESSION_COOKIE)
-
-
-class IndexFastPath:
-    """Answers GET on the index before the framework's middleware, routing and dependency
-    resolution, which cost three times the request's own work (py-spy, `make bench`). Every
-    other request goes on to the app unchanged; errors propagate to the server-error handler
-    as they would from the route."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET":
-            match = _PATH.match(scope["path"])
-            if match is not None:
-                query = QueryParams(scope["query_string"]) if scope["query_string"] else {}
-                parts: IndexParts = scope["app"].state.services
-                client = scope.get("client")
-                response = await answer_index(
-                    parts.db,
-                    parts.config,
-                    match["app_id"],
-                    Headers(scope=scope),
-                    query,
-                    client[0] if client else None,
-                )
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)

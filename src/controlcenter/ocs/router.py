@@ -2,8 +2,8 @@
 
 The route is the index's documented operation, with its security schemes declared by FastAPI
 security dependencies; it answers HEAD and the other methods. GET, the hot path that gets
-benchmarked, is answered by `ocs.index.IndexFastPath` in front of the framework, with the
-same `answer_index`.
+benchmarked, is answered by `ocs.fast_path.IndexFastPath` in front of the framework, with the
+same `answer_index` (and by this route while tracing is on, see `web/entry.py`).
 """
 
 from __future__ import annotations
@@ -138,11 +138,19 @@ async def api_index(
     """The index, as the fast path answers GET; its security schemes are declared here."""
     # GET normally never gets here: `IndexFastPath` answers it in front of the framework.
     # This route answers HEAD and the other methods, and documents the index in /openapi.json.
-    return await answer_index(
+    headers = request.headers
+    answer = await answer_index(
         database,
         config,
         app_id,
-        request.headers,
-        request.query_params,
-        client_address(request),
+        authorization=headers.get("authorization"),
+        cookie=headers.get("cookie"),
+        accept=headers.get("accept"),
+        ocs_apirequest=headers.get("ocs-apirequest"),
+        query_format=request.query_params.get("format"),
+        client=client_address(request),
     )
+    response = Response(answer.body, status_code=answer.status)
+    response.raw_headers[:0] = list(answer.headers)  # before the length, as on the fast path
+    response.raw_headers.append((b"content-type", answer.content_type))
+    return response

@@ -1,0 +1,169 @@
+"""GET on the index is answered in front of the framework (`ocs/fast_path.py`): what the
+framework's layers gave it still holds there: the same bytes as the route, the request id,
+the metrics, and the credentials read from the database on every request."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import delete, update
+
+from controlcenter.auth.models import User
+from controlcenter.ocs.envelope import envelope, render
+from controlcenter.ocs.index import ok_json
+from controlcenter.web.entry import ControlCenterApp
+from tests.conftest import RunningServer, UserFactory
+from tests.ocs.test_index import OCS, PATH, basic, bearer
+
+TEMPLATE = "/ocs/v2.php/apps/{app_id}/api"
+
+
+def _app(server: RunningServer) -> ControlCenterApp:
+    assert isinstance(server.app, ControlCenterApp)
+    return server.app
+
+
+def _comparable(response: httpx.Response) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
+    headers = [
+        (k, v) for k, v in response.headers.raw if k.lower() not in (b"date", b"x-request-id")
+    ]
+    return response.status_code, response.content, headers
+
+
+async def test_the_route_and_the_fast_path_answer_the_same_bytes(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+) -> None:
+    user = await users.create()
+    requests = [
+        {**bearer(user.token), **OCS},
+        {**bearer(user.token), **OCS, "Accept": "application/xml"},
+        {**basic(user.email, user.api_token), **OCS},
+        {**basic(user.email, user.password), **OCS},
+        bearer(user.token),  # 412
+        {**bearer("nope"), **OCS},  # 401
+        {"Accept": "text/xml"},  # 401, XML
+    ]
+    paths = [PATH, PATH + "?format=xml", "/ocs/v2.php/apps/other/api"]
+    fast = [await client.get(p, headers=h) for p in paths for h in requests]
+    app = _app(server)
+    app.index_fast_path, saved = None, app.index_fast_path  # as while tracing is on
+    try:
+        routed = [await client.get(p, headers=h) for p in paths for h in requests]
+    finally:
+        app.index_fast_path = saved
+    assert [_comparable(r) for r in fast] == [_comparable(r) for r in routed]
+    assert {r.status_code for r in fast} == {200, 401, 404, 412}
+
+
+@pytest.mark.parametrize("name", ['Zoë "Q" <b>&amp;</b>', "tab\there\x01", "\u2028 \U0001f600 \\"])
+def test_the_200_json_is_the_rendered_envelope(name: str) -> None:
+    message = f"Welcome to the Control Center dashboard API, {name}."
+    assert ok_json(message) == render(envelope(200, "OK", {"message": message}), "json")
+
+
+async def test_request_id_is_echoed_or_made(client: httpx.AsyncClient, users: UserFactory) -> None:
+    user = await users.create()
+    given = await client.get(PATH, headers={**bearer(user.token), **OCS, "X-Request-ID": "abc-1"})
+    assert given.headers["X-Request-ID"] == "abc-1"
+    for headers in ({**OCS, "X-Request-ID": "bad id"}, OCS):
+        made = (await client.get(PATH, headers=headers)).headers["X-Request-ID"]
+        assert re.fullmatch("[0-9a-f]{32}", made), made
+    first, second = [await client.get(PATH, headers=OCS) for _ in range(2)]
+    assert first.headers["X-Request-ID"] != second.headers["X-Request-ID"]
+
+
+async def _counts(client: httpx.AsyncClient) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    text = (await client.get("/metrics")).text
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.labels.get("route") == TEMPLATE
+    }
+
+
+async def test_metrics_count_each_answer_by_template_method_and_status(
+    client: httpx.AsyncClient, users: UserFactory
+) -> None:
+    user = await users.create()
+    before = await _counts(client)
+    await client.get(PATH, headers={**bearer(user.token), **OCS})
+    await client.get(PATH, headers={**bearer(user.token), **OCS})
+    await client.get(PATH, headers=OCS)
+    await client.get(PATH, headers=bearer(user.token))
+    await client.get("/ocs/v2.php/apps/other/api", headers=OCS)
+    after = await _counts(client)
+
+    def grew(name: str, **labels: str) -> float:
+        key = (name, frozenset({"route": TEMPLATE, "method": "GET", **labels}.items()))
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    assert grew("controlcenter_http_requests_total", status="200") == 2
+    assert grew("controlcenter_http_requests_total", status="401") == 1
+    assert grew("controlcenter_http_requests_total", status="412") == 1
+    assert grew("controlcenter_http_requests_total", status="404") == 1
+    assert grew("controlcenter_http_request_duration_seconds_count") == 5
+    assert grew("controlcenter_http_request_duration_seconds_sum") > 0
+
+
+async def test_a_change_to_the_user_takes_effect_at_the_next_request(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+) -> None:
+    """No credential is remembered between requests: disabling, then deleting, the user
+    refuses its session and its API token at once (the password cache is checked against
+    the row the same statement reads)."""
+    user = await users.create()
+    kinds = [bearer(user.token), bearer(user.api_token), basic(user.email, user.password)]
+    for headers in kinds:
+        assert (await client.get(PATH, headers={**headers, **OCS})).status_code == 200
+    async with server.db.write() as db:
+        await db.execute(update(User).where(User.id == user.id).values(disabled=True))
+    for headers in kinds:
+        assert (await client.get(PATH, headers={**headers, **OCS})).status_code == 401
+    async with server.db.write() as db:
+        await db.execute(update(User).where(User.id == user.id).values(disabled=False))
+    assert (await client.get(PATH, headers={**bearer(user.token), **OCS})).status_code == 200
+    async with server.db.write() as db:
+        await db.execute(delete(User).where(User.id == user.id))
+    for headers in kinds:
+        assert (await client.get(PATH, headers={**headers, **OCS})).status_code == 401
+
+
+async def test_the_message_follows_a_renamed_user(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+) -> None:
+    user = await users.create()
+    async with server.db.write() as db:
+        await db.execute(update(User).where(User.id == user.id).values(name="Renamed"))
+    answer = await client.get(PATH, headers={**bearer(user.token), **OCS})
+    assert answer.json()["ocs"]["data"]["message"].endswith("Renamed.")
+
+
+async def test_tracing_off_means_the_fast_path_is_on(server: RunningServer) -> None:
+    assert _app(server).index_fast_path is not None
+
+
+async def test_an_unexpected_error_is_a_logged_json_500_with_its_request_id(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr("controlcenter.ocs.fast_path.answer_index", broken)
+    before = await _counts(client)
+    response = await client.get(PATH, headers={**OCS, "X-Request-ID": "err-1"})
+    after = await _counts(client)
+    assert response.status_code == 500
+    assert response.headers["content-type"] == "application/json"
+    assert response.json() == {"error": "Internal server error"}
+    assert response.headers["X-Request-ID"] == "err-1"
+    key = (
+        "controlcenter_http_requests_total",
+        frozenset({"route": TEMPLATE, "method": "GET", "status": "500"}.items()),
+    )
+    assert after.get(key, 0.0) - before.get(key, 0.0) == 1
+    logged = capsys.readouterr().err
+    assert "unhandled error" in logged and "err-1" in logged and "the database went away" in logged
