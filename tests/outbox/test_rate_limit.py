@@ -7,6 +7,7 @@ and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from typing import Any
 
@@ -170,7 +171,12 @@ async def test_only_a_taken_token_is_a_write_transaction(
     write = server.db.write
 
     def counted() -> Any:
-        writes.append(1)
+        # Only the limiter's: the app's own tasks (chat liveness) write now and then.
+        caller = sys._getframe(1)
+        while caller is not None and not caller.f_code.co_filename.endswith("rate_limit.py"):
+            caller = caller.f_back
+        if caller is not None:
+            writes.append(1)
         return write()
 
     monkeypatch.setattr(server.db, "write", counted)
