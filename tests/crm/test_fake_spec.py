@@ -402,3 +402,27 @@ async def test_nested_unknown_properties_are_refused(http: httpx.AsyncClient, wo
     response = await send(http, world, "upsert-contact", ask)
     assert response.status_code == 422
     assert response.json()["message"] == ["dndSettings.SMS.property reason should not exist"]
+
+
+async def test_upsert_tags_replace_and_the_tags_endpoint_adds(
+    http: httpx.AsyncClient, world: World, fake_crm: FakeCrm
+) -> None:
+    """HighLevel's UpsertContactDto documents `tags` as "This field will overwrite all current
+    tags associated with the contact" and points to Add Tag for adding: the outbox adds its
+    tags through POST /contacts/{id}/tags and never sends `tags` in an upsert (docs/outbox.md),
+    and the fake is as strict as that, so a delivery relying on additive upsert tags fails."""
+    headers = {"Authorization": f"Bearer {world.token}", "Version": "2021-07-28"}
+    body = {"locationId": world.location, "email": "dana@example.com"}
+    added = await http.post(
+        f"/contacts/{world.contact}/tags", json={"tags": ["a"]}, headers=headers
+    )
+    assert added.status_code == 201 and added.json()["tags"] == ["a"]
+    added = await http.post(
+        f"/contacts/{world.contact}/tags", json={"tags": ["b"]}, headers=headers
+    )
+    assert added.json()["tags"] == ["a", "b"]  # kept the tag it had
+    answer = await http.post("/contacts/upsert", json={**body, "tags": ["c"]}, headers=headers)
+    assert answer.status_code == 200 and answer.json()["contact"]["id"] == world.contact
+    assert fake_crm.state.contacts[world.contact]["tags"] == ["c"]  # replaced, not added
+    await http.post("/contacts/upsert", json={**body, "name": "Dana"}, headers=headers)
+    assert fake_crm.state.contacts[world.contact]["tags"] == ["c"]  # no `tags`: left alone

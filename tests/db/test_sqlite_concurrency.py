@@ -16,7 +16,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from controlcenter.db import Database
 from controlcenter.db.sqlite_driver import BUSY_TIMEOUT_MS
@@ -162,3 +162,49 @@ async def test_a_writer_waits_for_another_process_without_stalling_the_loop(
     assert n == 1001  # the other process's update and ours, neither lost
     assert waited > HOLD_S / 2  # it did wait for the lock...
     assert max(gaps) < HOLD_S / 4  # ...while the loop went on serving
+
+
+async def test_processes_take_turns_before_asking_sqlite(tmp_path: Path) -> None:
+    """A writer waiting for another process's transaction waits for its turn (`write_turn`),
+    not by retrying BEGIN IMMEDIATE, and is let in right after the other's commit; a failed
+    transaction gives its turn back. Two `Database`s on one file stand for two processes
+    (each opens the turn's file: two lock owners, as two processes are)."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'turns.db'}"
+    first, second = Database(url), Database(url)
+    await create_schema(first)
+    begins: list[str] = []
+
+    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if statement.startswith("BEGIN IMMEDIATE"):
+            begins.append(statement)
+
+    event.listen(second.engine.sync_engine, "before_cursor_execute", seen)
+    loop = asyncio.get_running_loop()
+    holding = asyncio.Event()
+    release = asyncio.Event()
+
+    async def hold() -> float:
+        async with first.write() as db:
+            await db.execute(text("UPDATE counter SET n = n + 1 WHERE id = 1"))
+            holding.set()
+            await release.wait()
+        return loop.time()
+
+    try:
+        holder = asyncio.create_task(hold())
+        await holding.wait()
+        waiter = asyncio.create_task(increment(second, "second"))
+        await asyncio.sleep(0.3)
+        assert not waiter.done() and begins == []  # waiting for its turn, not asking SQLite
+        release.set()
+        committed = await holder
+        await waiter
+        assert loop.time() - committed < 0.1  # let in at once (the backoff was up to 50 ms)
+        assert begins == ["BEGIN IMMEDIATE"]
+        with pytest.raises(RuntimeError):
+            async with first.write():
+                raise RuntimeError("rolled back")
+        await asyncio.wait_for(increment(second, "after"), 5)  # the turn was given back
+    finally:
+        await first.dispose()
+        await second.dispose()

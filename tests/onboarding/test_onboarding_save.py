@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,6 +13,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
+from controlcenter.auth.models import User
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.onboarding.service import UserGoneError, save_onboarding
 from tests.conftest import AppUser, RunningServer, UserFactory
@@ -188,3 +190,61 @@ async def test_a_whitespace_brokerage_name_is_truthy_and_stored_as_sent(
     response = await client.post(URL, json={"brokerageName": "  "}, headers=user.headers)
     assert response.status_code == 200
     assert (await me(client, user))["brokerage"] == "  "
+
+
+async def test_a_save_is_one_write_transaction(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory, monkeypatch: Any
+) -> None:
+    """Record, brokerage and jobs in one transaction: on SQLite each write transaction takes
+    the database's one write lock, which the other saves and the outbox wait for."""
+    user = await users.create()
+    opened: list[str] = []
+    write = server.db.write
+
+    def counted() -> Any:
+        # Only the request's own: the chat's liveness task writes now and then in the same app.
+        caller = sys._getframe(1)
+        while caller is not None and caller.f_code.co_name != "save_onboarding":
+            caller = caller.f_back
+        if caller is not None:
+            opened.append(caller.f_code.co_filename)
+        return write()
+
+    monkeypatch.setattr(server.db, "write", counted)
+    body = {**FULL, "brokerageName": "Acme Realty"}
+    for _ in range(2):  # the first save creates the record, the second updates it
+        response = await client.post(URL, json=body, headers=user.headers)
+        assert response.status_code == 200
+    assert len(opened) == 2
+
+
+async def test_an_unchanged_brokerage_is_not_written_again(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+) -> None:
+    user = await users.create()
+    body = {"brokerageName": "Acme Realty"}
+    await client.post(URL, json=body, headers=user.headers)
+    async with server.db.read() as db:
+        before = await db.scalar(select(User.updated_at).where(User.id == user.id))
+    await client.post(URL, json=body, headers=user.headers)
+    async with server.db.read() as db:
+        assert await db.scalar(select(User.updated_at).where(User.id == user.id)) == before
+    await client.post(URL, json={"brokerageName": "Other Realty"}, headers=user.headers)
+    async with server.db.read() as db:
+        assert await db.scalar(select(User.updated_at).where(User.id == user.id)) != before
+    assert (await me(client, user))["brokerage"] == "Other Realty"
+
+
+async def test_an_update_keeps_id_and_created_at_and_returns_the_stored_record(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+) -> None:
+    user = await users.create()
+    first = (await client.post(URL, json=FULL, headers=user.headers)).json()["onboarding"]
+    second = (await client.post(URL, json={"usingOtherCrm": False}, headers=user.headers)).json()[
+        "onboarding"
+    ]
+    assert second["id"] == first["id"] and second["createdAt"] == first["createdAt"]
+    assert second["updatedAt"] >= first["updatedAt"]
+    assert second == {**first, "usingOtherCrm": False, "updatedAt": second["updatedAt"]}
+    stored = (await client.get(URL, headers=user.headers)).json()["onboarding"]
+    assert stored == second

@@ -7,9 +7,12 @@ and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
+from typing import Any
 
 import httpx
+import pytest
 
 from controlcenter.app import build_services, worker_handlers
 from controlcenter.crm.errors import CrmRateLimited
@@ -156,3 +159,29 @@ async def test_a_job_that_has_begun_waits_for_its_later_tokens(server: RunningSe
         raise AssertionError("a new job waited past max_wait")
     await begun.acquire()  # the begun job waits out the pause
     assert time.monotonic() - started >= 0.5
+
+
+async def test_only_a_taken_token_is_a_write_transaction(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Waiting for a token looks at the bucket without the write lock: on SQLite every write
+    transaction waits for the one write lock, beside the onboarding saves."""
+    limiter = LocationRateLimiter(server.db, RateLimit(10, 1.0), max_wait_s=5.0)  # 9/s
+    writes: list[int] = []
+    write = server.db.write
+
+    def counted() -> Any:
+        # Only the limiter's: the app's own tasks (chat liveness) write now and then.
+        caller = sys._getframe(1)
+        while caller is not None and not caller.f_code.co_filename.endswith("rate_limit.py"):
+            caller = caller.f_back
+        if caller is not None:
+            writes.append(1)
+        return write()
+
+    monkeypatch.setattr(server.db, "write", counted)
+    started = time.monotonic()
+    for _ in range(4):  # a bucket of one: three of them wait for the refill
+        await limiter.acquire("looked-at-location")
+    assert time.monotonic() - started >= 3 / 9 - 0.01
+    assert len(writes) == 4

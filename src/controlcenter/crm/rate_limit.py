@@ -9,7 +9,11 @@ request reaches the CRM a little after its token was taken, and those delays dif
 CRM's window can hold requests from a little more than ten of our seconds (with a burst of 10,
 ours filled HighLevel's 100 exactly and the bench met a 429). The bucket is a row of
 `crm_rate_buckets`, taken in a short write transaction (`SELECT ... FOR UPDATE` on PostgreSQL;
-SQLite's write lock serialises it), so several processes share one budget. A 429 pauses the
+SQLite's write lock serialises it), so several processes share one budget. A taker looks
+at the bucket first without any lock and sleeps until its token is due; only a take that
+finds one writes (on SQLite each write transaction waits for the database's one write lock,
+beside the requests' own writes: with two processes, three of four looks found the bucket
+empty and each was a write). A 429 pauses the
 location for its Retry-After (HighLevel sends none: then the whole window) by emptying the
 bucket.
 
@@ -28,7 +32,7 @@ import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Float, String, select, update
+from sqlalchemy import Float, String, bindparam, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -46,6 +50,18 @@ class CrmRateBucket(Base):
     location_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     tokens: Mapped[float] = mapped_column(Float)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+# Built once (bound parameters): the bucket is read and written several times a second.
+_BUCKET = select(CrmRateBucket.tokens, CrmRateBucket.updated_at).where(
+    CrmRateBucket.location_id == bindparam("b_location")
+)
+_BUCKET_LOCKED = _BUCKET.with_for_update()
+_SET_BUCKET = (
+    update(CrmRateBucket)
+    .where(CrmRateBucket.location_id == bindparam("b_location"))
+    .values(tokens=bindparam("tokens"), updated_at=bindparam("updated_at"))
+)
 
 
 @dataclass(frozen=True)
@@ -89,7 +105,13 @@ class LocationRateLimiter:
         queue = self._queues.setdefault(location_id, asyncio.Lock())
         try:
             async with asyncio.timeout_at(deadline), queue:
-                while (wait := await self._take(location_id)) > 0:
+                while True:
+                    # Look first, without the write lock: most looks find the bucket empty
+                    # (a token comes every 1/rate s and several processes wait for it), and a
+                    # write transaction for each of them competed with the requests' writes.
+                    wait = await self._peek(location_id)
+                    if wait <= 0 and (wait := await self._take(location_id)) <= 0:
+                        return
                     if deadline is not None and loop.time() + wait > deadline:
                         raise _Late(wait)
                     await asyncio.sleep(wait)
@@ -111,38 +133,48 @@ class LocationRateLimiter:
                     .values(tokens=tokens, updated_at=now)
                 )
 
+    async def _peek(self, location_id: str) -> float:
+        """The seconds until the bucket will have a token (0.0: it has one now, or the
+        location has no bucket yet), read without taking it or any lock."""
+        now = utcnow()
+        async with self._db.read() as session:
+            row = (await session.execute(_BUCKET, {"b_location": location_id})).first()
+        return 0.0 if row is None else self._wait(_Bucket(float(row[0]), row[1]), now)[0]
+
     async def _take(self, location_id: str) -> float:
         """Takes a token if the bucket has one (0.0), else the seconds until it will."""
         now = utcnow()
         async with self._db.write() as session:
             row = await self._row(session, location_id, now)
-            elapsed = max(0.0, (now - row.updated_at).total_seconds())
-            tokens = min(self.limit.burst, row.tokens + elapsed * self.limit.rate)
-            wait = 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.limit.rate
+            wait, tokens = self._wait(row, now)
             if wait == 0.0:
-                tokens -= 1.0
-            await session.execute(
-                update(CrmRateBucket)
-                .where(CrmRateBucket.location_id == location_id)
-                .values(tokens=tokens, updated_at=now)
-            )
+                # Only a taken token is written: the refill is computed from `updated_at`, so
+                # writing an unchanged bucket (as each look did) changed nothing.
+                await session.execute(
+                    _SET_BUCKET,
+                    {"b_location": location_id, "tokens": tokens - 1.0, "updated_at": now},
+                )
             return wait
+
+    def _wait(self, row: _Bucket, now: datetime) -> tuple[float, float]:
+        """The seconds until the bucket has a token (0.0: now) and its tokens at `now`."""
+        elapsed = max(0.0, (now - row.updated_at).total_seconds())
+        tokens = min(self.limit.burst, row.tokens + elapsed * self.limit.rate)
+        return (0.0 if tokens >= 1.0 else (1.0 - tokens) / self.limit.rate), tokens
 
     async def _row(self, session: AsyncSession, location_id: str, now: datetime) -> _Bucket:
         """The location's bucket, locked for this transaction; a full one when new."""
-        insert = sqlite_insert if self._db.is_sqlite else pg_insert
-        await session.execute(
-            insert(CrmRateBucket)
-            .values(location_id=location_id, tokens=self.limit.burst, updated_at=now)
-            .on_conflict_do_nothing(index_elements=["location_id"])
-        )
-        query = select(CrmRateBucket.tokens, CrmRateBucket.updated_at).where(
-            CrmRateBucket.location_id == location_id
-        )
-        if not self._db.is_sqlite:
-            query = query.with_for_update()
-        tokens, updated_at = (await session.execute(query)).one()
-        return _Bucket(float(tokens), updated_at)
+        query = _BUCKET if self._db.is_sqlite else _BUCKET_LOCKED
+        row = (await session.execute(query, {"b_location": location_id})).first()
+        if row is None:  # the location's first request: create its bucket (once)
+            insert = sqlite_insert if self._db.is_sqlite else pg_insert
+            await session.execute(
+                insert(CrmRateBucket)
+                .values(location_id=location_id, tokens=self.limit.burst, updated_at=now)
+                .on_conflict_do_nothing(index_elements=["location_id"])
+            )
+            row = (await session.execute(query, {"b_location": location_id})).one()
+        return _Bucket(float(row[0]), row[1])
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from sqlalchemy.types import TypeDecorator
 
 from controlcenter.db.lookups import POSTGRES_LOOKUP_CONNECTIONS, Lookup, Lookups
 from controlcenter.db.sqlite_driver import BUSY_TIMEOUT_MS, inline_creator
+from controlcenter.db.write_turn import WriteTurn
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -111,8 +112,13 @@ class Database:
             _tune_sqlite(self.engine)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         # One writer at a time inside this process: queue in asyncio instead of in
-        # SQLite's sleeping busy handler. Other processes still meet the busy timeout.
+        # SQLite's sleeping busy handler; between processes, an advisory lock (`write_turn`).
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
+        self._turn = (
+            WriteTurn(f"{make_url(url).database}.write-turn")
+            if self.is_sqlite and make_url(url).database not in (None, "", ":memory:")
+            else None
+        )
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
@@ -129,14 +135,20 @@ class Database:
                 yield session
             return
         async with self._write_lock:
-            session = await self._begin_immediate()
-            async with session:
-                try:
-                    yield session
-                except BaseException:
-                    await session.rollback()
-                    raise
-                await session.commit()
+            if self._turn is not None:
+                await self._turn.take(WRITE_LOCK_WAIT_S)
+            try:
+                session = await self._begin_immediate()
+                async with session:
+                    try:
+                        yield session
+                    except BaseException:
+                        await session.rollback()
+                        raise
+                    await session.commit()
+            finally:
+                if self._turn is not None:
+                    self._turn.give_back()
 
     async def _begin_immediate(self) -> AsyncSession:
         """A session holding SQLite's write lock, waited for without blocking the loop."""
@@ -163,6 +175,8 @@ class Database:
     async def dispose(self) -> None:
         await self._lookups.close()
         await self.engine.dispose()
+        if self._turn is not None:
+            self._turn.close()
 
 
 def as_utc(value: datetime | str | None) -> datetime | None:

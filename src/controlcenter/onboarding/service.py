@@ -4,17 +4,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Insert, Row, Table, bindparam, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from controlcenter.auth.models import User
 from controlcenter.db import Database, new_id, utcnow
 from controlcenter.onboarding.crm_sync import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
 from controlcenter.onboarding.models import ARRAY_FIELDS, FIELDS, Onboarding
 from controlcenter.onboarding.schemas import OnboardingInput
-from controlcenter.outbox.enqueue import enqueue
+from controlcenter.outbox.enqueue import enqueue_all, job_values
 
 HIGH_GCI_MARKERS = ("100", "250")
+_TABLE: Table = Onboarding.__table__  # type: ignore[assignment]  # declared as a Table
+# Built once: a statement built per call costs more Python than running it (SQLAlchemy builds
+# its cache key and, for ON CONFLICT, the `excluded` columns again each time).
+_USER = select(User.brokerage).where(User.id == bindparam("user_id"))
+_USER_LOCKED = _USER.with_for_update()
+_SET_BROKERAGE = (
+    update(User).where(User.id == bindparam("user_id")).values(brokerage=bindparam("brokerage"))
+)
 
 
 class UserGoneError(Exception):
@@ -38,36 +50,72 @@ def is_high_gci(gci: str) -> bool:
 async def save_onboarding(db: Database, user_id: str, data: OnboardingInput) -> Onboarding:
     """Create or update the record with the given fields only, all in one transaction.
 
-    The record, the user's brokerage and the three outbox jobs commit together or not at all.
+    The record, the user's brokerage and the outbox jobs commit together or not at all.
+
+    Everything that needs no database (the stored values, the jobs, the statements) is built
+    before the transaction begins, and the transaction is three or four Core statements on its
+    connection, not ORM objects and a unit-of-work flush: on SQLite it holds the database's one
+    write lock, which every other save and the outbox worker wait for (docs/onboarding-settings.md).
     """
     given: Mapping[str, object] = data
+    now = utcnow()
+    values: dict[str, Any] = {}
+    for name in FIELDS:
+        if name in given:
+            value = given[name]
+            if name in ARRAY_FIELDS:
+                assert isinstance(value, list)
+                value = encode_array(value)
+            values[name] = value
+    brokerage = data.get("brokerageName")
+    # SPEC 4.4: judged on the request's value, "empty when absent", not the stored one.
+    gci = data.get("gciLast12Months", "")
+    jobs = [job_values(TAG_ONBOARDING_COMPLETE, {"userId": user_id}, now)]
+    if is_high_gci(gci):
+        jobs.append(job_values(TAG_HIGH_GCI, {"userId": user_id, "gci": gci}, now))
+    jobs.append(job_values(SYNC_USER, {"userId": user_id}, now))
+    upsert = _upsert(db.is_sqlite, tuple(values))
+    record = {"id": new_id(), "user_id": user_id, "created_at": now, "updated_at": now, **values}
+    # Locking the user row serialises concurrent saves of one user on PostgreSQL and keeps the
+    # user from being deleted under the save (SQLite writes are serialised already).
+    user_query = _USER if db.is_sqlite else _USER_LOCKED
     async with db.write() as session:
-        # Locking the user row serialises concurrent saves of one user on PostgreSQL, so two
-        # first saves cannot both insert (SQLite writes are serialised already).
-        user = await session.scalar(select(User).where(User.id == user_id).with_for_update())
+        connection = await session.connection()
+        user = (await connection.execute(user_query, {"user_id": user_id})).first()
         if user is None:
             raise UserGoneError(user_id)
-        row = await session.scalar(select(Onboarding).where(Onboarding.userId == user_id))
-        now = utcnow()
-        if row is None:
-            row = Onboarding(id=new_id(), userId=user_id, createdAt=now)
-            session.add(row)
-        for name in FIELDS:
-            if name in given:
-                value = given[name]
-                if name in ARRAY_FIELDS:
-                    assert isinstance(value, list)
-                    value = encode_array(value)
-                setattr(row, name, value)
+        if brokerage and user.brokerage != brokerage:
+            # Only a change is written (as the ORM did), so `updated_at` moves only then.
+            await connection.execute(_SET_BROKERAGE, {"user_id": user_id, "brokerage": brokerage})
+        row = (await connection.execute(upsert, record)).one()
         # A save is an event (it tags and syncs the user) even when no answer changed.
-        row.updatedAt = now
-        brokerage = data.get("brokerageName")
-        if brokerage:
-            user.brokerage = brokerage
-        # SPEC 4.4: judged on the request's value, "empty when absent", not the stored one.
-        gci = data.get("gciLast12Months", "")
-        enqueue(session, TAG_ONBOARDING_COMPLETE, {"userId": user_id})
-        if is_high_gci(gci):
-            enqueue(session, TAG_HIGH_GCI, {"userId": user_id, "gci": gci})
-        enqueue(session, SYNC_USER, {"userId": user_id})
-    return row
+        await enqueue_all(connection, jobs)
+    return _record(row)
+
+
+@lru_cache(maxsize=256)
+def _upsert(is_sqlite: bool, given: tuple[str, ...]) -> Insert:
+    """One statement that creates the user's record or updates the `given` fields (and
+    `updated_at`) of the existing one, answering the whole record. `id` and `created_at` are
+    kept on update; concurrent first saves end in one record (the unique `user_id`). Kept per
+    set of given fields (a form sends the same few sets); the values are bound parameters."""
+    insert = sqlite_insert if is_sqlite else pg_insert
+    columns = ("id", "user_id", "created_at", "updated_at", *given)
+    statement = insert(_TABLE).values({name: bindparam(name) for name in columns})
+    changed = {name: statement.excluded[name] for name in given}
+    return statement.on_conflict_do_update(
+        index_elements=[_TABLE.c.user_id],
+        set_={**changed, "updated_at": statement.excluded.updated_at},
+    ).returning(*_TABLE.c)
+
+
+def _record(row: Row[Any]) -> Onboarding:
+    """The saved record as the model, from the columns the upsert returned."""
+    columns = row._mapping
+    return Onboarding(
+        id=columns[_TABLE.c.id],
+        userId=columns[_TABLE.c.user_id],
+        createdAt=columns[_TABLE.c.created_at],
+        updatedAt=columns[_TABLE.c.updated_at],
+        **{name: columns[_TABLE.c[name]] for name in FIELDS},
+    )
