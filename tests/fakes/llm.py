@@ -113,6 +113,10 @@ class _FakeLLM:
         # a longer request gets the API's own "too long" answer.
         self.context_window = CONTEXT_WINDOW
         self.requests: list[dict[str, Any]] = []
+        # Each request's `x-stainless-retry-count` header, as the SDKs number their attempts
+        # (0 for the first, 1 for the first retry...): a test can tell the SDK's own retries
+        # from a new call by the service.
+        self.retry_counts: list[str | None] = []
         self.invalid: list[str] = []
         self._queue: deque[Answer] = deque()
         self._lock = threading.Lock()  # the test thread scripts, the server thread consumes
@@ -145,6 +149,7 @@ class _FakeLLM:
             self._queue.clear()
             self.responder = None
             self.requests.clear()
+            self.retry_counts.clear()
             self.invalid.clear()
             self.context_window = CONTEXT_WINDOW
 
@@ -218,6 +223,7 @@ class FakeAnthropic(_FakeLLM):
             self._reject("body is not JSON")
             return self._error(400, "There was an issue with your request: invalid JSON body")
         self.requests.append(body)
+        self.retry_counts.append(request.headers.get("x-stainless-retry-count"))
         if not request.headers.get("anthropic-version"):
             self._reject("anthropic-version header missing")
             return self._error(400, "anthropic-version: header is required")
@@ -627,6 +633,7 @@ class FakeOpenAI(_FakeLLM):
                 "you aren't using your HTTP library correctly.)",
             )
         self.requests.append(body)
+        self.retry_counts.append(request.headers.get("x-stainless-retry-count"))
         try:
             _validate_openai(body, self.models)
             if _tokens(body) > self.context_window:
