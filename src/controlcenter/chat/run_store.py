@@ -128,32 +128,42 @@ async def write_batch(
 ) -> None:
     """The events of many runs and the ends of some, in one transaction: one insert of all
     the events, one keyed update of all the ends, readers notified of each run."""
+    if not any(events.values()) and not ends:
+        return
+    async with db.write() as session:
+        await write_in(db, session, events, ends)
+
+
+async def write_in(
+    db: Database,
+    session: AsyncSession,
+    events: Mapping[str, Sequence[StoredEvent]],
+    ends: Mapping[str, RunEnd],
+) -> None:
+    """`write_batch` within the caller's transaction."""
     rows = [
         {"message_id": message_id, "n": n, "data": data}
         for message_id, stored in events.items()
         for n, data in stored
     ]
-    if not rows and not ends:
-        return
-    async with db.write() as session:
-        if rows:
-            await session.execute(insert(ChatEvent), rows)
-        if ends:
-            await session.execute(
-                _END_RUN,
-                [
-                    {
-                        "m": message_id,
-                        "s": end.status,
-                        "i": end.usage.input_tokens,
-                        "o": end.usage.output_tokens,
-                        "p": end.usage.provider_calls,
-                        "t": end.usage.tool_calls,
-                    }
-                    for message_id, end in ends.items()
-                ],
-            )
-        await _notify(db, session, EVENTS_CHANNEL, *{**events, **ends})
+    if rows:
+        await session.execute(insert(ChatEvent), rows)
+    if ends:
+        await session.execute(
+            _END_RUN,
+            [
+                {
+                    "m": message_id,
+                    "s": end.status,
+                    "i": end.usage.input_tokens,
+                    "o": end.usage.output_tokens,
+                    "p": end.usage.provider_calls,
+                    "t": end.usage.tool_calls,
+                }
+                for message_id, end in ends.items()
+            ],
+        )
+    await _notify(db, session, EVENTS_CHANNEL, *{**events, **ends})
 
 
 async def close_run(db: Database, message_id: str, final_data: str, status: str) -> bool:
