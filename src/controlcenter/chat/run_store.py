@@ -15,7 +15,7 @@ from enum import Enum
 from typing import cast
 
 from sqlalchemy import Table, bindparam, delete, func, insert, select, text, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.sql import Select, Update
 
 from controlcenter.chat.models import ChatApproval, ChatEvent, ChatRun
@@ -130,13 +130,13 @@ async def write_batch(
     the events, one keyed update of all the ends, readers notified of each run."""
     if not any(events.values()) and not ends:
         return
-    async with db.write() as session:
-        await write_in(db, session, events, ends)
+    async with db.write_statements() as connection:
+        await write_in(db, connection, events, ends)
 
 
 async def write_in(
     db: Database,
-    session: AsyncSession,
+    session: AsyncSession | AsyncConnection,
     events: Mapping[str, Sequence[StoredEvent]],
     ends: Mapping[str, RunEnd],
 ) -> None:
@@ -305,6 +305,8 @@ async def _change_or_look(
         return False, await session.scalar(why)
 
 
-async def _notify(db: Database, session: AsyncSession, channel: str, *message_ids: str) -> None:
+async def _notify(
+    db: Database, session: AsyncSession | AsyncConnection, channel: str, *message_ids: str
+) -> None:
     if not db.is_sqlite and message_ids:
         await session.execute(_NOTIFY, {"channel": channel, "ids": list(message_ids)})

@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import DateTime, MetaData, event
 from sqlalchemy.engine import Dialect, make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
     AsyncEngine,
     AsyncSession,
     async_sessionmaker,
@@ -38,6 +39,8 @@ from sqlalchemy.types import TypeDecorator
 
 from controlcenter.db.lookups import POSTGRES_LOOKUP_CONNECTIONS, Lookup, Lookups
 from controlcenter.db.sqlite_driver import BUSY_TIMEOUT_MS, inline_creator
+
+T = TypeVar("T")
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -138,18 +141,62 @@ class Database:
                     raise
                 await session.commit()
 
+    @asynccontextmanager
+    async def write_statements(self) -> AsyncIterator[AsyncConnection]:
+        """`write()` for Core statements only: a connection in a transaction, committed when
+        the block ends, rolled back on any exception. Without the ORM session, whose setup
+        and bookkeeping cost about 0.2 ms of CPU per transaction on SQLite (measured: 0.55-0.65
+        ms for a three-row insert through `write()`, 0.35-0.45 ms through this); the chat's
+        event writer makes one such transaction every window."""
+        if self._write_lock is None:
+            async with self.engine.begin() as connection:
+                yield connection
+            return
+        async with self._write_lock:
+            connection = await self._holding_write_lock(self._connection_immediate)
+            try:
+                yield connection
+            except BaseException:
+                await connection.rollback()
+                raise
+            else:
+                await connection.commit()
+            finally:
+                await connection.close()
+
     async def _begin_immediate(self) -> AsyncSession:
         """A session holding SQLite's write lock, waited for without blocking the loop."""
+        return await self._holding_write_lock(self._session_immediate)
+
+    async def _session_immediate(self) -> AsyncSession:
+        session = self.sessions()
+        try:
+            await session.connection(execution_options={_IMMEDIATE: True})
+        except BaseException:
+            await session.close()
+            raise
+        return session
+
+    async def _connection_immediate(self) -> AsyncConnection:
+        connection = await self.engine.connect()
+        try:
+            await connection.execution_options(**{_IMMEDIATE: True})
+            await connection.begin()
+        except BaseException:
+            await connection.close()
+            raise
+        return connection
+
+    async def _holding_write_lock(self, begin: Callable[[], Awaitable[T]]) -> T:
+        """What `begin` opens, once it holds SQLite's write lock (BEGIN IMMEDIATE); while
+        another process holds it, tried again after an asynchronous sleep."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + WRITE_LOCK_WAIT_S
         delay = 0.001
         while True:
-            session = self.sessions()
             try:
-                await session.connection(execution_options={_IMMEDIATE: True})
-                return session
+                return await begin()
             except OperationalError as exc:
-                await session.close()
                 if "locked" not in str(exc.orig) or loop.time() >= deadline:
                     raise
             await asyncio.sleep(delay)
