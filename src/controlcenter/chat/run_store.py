@@ -36,6 +36,10 @@ DENIED = "denied"
 EXPIRED = "expired"
 
 StoredEvent = tuple[int, str]  # (n, the event's JSON text)
+# The tables, not the mapped classes: an insert of a class goes through the ORM's bulk path
+# even in a session's transaction (~0.1 ms of CPU more a statement, measured on SQLite).
+_RUNS = cast(Table, ChatRun.__table__)
+_EVENTS = cast(Table, ChatEvent.__table__)
 
 
 @dataclass(frozen=True)
@@ -86,11 +90,9 @@ async def insert_run(
     """`create_run` within the caller's transaction."""
     # Statements, not the unit of work: its bookkeeping cost more than the inserts here.
     await session.execute(
-        insert(ChatRun).values(message_id=message_id, user_id=user_id, status=RUNNING)
+        insert(_RUNS).values(message_id=message_id, user_id=user_id, status=RUNNING)
     )
-    await session.execute(
-        insert(ChatEvent).values(message_id=message_id, n=first[0], data=first[1])
-    )
+    await session.execute(insert(_EVENTS).values(message_id=message_id, n=first[0], data=first[1]))
     await _notify(db, session, EVENTS_CHANNEL, message_id)
 
 
@@ -108,7 +110,6 @@ async def append_events(
     await write_batch(db, {message_id: list(events)}, ends)
 
 
-_RUNS = cast(Table, ChatRun.__table__)
 # Keyed by the run, for many runs at once (an executemany of the one statement).
 _END_RUN = (
     update(_RUNS)
@@ -147,7 +148,7 @@ async def write_in(
         for n, data in stored
     ]
     if rows:
-        await session.execute(insert(ChatEvent), rows)
+        await session.execute(insert(_EVENTS), rows)
     if ends:
         await session.execute(
             _END_RUN,
