@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 import pytest
 from sqlalchemy import event, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat import run_store
 from controlcenter.chat.events import content_delta, event_data, message_start
-from controlcenter.chat.models import ChatRun
+from controlcenter.chat.models import ChatApproval, ChatRun
 from controlcenter.chat.recorder import EventWriter, RunRecord
 from controlcenter.chat.run_store import RunEnd, RunUsage
 from controlcenter.chat.signals import Signals
@@ -151,3 +153,111 @@ async def test_readers_are_woken_once_the_events_are_stored(
         await asyncio.wait_for(woken.wait(), 5)
         assert [n for n, _ in await run_store.events_after(db, run.message_id, 0)] == [1, 2]
     await run.finish(run_store.DONE)
+
+
+async def _approval_added(session: AsyncSession, message_id: str) -> None:
+    """Stands for the assistant message: a row the caller's transaction writes."""
+    session.add(ChatApproval(message_id=message_id, tool_call_id="t1", status="pending"))
+
+
+async def _approvals(db: Database, message_id: str) -> int:
+    async with db.read() as session:
+        rows = await session.scalars(
+            select(ChatApproval.tool_call_id).where(ChatApproval.message_id == message_id)
+        )
+        return len(list(rows))
+
+
+async def test_the_last_events_and_the_end_share_the_caller_s_transaction(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    """A chat's last write (`finish_with`): the events still waiting for the window, the last
+    event and the run's end, in the transaction that saves the answer; readers woken."""
+    db, signals = parts
+    user = await users.create()
+    writer = EventWriter(db, signals, window_s=30.0)  # the window alone would write nothing here
+    (run,) = await _started(db, signals, writer, user.id, "last", 1)
+    run.record(event_data(content_delta("pending")))
+    last = event_data(content_delta("the last one"))
+    commits = Commits(db)
+    try:
+        with signals.watch(run.message_id) as woken:
+            woken.clear()
+            n = await asyncio.wait_for(
+                run.finish_with(
+                    last, run_store.DONE, partial(_approval_added, message_id=run.message_id)
+                ),
+                5,
+            )
+            assert woken.is_set()
+    finally:
+        commits.close()
+    assert n == 3
+    stored = await run_store.events_after(db, run.message_id, 0)
+    assert [n for n, _ in stored] == [1, 2, 3] and stored[-1][1] == last
+    assert await run_store.run_owner_status(db, run.message_id) == (user.id, run_store.DONE)
+    assert await _approvals(db, run.message_id) == 1
+    assert commits.count == 1
+    await run.finish(run_store.FAILED)  # already ended: nothing more is written
+    assert await run_store.run_owner_status(db, run.message_id) == (user.id, run_store.DONE)
+
+
+async def test_the_last_write_waits_for_a_batch_holding_earlier_events(
+    parts: tuple[Database, Signals], users: UserFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events commit in their order even when the window's batch is still being written (on
+    PostgreSQL nothing else would keep the last transaction from committing first)."""
+    db, signals = parts
+    user = await users.create()
+    writer = EventWriter(db, signals, window_s=0.01)
+    (run,) = await _started(db, signals, writer, user.id, "order", 1)
+    entered, release = asyncio.Event(), asyncio.Event()
+    order: list[str] = []
+    write_batch = run_store.write_batch
+
+    async def slow_batch(*args: Any) -> None:
+        entered.set()
+        await release.wait()
+        await write_batch(*args)
+        order.append("batch")
+
+    async def last_write(session: AsyncSession) -> None:
+        order.append("last")
+
+    monkeypatch.setattr(run_store, "write_batch", slow_batch)
+    run.record(event_data(content_delta("in the window's batch")))
+    await asyncio.wait_for(entered.wait(), 5)
+    finishing = asyncio.create_task(
+        run.finish_with(event_data(content_delta("last")), run_store.DONE, last_write)
+    )
+    await asyncio.sleep(0.1)
+    assert order == [] and not finishing.done()
+    release.set()
+    assert await asyncio.wait_for(finishing, 5) == 3
+    assert order == ["batch", "last"]
+    assert [n for n, _ in await run_store.events_after(db, run.message_id, 0)] == [1, 2, 3]
+
+
+async def test_a_refused_last_write_loses_nothing_and_the_writer_finishes_the_run(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    db, signals = parts
+    user = await users.create()
+    writer = EventWriter(db, signals, window_s=0.1)
+    (run,) = await _started(db, signals, writer, user.id, "refused", 1)
+    run.record(event_data(content_delta("pending")))
+
+    async def refused(session: AsyncSession) -> None:
+        raise RuntimeError("the database refused")
+
+    last = event_data(content_delta("last"))
+    with pytest.raises(RuntimeError):
+        await run.finish_with(last, run_store.DONE, refused)
+    assert await run_store.run_owner_status(db, run.message_id) == (user.id, run_store.RUNNING)
+    # The pending event is the writer's again; the last one is sent the usual way, numbered
+    # after it, with no gap.
+    assert run.record(last) == 3
+    await asyncio.wait_for(run.finish(run_store.DONE), 5)
+    stored = await run_store.events_after(db, run.message_id, 0)
+    assert [n for n, _ in stored] == [1, 2, 3] and stored[-1][1] == last
+    assert await run_store.run_owner_status(db, run.message_id) == (user.id, run_store.DONE)

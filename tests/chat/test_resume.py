@@ -11,10 +11,10 @@ from httpx_sse import aconnect_sse
 from sqlalchemy import update
 
 from controlcenter.chat import run_store
-from controlcenter.chat.models import ChatRun
+from controlcenter.chat.models import ChatRun, Message
 from controlcenter.db import utcnow
 from tests.chat.conftest import ToolLog, recording_tool
-from tests.chat.helpers import CHAT, Llm, stream_chat, types, wait_for
+from tests.chat.helpers import CHAT, Llm, stored_messages, stream_chat, types, wait_for
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.llm import Reply, ToolUse
 
@@ -177,3 +177,45 @@ async def test_events_are_kept_24_hours(
     assert await run_store.events_after(server.db, message_id, 0) == []
     response = await client.get(events_url(message_id), headers=user.headers)
     assert (response.status_code, response.json()) == (404, {"error": "Message not found"})
+
+
+async def test_an_answer_closed_as_interrupted_meanwhile_still_ends_and_replays(
+    client: httpx.AsyncClient, server: RunningServer, llm: Llm, user: AppUser
+) -> None:
+    """The answer's last write (the message, message_complete and the run's end in one
+    transaction) is refused when another process closed the answer as interrupted meanwhile
+    (CONTRACT 13): the real end then replaces that copy and its last events are still stored."""
+    llm.fake.script(Reply(text="The whole answer.", delay_s=0.5))
+    body = {"message": "hi", "provider": llm.name}
+    first = await read_frames(client, "POST", f"{CHAT}?ids=1", user, body=body, stop_after=1)
+    message_id, conversation_id = first[0][1]["messageId"], first[0][1]["conversationId"]
+    async with server.db.write() as session:  # what another process's close_stale saves
+        session.add(
+            Message(
+                id=message_id,
+                conversation_id=conversation_id,
+                role="assistant",
+                content="",
+                interrupted=True,
+                created_at=utcnow(),
+            )
+        )
+    frames = await read_frames(client, "GET", events_url(message_id), user)
+    assert [event["type"] for _, event in frames] == [
+        "message_start",
+        "content_delta",
+        "message_complete",
+    ]
+    assert [frame_id for frame_id, _ in frames] == [f"{message_id}:{n}" for n in (1, 2, 3)]
+    assert frames[-1][1]["message"]["content"] == "The whole answer."
+    assert "interrupted" not in frames[-1][1]["message"]
+    stored = await stored_messages(server, conversation_id)
+    assert [(m.id, m.content, m.interrupted) for m in stored[1:]] == [
+        (message_id, "The whole answer.", False)
+    ]
+    await wait_for(lambda: _status_is(server, message_id, run_store.DONE))
+
+
+async def _status_is(server: RunningServer, message_id: str, status: str) -> bool:
+    owner_status = await run_store.run_owner_status(server.db, message_id)
+    return owner_status is not None and owner_status[1] == status

@@ -29,3 +29,11 @@ async def increment(database: Database, who: str) -> None:
         current = (await db.execute(text("SELECT n FROM counter WHERE id = 1"))).scalar_one()
         await db.execute(text("UPDATE counter SET n = :n WHERE id = 1"), {"n": current + 1})
         await db.execute(text("INSERT INTO writes (who) VALUES (:who)"), {"who": who})
+
+
+async def increment_by_statements(database: Database, who: str) -> None:
+    """`increment` through `Database.write_statements` (a connection, no ORM session)."""
+    async with database.write_statements() as db:
+        current = (await db.execute(text("SELECT n FROM counter WHERE id = 1"))).scalar_one()
+        await db.execute(text("UPDATE counter SET n = :n WHERE id = 1"), {"n": current + 1})
+        await db.execute(text("INSERT INTO writes (who) VALUES (:who)"), {"who": who})

@@ -12,6 +12,7 @@ import asyncio
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from contextlib import closing
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from sqlalchemy import event, text
 
 from controlcenter.db import Database
 from controlcenter.db.sqlite_driver import BUSY_TIMEOUT_MS
-from tests.db.counter import create_schema, increment
+from tests.db.counter import create_schema, increment, increment_by_statements
 
 TASKS = 200
 PROCESSES = 2
@@ -58,6 +59,37 @@ async def test_200_concurrent_writers_in_one_process(database: Database) -> None
             n = (await db.execute(text("SELECT n FROM counter"))).scalar_one()
             count = (await db.execute(text("SELECT count(*) FROM writes"))).scalar_one()
         assert (n, count) == (TASKS, TASKS)  # no lost update either
+    finally:
+        await database.dispose()
+
+
+async def test_session_and_statement_writers_together(database: Database) -> None:
+    """`write_statements` (the chat's event writer) queues with `write()` and takes the write
+    lock up front as well: half of 200 writers of each kind, none refused, none lost."""
+    try:
+        writers = [
+            (increment if i % 2 else increment_by_statements)(database, f"task-{i}")
+            for i in range(TASKS)
+        ]
+        results = await asyncio.gather(*writers, return_exceptions=True)
+        assert [r for r in results if r is not None] == []
+        async with database.read() as db:
+            n = (await db.execute(text("SELECT n FROM counter"))).scalar_one()
+            count = (await db.execute(text("SELECT count(*) FROM writes"))).scalar_one()
+        assert (n, count) == (TASKS, TASKS)
+    finally:
+        await database.dispose()
+
+
+async def test_a_statement_writer_rolls_back_on_error(database: Database) -> None:
+    try:
+        with pytest.raises(RuntimeError):
+            async with database.write_statements() as db:
+                await db.execute(text("INSERT INTO writes (who) VALUES ('rolled back')"))
+                raise RuntimeError("refused")
+        async with database.read() as db:
+            count = (await db.execute(text("SELECT count(*) FROM writes"))).scalar_one()
+        assert count == 0
     finally:
         await database.dispose()
 
@@ -125,8 +157,9 @@ conn.execute("COMMIT")
 """
 
 
+@pytest.mark.parametrize("write", [increment, increment_by_statements])
 async def test_a_writer_waits_for_another_process_without_stalling_the_loop(
-    database: Database,
+    database: Database, write: Callable[[Database, str], Awaitable[None]]
 ) -> None:
     path = database.url.removeprefix("sqlite+aiosqlite:///")
     locker = await asyncio.create_subprocess_exec(
@@ -148,7 +181,7 @@ async def test_a_writer_waits_for_another_process_without_stalling_the_loop(
         assert await asyncio.wait_for(locker.stdout.readline(), timeout=60) == b"locked\n"
         ticker = asyncio.create_task(tick())
         started = loop.time()
-        await increment(database, "after-the-lock")
+        await write(database, "after-the-lock")
         waited = loop.time() - started
         ticker.cancel()
         assert await locker.wait() == 0
@@ -164,11 +197,15 @@ async def test_a_writer_waits_for_another_process_without_stalling_the_loop(
     assert max(gaps) < HOLD_S / 4  # ...while the loop went on serving
 
 
-async def test_processes_take_turns_before_asking_sqlite(tmp_path: Path) -> None:
+@pytest.mark.parametrize("write", [increment, increment_by_statements])
+async def test_processes_take_turns_before_asking_sqlite(
+    tmp_path: Path, write: Callable[[Database, str], Awaitable[None]]
+) -> None:
     """A writer waiting for another process's transaction waits for its turn (`write_turn`),
     not by retrying BEGIN IMMEDIATE, and is let in right after the other's commit; a failed
-    transaction gives its turn back. Two `Database`s on one file stand for two processes
-    (each opens the turn's file: two lock owners, as two processes are)."""
+    transaction gives its turn back. Both write paths take turns (`write` and
+    `write_statements`). Two `Database`s on one file stand for two processes (each opens the
+    turn's file: two lock owners, as two processes are)."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'turns.db'}"
     first, second = Database(url), Database(url)
     await create_schema(first)
@@ -193,7 +230,7 @@ async def test_processes_take_turns_before_asking_sqlite(tmp_path: Path) -> None
     try:
         holder = asyncio.create_task(hold())
         await holding.wait()
-        waiter = asyncio.create_task(increment(second, "second"))
+        waiter = asyncio.create_task(write(second, "second"))
         await asyncio.sleep(0.3)
         assert not waiter.done() and begins == []  # waiting for its turn, not asking SQLite
         release.set()
@@ -204,7 +241,7 @@ async def test_processes_take_turns_before_asking_sqlite(tmp_path: Path) -> None
         with pytest.raises(RuntimeError):
             async with first.write():
                 raise RuntimeError("rolled back")
-        await asyncio.wait_for(increment(second, "after"), 5)  # the turn was given back
+        await asyncio.wait_for(write(second, "after"), 5)  # the turn was given back
     finally:
         await first.dispose()
         await second.dispose()

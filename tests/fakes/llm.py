@@ -172,6 +172,13 @@ class _FakeLLM:
     def _new_id(self) -> str:
         return self.id_prefix + uuid.uuid4().hex[:24]
 
+    @property
+    def retry_counts(self) -> list[str | None]:
+        """Each request's `x-stainless-retry-count` header, as the SDKs number their attempts
+        (0 for the first, 1 for the first retry...): a test can tell the SDK's own retries from
+        a new call by the service."""
+        return [received.headers.get("x-stainless-retry-count") for received in self.received]
+
     def _reject(self, message: str) -> None:
         self.invalid.append(message)
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 import traceback
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
+
+from sqlalchemy.exc import IntegrityError
 
 from controlcenter.admin_settings.usable import UnusableSettingError, check_credential
 from controlcenter.auth.models import User
@@ -16,8 +19,10 @@ from controlcenter.chat.context_budget import fit
 from controlcenter.chat.conversations import (
     ASSISTANT,
     StoredText,
+    add_assistant_message,
+    assistant_message,
     new_message_id,
-    save_assistant_message,
+    replace_interrupted,
     start_turn,
 )
 from controlcenter.chat.policy import DEFAULT_CONTEXT_TOKEN_BUDGET
@@ -216,8 +221,7 @@ async def _process(
         turns.append(AssistantTurn(reply.text, reply.tool_calls))
         turns.append(ToolResultsTurn(tuple(results)))
 
-    message = await save_assistant_message(
-        db,
+    message = assistant_message(
         conversation_id=started.conversation_id,
         message_id=message_id,
         content=content,
@@ -225,7 +229,18 @@ async def _process(
         tool_results=tool_results,
         usage=run.usage.json(),
     )
-    channel.send(events.message_complete(message_json(message), stopped=run.stopped))
+    complete = events.message_complete(message_json(message), stopped=run.stopped)
+    status = STOPPED if run.stopped else DONE
+    try:
+        # One transaction: the message, the events still pending, message_complete and the
+        # run's end (a lone chat's last two transactions were the message's and the end's).
+        await channel.end_with(complete, status, partial(add_assistant_message, row=message))
+    except IntegrityError:
+        # Closed as interrupted by another process meanwhile: its copy is replaced, and the
+        # last events go the writer's way (a refusal for any other reason stands).
+        if not await replace_interrupted(db, message):
+            raise
+        channel.send(events.message_complete(message_json(message), stopped=run.stopped))
 
 
 def _passing(exc: ProviderError) -> bool:

@@ -99,6 +99,61 @@ async def start_turn(
         return StartedTurn(conversation_id=conversation.id, history=history)
 
 
+def assistant_message(
+    *,
+    conversation_id: str,
+    message_id: str,
+    content: str,
+    tool_calls: list[dict[str, Any]],
+    tool_results: list[dict[str, Any]],
+    usage: dict[str, int] | None = None,
+) -> Message:
+    """Step 9's row, not saved yet (its JSON is final: `message_complete` can be written with
+    it, in the transaction that saves it)."""
+    return Message(
+        id=message_id,
+        conversation_id=conversation_id,
+        role=ASSISTANT,
+        content=content,
+        tool_calls=tool_calls or None,
+        tool_results=tool_results or None,
+        usage=usage,
+        created_at=utcnow(),
+    )
+
+
+async def add_assistant_message(session: AsyncSession, row: Message) -> None:
+    """Save `row` (from `assistant_message`) within the caller's transaction; the database
+    refuses it (IntegrityError) when another process closed the answer (`replace_interrupted`)."""
+    session.add(row)
+    await _touch(session, row.conversation_id, row.created_at)
+    await session.flush()  # the refusal, if any, inside the caller's `try`
+
+
+async def replace_interrupted(db: Database, row: Message) -> bool:
+    """Another process took this answer's process for dead and closed it as interrupted
+    (chat/liveness.py): the real end replaces that copy. False when there is no such copy
+    (the refusal had another cause, and stands)."""
+    async with db.write() as session:
+        replaced = await session.execute(
+            update(Message)
+            .where(Message.id == row.id, Message.interrupted.is_(True))
+            .values(
+                content=row.content,
+                tool_calls=row.tool_calls,
+                tool_results=row.tool_results,
+                usage=row.usage,
+                interrupted=False,
+            )
+        )
+        if not replaced.rowcount:  # type: ignore[attr-defined]
+            return False
+        await _touch(session, row.conversation_id, row.created_at)
+    log.warning("chat answer closed as interrupted by another process, then finished")
+    row.interrupted = False
+    return True
+
+
 async def save_assistant_message(
     db: Database,
     *,
@@ -109,42 +164,22 @@ async def save_assistant_message(
     tool_results: list[dict[str, Any]],
     usage: dict[str, int] | None = None,
 ) -> Message:
-    """Step 9; the saved row (step 10 sends it as a ControlCenterMessage)."""
-    now = utcnow()
-    row = Message(
-        id=message_id,
+    """Step 9 in a transaction of its own; the saved row (step 10 sends it as a
+    ControlCenterMessage)."""
+    row = assistant_message(
         conversation_id=conversation_id,
-        role=ASSISTANT,
+        message_id=message_id,
         content=content,
-        tool_calls=tool_calls or None,
-        tool_results=tool_results or None,
+        tool_calls=tool_calls,
+        tool_results=tool_results,
         usage=usage,
-        created_at=now,
     )
     try:
         async with db.write() as session:
-            session.add(row)
-            await _touch(session, conversation_id, now)
+            await add_assistant_message(session, row)
     except IntegrityError:
-        # Another process took this one for dead and closed the answer as interrupted
-        # (chat/liveness.py); the real end replaces that copy. Any other refusal stands.
-        async with db.write() as session:
-            replaced = await session.execute(
-                update(Message)
-                .where(Message.id == message_id, Message.interrupted.is_(True))
-                .values(
-                    content=row.content,
-                    tool_calls=row.tool_calls,
-                    tool_results=row.tool_results,
-                    usage=row.usage,
-                    interrupted=False,
-                )
-            )
-            if not replaced.rowcount:  # type: ignore[attr-defined]
-                raise
-            await _touch(session, conversation_id, now)
-        log.warning("chat answer closed as interrupted by another process, then finished")
-        row.interrupted = False
+        if not await replace_interrupted(db, row):
+            raise
     return row
 
 

@@ -39,7 +39,7 @@ class ObservedChannel(EventChannel):
         if event.get("type") == "message_start" and self._liveness is not None:
             self._answer = self._liveness.started(event["conversationId"], event["messageId"])
 
-    def send(self, event: Event) -> None:
+    def note(self, event: Event) -> None:
         kind = event.get("type")
         answer = self._answer
         if answer is not None:
@@ -48,7 +48,6 @@ class ObservedChannel(EventChannel):
             self.outcome = COMPLETED if kind == "message_complete" else FAILED
             if answer is not None and self._liveness is not None:
                 self._liveness.finished(answer)
-        super().send(event)
 
 
 async def observed_run(

@@ -11,9 +11,11 @@ a message id can always find the message; a run's end is awaited until it is sto
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import TypeVar
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat import run_store
 from controlcenter.chat.run_store import RunEnd, RunUsage, StoredEvent
@@ -39,6 +41,10 @@ class EventWriter:
         self._ends: dict[str, RunEnd] = {}
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._task: asyncio.Task[None] | None = None
+        # The runs whose events the batch being written holds, and that batch's end: a run's
+        # last write (`end_with`) waits for it, so that its events commit in order.
+        self._writing: set[str] = set()
+        self._written: asyncio.Future[None] | None = None
 
     def add(self, message_id: str, event: StoredEvent) -> None:
         self._events.setdefault(message_id, []).append(event)
@@ -53,6 +59,37 @@ class EventWriter:
         self._kick()
         await done
 
+    async def end_with(
+        self,
+        message_id: str,
+        last: list[StoredEvent],
+        end: RunEnd,
+        also: Callable[[AsyncSession], Awaitable[None]],
+    ) -> None:
+        """The run's pending events, its `last` events and its end, written in the caller's
+        transaction `also` (the assistant message's): a chat's last two transactions made
+        one. Returns once they are stored; raises what the database raised, and then nothing
+        of `last` or `end` is stored and the pending events are this writer's again."""
+        while message_id in self._writing and self._written is not None:
+            await asyncio.shield(self._written)  # its earlier events commit first
+        pending = self._events.pop(message_id, [])
+        if self._task is not None and not (self._events or self._ends or self._writing):
+            # It only waits out its window, for these events: they go with this write.
+            self._task.cancel()
+            self._task = None
+        try:
+            async with self._db.write() as session:
+                await also(session)
+                await run_store.write_in(
+                    self._db, session, {message_id: pending + last}, {message_id: end}
+                )
+        except BaseException:
+            if pending:
+                self._events[message_id] = pending + self._events.get(message_id, [])
+                self._kick()
+            raise
+        self._signals.wake(message_id)
+
     def _kick(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run())
@@ -64,14 +101,21 @@ class EventWriter:
                 await asyncio.sleep(pause)
                 events, self._events = self._events, {}
                 ends, self._ends = self._ends, {}
-                failed = await self._write(events, ends)
-                # Events that could not be stored are tried again, before any sent since;
-                # a run whose end failed has its caller told, and is not retried.
-                for message_id, kept in failed.items():
-                    self._events[message_id] = kept + self._events.get(message_id, [])
+                self._writing = {*events, *ends}
+                self._written = asyncio.get_running_loop().create_future()
+                try:
+                    failed = await self._write(events, ends)
+                    # Events that could not be stored are tried again, before any sent since;
+                    # a run whose end failed has its caller told, and is not retried.
+                    for message_id, kept in failed.items():
+                        self._events[message_id] = kept + self._events.get(message_id, [])
+                finally:
+                    self._writing = set()
+                    self._written.set_result(None)
                 pause = min(pause * 2, RETRY_MAX_S) if failed else self._window_s
         finally:
-            self._task = None
+            if self._task is asyncio.current_task():  # not a later one, after a cancel
+                self._task = None
 
     async def _write(
         self, events: dict[str, list[StoredEvent]], ends: dict[str, RunEnd]
@@ -141,6 +185,7 @@ class RunRecord:
         self._signals = signals
         self._writer = writer
         self._n = 0
+        self._ended = False
         self._stop = asyncio.Event()
         self._poked = asyncio.Event()
         self.awaiting_approval = False
@@ -174,8 +219,25 @@ class RunRecord:
         return self._n
 
     async def finish(self, status: str) -> None:
-        """The run's end, stored after its events; returns once it is."""
+        """The run's end, stored after its events; returns once it is (at once when
+        `finish_with` stored it)."""
+        if self._ended:
+            return
         await self._writer.end(self.message_id, RunEnd(status, self.usage))
+        self._ended = True
+
+    async def finish_with(
+        self, data: str, status: str, also: Callable[[AsyncSession], Awaitable[None]]
+    ) -> int:
+        """The run's last event (`message_complete`) and its end, stored with the events still
+        pending in the caller's transaction `also` (`EventWriter.end_with`); the event's number.
+        When the database refuses, nothing is numbered or stored and the caller may still
+        `record` and `finish`."""
+        n = self._n + 1
+        await self._writer.end_with(self.message_id, [(n, data)], RunEnd(status, self.usage), also)
+        self._n = n
+        self._ended = True
+        return n
 
     # The stop (CONTRACT 11): no provider or tool call starts once it is asked.
 

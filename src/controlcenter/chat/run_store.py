@@ -15,7 +15,7 @@ from enum import Enum
 from typing import cast
 
 from sqlalchemy import Table, bindparam, delete, func, insert, select, text, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.sql import Select, Update
 
 from controlcenter.chat.models import ChatApproval, ChatEvent, ChatRun
@@ -36,6 +36,10 @@ DENIED = "denied"
 EXPIRED = "expired"
 
 StoredEvent = tuple[int, str]  # (n, the event's JSON text)
+# The tables, not the mapped classes: an insert of a class goes through the ORM's bulk path
+# even in a session's transaction (~0.1 ms of CPU more a statement, measured on SQLite).
+_RUNS = cast(Table, ChatRun.__table__)
+_EVENTS = cast(Table, ChatEvent.__table__)
 
 
 @dataclass(frozen=True)
@@ -86,11 +90,9 @@ async def insert_run(
     """`create_run` within the caller's transaction."""
     # Statements, not the unit of work: its bookkeeping cost more than the inserts here.
     await session.execute(
-        insert(ChatRun).values(message_id=message_id, user_id=user_id, status=RUNNING)
+        insert(_RUNS).values(message_id=message_id, user_id=user_id, status=RUNNING)
     )
-    await session.execute(
-        insert(ChatEvent).values(message_id=message_id, n=first[0], data=first[1])
-    )
+    await session.execute(insert(_EVENTS).values(message_id=message_id, n=first[0], data=first[1]))
     await _notify(db, session, EVENTS_CHANNEL, message_id)
 
 
@@ -108,7 +110,6 @@ async def append_events(
     await write_batch(db, {message_id: list(events)}, ends)
 
 
-_RUNS = cast(Table, ChatRun.__table__)
 # Keyed by the run, for many runs at once (an executemany of the one statement).
 _END_RUN = (
     update(_RUNS)
@@ -128,32 +129,42 @@ async def write_batch(
 ) -> None:
     """The events of many runs and the ends of some, in one transaction: one insert of all
     the events, one keyed update of all the ends, readers notified of each run."""
+    if not any(events.values()) and not ends:
+        return
+    async with db.write_statements() as connection:
+        await write_in(db, connection, events, ends)
+
+
+async def write_in(
+    db: Database,
+    session: AsyncSession | AsyncConnection,
+    events: Mapping[str, Sequence[StoredEvent]],
+    ends: Mapping[str, RunEnd],
+) -> None:
+    """`write_batch` within the caller's transaction."""
     rows = [
         {"message_id": message_id, "n": n, "data": data}
         for message_id, stored in events.items()
         for n, data in stored
     ]
-    if not rows and not ends:
-        return
-    async with db.write() as session:
-        if rows:
-            await session.execute(insert(ChatEvent), rows)
-        if ends:
-            await session.execute(
-                _END_RUN,
-                [
-                    {
-                        "m": message_id,
-                        "s": end.status,
-                        "i": end.usage.input_tokens,
-                        "o": end.usage.output_tokens,
-                        "p": end.usage.provider_calls,
-                        "t": end.usage.tool_calls,
-                    }
-                    for message_id, end in ends.items()
-                ],
-            )
-        await _notify(db, session, EVENTS_CHANNEL, *{**events, **ends})
+    if rows:
+        await session.execute(insert(_EVENTS), rows)
+    if ends:
+        await session.execute(
+            _END_RUN,
+            [
+                {
+                    "m": message_id,
+                    "s": end.status,
+                    "i": end.usage.input_tokens,
+                    "o": end.usage.output_tokens,
+                    "p": end.usage.provider_calls,
+                    "t": end.usage.tool_calls,
+                }
+                for message_id, end in ends.items()
+            ],
+        )
+    await _notify(db, session, EVENTS_CHANNEL, *{**events, **ends})
 
 
 async def close_run(db: Database, message_id: str, final_data: str, status: str) -> bool:
@@ -295,6 +306,8 @@ async def _change_or_look(
         return False, await session.scalar(why)
 
 
-async def _notify(db: Database, session: AsyncSession, channel: str, *message_ids: str) -> None:
+async def _notify(
+    db: Database, session: AsyncSession | AsyncConnection, channel: str, *message_ids: str
+) -> None:
     if not db.is_sqlite and message_ids:
         await session.execute(_NOTIFY, {"channel": channel, "ids": list(message_ids)})

@@ -9,8 +9,10 @@ sent (`chat.recorder`), so that the client can resume from any process (`chat.re
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat import run_store
 from controlcenter.chat.events import Event, event_data, frame_of
@@ -44,9 +46,25 @@ class EventChannel:
         self._put(event_data(event), run.began())
 
     def send(self, event: Event) -> None:
+        self.note(event)
         data = event_data(event)
         n = self.run.record(data) if self.run is not None else None
         self._put(data, n)
+
+    async def end_with(
+        self, event: Event, status: str, also: Callable[[AsyncSession], Awaitable[None]]
+    ) -> None:
+        """Send the run's last event once it is stored with the run's end, in the caller's
+        transaction `also` (`RunRecord.finish_with`). Raises what the database raised, and
+        then nothing is sent: the caller may still `send` it."""
+        assert self.run is not None
+        data = event_data(event)
+        n = await self.run.finish_with(data, status, also)
+        self.note(event)
+        self._put(data, n)
+
+    def note(self, event: Event) -> None:
+        """Each event, as it is sent (for subclasses that watch them)."""
 
     def _put(self, data: str, n: int | None) -> None:
         if not self._detached:  # nobody reads any more: keep nothing
