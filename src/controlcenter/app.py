@@ -26,6 +26,7 @@ from controlcenter.chat.router import router as chat_router
 from controlcenter.chat.service import ChatParts
 from controlcenter.chat.stream import ChatRuns
 from controlcenter.chat.ui_router import router as ui_chat_router
+from controlcenter.common import collector
 from controlcenter.common.logs import configure_logging, get_logger
 from controlcenter.config import Config
 from controlcenter.crm.rate_limit import LocationRateLimiter, RateLimit
@@ -144,6 +145,7 @@ def create_app(
         )
         running = services.chat.liveness
         liveness = asyncio.create_task(running.run()) if running is not None else None
+        collector.settle()  # last: start-up's objects are the server's for its whole life
         try:
             yield
         finally:

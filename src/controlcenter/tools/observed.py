@@ -5,6 +5,7 @@ source returns the same list, so the tool router's memo (by identity) still hold
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from controlcenter.observability import tracing
@@ -50,4 +51,6 @@ def _observed(source: str, tool: Tool) -> Tool:
         TOOL_CALLS.labels(source, "ok").inc()
         return result
 
-    return Tool(tool.name, tool.description, tool.input_schema, handler)
+    # `replace` keeps every other field, `read_only` included: a wrapped read-only tool that
+    # came out writing would ask approval under `toolApproval: "writes"` (CONTRACT 11).
+    return replace(tool, handler=handler)

@@ -1,0 +1,84 @@
+"""`SettingsStore.get_many`, a one-row `Lookup` with memoised decryption (admin_settings/store.py):
+the same answers as reading the rows, on both databases."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
+from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
+
+from controlcenter.admin_settings.store import SettingsDecryptError, values_lookup
+from tests.conftest import RunningServer, UserFactory
+
+USED = ("agencyId", "mcpServerUrl")
+
+
+@pytest.fixture(autouse=True)
+async def unset(server: RunningServer) -> AsyncIterator[None]:
+    """The server is the session's: leave none of these set for the next test."""
+    yield
+    async with server.db.write() as session:
+        for name in USED:
+            await server.services.settings.delete(session, name)
+
+
+async def _save(server: RunningServer, user_id: str, values: dict[str, str]) -> None:
+    async with server.db.write() as session:
+        await server.services.settings.save(session, values, user_id)
+
+
+async def test_the_set_names_in_any_order_each_once(
+    server: RunningServer, users: UserFactory
+) -> None:
+    admin = await users.create("super_admin")
+    await _save(server, admin.id, {"agencyId": "ag-1", "mcpServerUrl": ""})
+    store = server.services.settings
+
+    found = await store.get_many(["mcpServerUrl", "providerBApiKey", "agencyId", "agencyId"])
+
+    assert found == {"mcpServerUrl": "", "agencyId": "ag-1"}  # set, even when empty
+    assert list(found) == ["mcpServerUrl", "agencyId"]
+    assert await store.get_many([]) == {}
+
+
+async def test_a_changed_value_is_read_anew(server: RunningServer, users: UserFactory) -> None:
+    admin = await users.create("super_admin")
+    store = server.services.settings
+    await _save(server, admin.id, {"agencyId": "before"})
+    assert await store.get_many(["agencyId"]) == {"agencyId": "before"}
+
+    await _save(server, admin.id, {"agencyId": "after"})
+
+    assert await store.get_many(["agencyId"]) == {"agencyId": "after"}
+    assert await store.get("agencyId") == "after"
+
+
+async def test_a_value_of_another_key_is_a_decrypt_error(
+    server: RunningServer, users: UserFactory
+) -> None:
+    admin = await users.create("super_admin")
+    await _save(server, admin.id, {"agencyId": "x"})
+    async with server.db.write() as session:
+        await session.execute(
+            text(
+                "UPDATE settings SET value_encrypted = 'gAAAAAnot-a-token' WHERE name = 'agencyId'"
+            )
+        )
+    try:
+        await server.services.settings.get_many(["agencyId"])
+    except SettingsDecryptError as exc:
+        assert str(exc) == "agencyId"
+    else:
+        raise AssertionError("a damaged value was answered")
+
+
+def test_the_lookup_is_one_row_of_scalar_subqueries_in_both_dialects() -> None:
+    lookup = values_lookup(("a", "b"))
+    # The drivers the lookups use (db/lookups.py).
+    for dialect in (SQLiteDialect_pysqlite(), PGDialect_asyncpg()):  # type: ignore[no-untyped-call]
+        compiled = lookup.compiled(dialect)
+        assert compiled.sql.count("SELECT") == 3 and "FROM settings" in compiled.sql
+        assert [compiled.fixed[name] for name in compiled.order] == ["a", "b"]
