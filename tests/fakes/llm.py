@@ -38,7 +38,15 @@ from starlette.routing import Route
 
 from tests.fakes.server import LoopbackServer
 
-__all__ = ["ErrorReply", "FakeAnthropic", "FakeOpenAI", "Received", "Reply", "ToolUse"]
+__all__ = [
+    "ErrorReply",
+    "FakeAnthropic",
+    "FakeOpenAI",
+    "RawReply",
+    "Received",
+    "Reply",
+    "ToolUse",
+]
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 OPENAI_MAX_TOOLS = 128
@@ -81,7 +89,21 @@ class ErrorReply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-Answer = Reply | ErrorReply
+@dataclass
+class RawReply:
+    """An answer that is not the API's own, as a proxy or gateway in front of it can give
+    (an HTML page, a cut-off body): sent as it is, with its status and content type."""
+
+    body: str
+    content_type: str = "text/html; charset=utf-8"
+    status: int = 200
+    delay_s: float = 0.0
+
+    def response(self) -> Response:
+        return Response(self.body, status_code=self.status, media_type=self.content_type)
+
+
+Answer = Reply | ErrorReply | RawReply
 
 
 @dataclass(frozen=True)
@@ -265,6 +287,8 @@ class FakeAnthropic(_FakeLLM):
         answer = self._next_answer(body)
         if answer.delay_s:
             await asyncio.sleep(answer.delay_s)
+        if isinstance(answer, RawReply):
+            return answer.response()
         if isinstance(answer, ErrorReply):
             return self._error(answer.status, answer.message, answer.error_type, **answer.headers)
         content: list[dict[str, Any]] = []
@@ -675,6 +699,8 @@ class FakeOpenAI(_FakeLLM):
         answer = self._next_answer(body)
         if answer.delay_s:
             await asyncio.sleep(answer.delay_s)
+        if isinstance(answer, RawReply):
+            return answer.response()
         if isinstance(answer, ErrorReply):
             return self._error(
                 answer.status, answer.message, answer.error_type, headers=answer.headers

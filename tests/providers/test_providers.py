@@ -22,7 +22,7 @@ from controlcenter.providers.anthropic import AnthropicProvider
 from controlcenter.providers.base import Provider, ProviderError
 from controlcenter.providers.openai import OpenAIProvider
 from controlcenter.providers.registry import build_providers, close_providers
-from tests.fakes.llm import ErrorReply, FakeAnthropic, FakeOpenAI, Reply, ToolUse
+from tests.fakes.llm import ErrorReply, FakeAnthropic, FakeOpenAI, RawReply, Reply, ToolUse
 
 Case = tuple[Provider, FakeAnthropic | FakeOpenAI]
 
@@ -405,6 +405,30 @@ async def test_timeout_is_an_error_without_status(case: Case) -> None:
 
     assert caught.value.status_code is None
     assert caught.value.message == "Request timed out."
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        RawReply("<html><body>502 Bad Gateway</body></html>"),  # a proxy's page, status 200
+        RawReply('{"id": "msg_1", "content": [', content_type="application/json"),  # cut off
+        RawReply('["not", "a", "message"]', content_type="application/json"),
+    ],
+    ids=["html", "cut-off-json", "json-not-an-object"],
+)
+async def test_an_answer_that_is_not_the_api_s_is_a_clear_error(
+    case: Case, answer: RawReply
+) -> None:
+    """A 200 whose body is not the API's JSON (a gateway in front of it) is a ProviderError
+    with a plain message, never an empty reply or a Python error's text."""
+    provider, fake = case
+    fake.script(answer)
+
+    with pytest.raises(ProviderError) as caught:
+        await provider.complete(api_key=fake.api_key, system="s", turns=[UserTurn("Hi")], tools=[])
+
+    assert caught.value.status_code is None
+    assert caught.value.message == "The provider's answer could not be read"
 
 
 async def test_unreachable_server_is_an_error_without_status(unused_port_url: str) -> None:

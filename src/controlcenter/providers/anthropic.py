@@ -17,8 +17,14 @@ from anthropic.types import (
 )
 
 from controlcenter.llm.types import AssistantTurn, ProviderReply, ToolCall, ToolSpec, Turn, UserTurn
+from controlcenter.providers.base import ProviderError
 from controlcenter.providers.body import Body
-from controlcenter.providers.history import has_text, new_call_id, sendable_turns
+from controlcenter.providers.history import (
+    UNREADABLE_MESSAGE,
+    has_text,
+    new_call_id,
+    sendable_turns,
+)
 from controlcenter.providers.sdk import OnText, ProviderOptions, SdkErrors, SdkProvider, Tools
 
 Block = TextBlockParam | ToolUseBlockParam | ToolResultBlockParam
@@ -50,7 +56,10 @@ class AnthropicProvider(SdkProvider[anthropic.AsyncAnthropic, MessageParam]):
         # the four fields the chat uses, instead of as a `Message` built with `construct_type`
         # for every block, which cost more than the rest of the reply's handling (py-spy).
         raw = await client.post(PATH, cast_to=httpx2.Response, content=body)
-        return _reply_json(raw.json())
+        data = raw.json()  # not JSON at all: ProviderError through sdk_errors
+        if not isinstance(data, dict):
+            raise ProviderError(UNREADABLE_MESSAGE, None)
+        return _reply_json(data)
 
     async def _stream(
         self,

@@ -18,6 +18,8 @@ from controlcenter.llm.types import AssistantTurn, ToolResult, ToolResultsTurn, 
 TIMEOUT_MESSAGE = "Request timed out."
 CONNECTION_MESSAGE = "Connection error."
 EMPTY_MESSAGE = "There is no message to send"
+# A 200 whose body is not the API's JSON (a proxy's HTML page, a cut-off body).
+UNREADABLE_MESSAGE = "The provider's answer could not be read"
 
 
 def sendable_turns(turns: Sequence[Turn]) -> list[Turn]:

@@ -18,6 +18,7 @@ from controlcenter.llm.types import AssistantTurn, ProviderReply, ToolCall, Tool
 from controlcenter.providers.base import ProviderError
 from controlcenter.providers.body import Body
 from controlcenter.providers.history import (
+    UNREADABLE_MESSAGE,
     has_text,
     new_call_id,
     parse_arguments,
@@ -50,6 +51,8 @@ class OpenAIProvider(SdkProvider[openai.AsyncOpenAI, ChatCompletionMessageParam]
         completion = await client.post(
             PATH, cast_to=ChatCompletion, content=body, options={"security": {"bearer_auth": True}}
         )
+        if not isinstance(completion, ChatCompletion):  # the SDK hands a non-JSON body back as text
+            raise ProviderError(UNREADABLE_MESSAGE, None)
         if not completion.choices:
             raise ProviderError(NO_CHOICES, None)
         message = completion.choices[0].message

@@ -11,6 +11,7 @@ its messages, its body's fixed parts, how it posts and streams, how it reads the
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -24,7 +25,12 @@ from controlcenter.llm.types import ProviderReply, ToolSpec, Turn
 from controlcenter.providers.base import ProviderError
 from controlcenter.providers.body import Body, BodyCache
 from controlcenter.providers.clients import POOL_LIMITS, K, PooledClients
-from controlcenter.providers.history import CONNECTION_MESSAGE, EMPTY_MESSAGE, TIMEOUT_MESSAGE
+from controlcenter.providers.history import (
+    CONNECTION_MESSAGE,
+    EMPTY_MESSAGE,
+    TIMEOUT_MESSAGE,
+    UNREADABLE_MESSAGE,
+)
 
 # One message in the provider's native form (the SDK's TypedDict).
 M = TypeVar("M", bound=Mapping[str, object])
@@ -164,6 +170,8 @@ def sdk_errors(errors: SdkErrors, api_key: str) -> Iterator[None]:
     except errors.other as exc:  # a reply the SDK could not read
         message = cast(_StatusError, exc).message
         raise ProviderError(redact(message, api_key), None) from None
+    except json.JSONDecodeError:  # a body declared JSON that is not (the SDK lets it through)
+        raise ProviderError(UNREADABLE_MESSAGE, None) from None
 
 
 def api_message(exc: _StatusError) -> str:
