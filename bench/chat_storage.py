@@ -80,8 +80,11 @@ Chat = Callable[[Database, Signals, EventWriter, str, str], Awaitable[None]]
 async def _save_answer(db: Database, conversation_id: str, message_id: str) -> str:
     """The assistant message saved as the agent saves it; message_complete's JSON."""
     message = await save_assistant_message(
-        db, conversation_id=conversation_id, message_id=message_id, content=ANSWER,
-        tool_calls=[], tool_results=[], usage=RunUsage(30, 10, 3, 2).json(),
+        db,
+        assistant_message(
+            conversation_id=conversation_id, message_id=message_id, content=ANSWER,
+            tool_calls=[], tool_results=[], usage=RunUsage(30, 10, 3, 2).json(),
+        ),
     )  # fmt: skip
     return event_data(message_complete(message_json(message)))
 

@@ -82,3 +82,17 @@ async def register_tools(server: RunningServer) -> AsyncIterator[Any]:
     yield register
     for source in added:
         server.services.tools.remove_source(source)
+
+
+@pytest.fixture
+async def both_keys(
+    server: RunningServer,
+    users: UserFactory,
+    fake_anthropic: FakeAnthropic,
+    fake_openai: FakeOpenAI,
+) -> AppUser:
+    """A user with both providers' keys set (the fallback's tests)."""
+    user = await users.create()
+    keys = {"providerAApiKey": fake_anthropic.api_key, "providerBApiKey": fake_openai.api_key}
+    await set_settings(server, keys, user)
+    return user

@@ -6,24 +6,11 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.chat.helpers import set_settings, stream_chat, types
+from tests.chat.helpers import stream_chat, types
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.llm import ErrorReply, FakeAnthropic, FakeOpenAI, Reply
 
 POLICY = "/api/v1/admin/chat-policy"
-
-
-@pytest.fixture
-async def both_keys(
-    server: RunningServer,
-    users: UserFactory,
-    fake_anthropic: FakeAnthropic,
-    fake_openai: FakeOpenAI,
-) -> AppUser:
-    user = await users.create()
-    keys = {"providerAApiKey": fake_anthropic.api_key, "providerBApiKey": fake_openai.api_key}
-    await set_settings(server, keys, user)
-    return user
 
 
 async def set_fallback(client: httpx.AsyncClient, users: UserFactory, on: bool) -> None:

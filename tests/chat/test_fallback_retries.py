@@ -23,7 +23,8 @@ import uvicorn
 
 from controlcenter.app import create_app
 from controlcenter.config import Config
-from tests.chat.helpers import set_settings, stream_chat, types
+from tests.chat.helpers import stream_chat, types
+from tests.chat.test_fallback import set_fallback
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.llm import ErrorReply, FakeAnthropic, FakeOpenAI, Reply
 from tests.fakes.server import listening_socket
@@ -66,23 +67,10 @@ async def retrying_client(retrying: RunningServer) -> AsyncIterator[httpx.AsyncC
 
 
 @pytest.fixture
-async def broker(
-    server: RunningServer,
-    users: UserFactory,
-    fake_anthropic: FakeAnthropic,
-    fake_openai: FakeOpenAI,
-) -> AppUser:
+async def broker(client: httpx.AsyncClient, users: UserFactory, both_keys: AppUser) -> AppUser:
     """A user, both providers' keys set, and the policy's fallback on."""
-    user = await users.create()
-    keys = {"providerAApiKey": fake_anthropic.api_key, "providerBApiKey": fake_openai.api_key}
-    await set_settings(server, keys, user)
-    boss = await users.create("super_admin")
-    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
-        answer = await http.put(
-            "/api/v1/admin/chat-policy", json={"fallback": True}, headers=boss.headers
-        )
-    assert answer.status_code == 200
-    return user
+    await set_fallback(client, users, on=True)
+    return both_keys
 
 
 async def test_provider_b_finishes_after_provider_a_529s_through_every_retry(

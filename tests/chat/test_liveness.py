@@ -14,7 +14,12 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from controlcenter.chat.conversations import new_message_id, save_assistant_message, start_turn
+from controlcenter.chat.conversations import (
+    assistant_message,
+    new_message_id,
+    save_assistant_message,
+    start_turn,
+)
 from controlcenter.chat.liveness import FLUSH_DELAY_S, STALE_INTERVALS, Liveness
 from controlcenter.chat.models import Message, RunningMessage
 from controlcenter.db import Database, utcnow
@@ -115,12 +120,14 @@ async def test_the_real_end_replaces_an_interrupted_copy(db: Database, users: Us
     results = [{"toolCallId": "t1", "success": True, "result": "x"}]
     saved = await save_assistant_message(
         db,
-        conversation_id=conversation_id,
-        message_id=answer_id,
-        content="The whole answer",
-        tool_calls=calls,
-        tool_results=results,
-        usage={"inputTokens": 3, "outputTokens": 4},
+        assistant_message(
+            conversation_id=conversation_id,
+            message_id=answer_id,
+            content="The whole answer",
+            tool_calls=calls,
+            tool_results=results,
+            usage={"inputTokens": 3, "outputTokens": 4},
+        ),
     )
     assert not saved.interrupted
     async with db.read() as session:
@@ -138,9 +145,11 @@ async def test_a_message_id_taken_by_a_finished_answer_is_still_refused(
     """Only an interrupted copy gives way: a second save of a finished answer is an error."""
     conversation_id, answer_id = await _answer_started(db, users)
     first = {"conversation_id": conversation_id, "message_id": answer_id}
-    await save_assistant_message(db, **first, content="Done", tool_calls=[], tool_results=[])
+    done = assistant_message(**first, content="Done", tool_calls=[], tool_results=[])
+    await save_assistant_message(db, done)
+    again = assistant_message(**first, content="Again", tool_calls=[], tool_results=[])
     with pytest.raises(Exception, match=r"(?i)unique|duplicate"):
-        await save_assistant_message(db, **first, content="Again", tool_calls=[], tool_results=[])
+        await save_assistant_message(db, again)
     async with db.read() as session:
         stored = await session.scalar(select(Message).where(Message.id == answer_id))
     assert stored is not None and stored.content == "Done"

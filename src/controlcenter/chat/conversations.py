@@ -154,26 +154,9 @@ async def replace_interrupted(db: Database, row: Message) -> bool:
     return True
 
 
-async def save_assistant_message(
-    db: Database,
-    *,
-    conversation_id: str,
-    message_id: str,
-    content: str,
-    tool_calls: list[dict[str, Any]],
-    tool_results: list[dict[str, Any]],
-    usage: dict[str, int] | None = None,
-) -> Message:
-    """Step 9 in a transaction of its own; the saved row (step 10 sends it as a
-    ControlCenterMessage)."""
-    row = assistant_message(
-        conversation_id=conversation_id,
-        message_id=message_id,
-        content=content,
-        tool_calls=tool_calls,
-        tool_results=tool_results,
-        usage=usage,
-    )
+async def save_assistant_message(db: Database, row: Message) -> Message:
+    """Step 9 in a transaction of its own: `row` from `assistant_message`, saved (step 10
+    sends it as a ControlCenterMessage)."""
     try:
         async with db.write() as session:
             await add_assistant_message(session, row)
