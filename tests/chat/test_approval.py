@@ -4,12 +4,14 @@ place; MCP tools by their `readOnlyHint`), the approval event, approve, deny and
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from dataclasses import replace
 from typing import Any
 
 import httpx
 import pytest
+from httpx_sse import aconnect_sse
 
 from controlcenter.crm.tools import crm_tools
 from controlcenter.crm.tools.access import READS, WRITES
@@ -185,3 +187,48 @@ async def test_without_the_policy_writes_run_at_once(
     )
     assert "tool_approval_required" not in types([e for _, e in frames])
     assert calls == ["contact_update"]
+
+
+# Enough rounds for the answer to meet each moment of the wait's start at least once.
+EAGER_ROUNDS = 25
+
+
+async def test_an_answer_sent_the_moment_the_approval_event_arrives_is_never_missed(
+    client: httpx.AsyncClient,
+    server: RunningServer,
+    llm: Llm,
+    user: AppUser,
+    register_tools: Any,
+    approving: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The client approves as soon as it reads `tool_approval_required`, before the chat may
+    have started waiting: the answer is taken (200) and the write runs. A lost or unheard
+    answer would be a 404 here, or a denial once the (shortened) timeout passes."""
+    monkeypatch.setattr(
+        server.services, "chat", replace(server.services.chat, approval_timeout_s=10.0)
+    )
+    calls: list[str] = []
+    register_tools(tools(calls))
+    for n in range(EAGER_ROUNDS):
+        call_id = f"call_{n}"
+        llm.fake.script(
+            Reply(tool_uses=[ToolUse("contact_update", {"q": "b"}, id=call_id)]),
+            Reply(text="Done."),
+        )
+        body = {"message": f"update {n}", "provider": llm.name}
+        seen: list[dict[str, Any]] = []
+        async with aconnect_sse(client, "POST", CHAT, json=body, headers=user.headers) as source:
+            async for sse in source.aiter_sse():
+                event = json.loads(sse.data)
+                seen.append(event)
+                if event["type"] == "tool_approval_required":
+                    message_id = seen[0]["messageId"]
+                    answer = await client.post(
+                        decide(message_id, call_id, "approve"), headers=user.headers
+                    )
+                    assert (n, answer.status_code) == (n, 200)
+        results = [e["toolResult"] for e in seen if e["type"] == "tool_result"]
+        assert results == [{"toolCallId": call_id, "success": True, "result": {"updated": True}}]
+        assert seen[-1]["type"] == "message_complete"
+    assert calls == ["contact_update"] * EAGER_ROUNDS

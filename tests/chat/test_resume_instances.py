@@ -90,6 +90,8 @@ async def instances(
         "PROVIDER_MAX_RETRIES": "0",
         "CRM_BASE_URL": config.crm_base_url,
         "LOG_FORMAT": "json",
+        # An approval answer that is never heard ends as a denial in this time, not in 10 min.
+        "CHAT_APPROVAL_TIMEOUT_S": "20",
     }
     log = tmp_path / "serve.log"
     with serve(env, log) as first, serve(env, log) as second:
@@ -162,3 +164,47 @@ async def test_a_stop_sent_to_the_other_instance_stops_the_chat(
     assert types(frames) == ["message_start", "message_complete"]
     assert frames[-1]["stopped"] is True
     assert frames[-1]["message"]["content"] == ""
+
+
+CROSS_ROUNDS = 10
+
+
+async def test_an_approval_sent_to_the_other_instance_the_moment_it_is_asked_runs_the_call(
+    instances: tuple[str, str],
+    server: RunningServer,
+    users: UserFactory,
+    broker: AppUser,
+    fake_anthropic: FakeAnthropic,
+) -> None:
+    """The worst moment for the wait that runs on the first instance: the answer is sent to
+    the second as soon as `tool_approval_required` is read. Every answer is taken (200) and
+    the call runs (the CRM refuses it: no agency credential); an answer the chat never
+    heard would end as "Denied by the user" when the wait times out."""
+    first, second = instances
+    boss = await users.create("super_admin")
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as own:
+        policy = {"toolApproval": "writes"}
+        answer = await own.put("/api/v1/admin/chat-policy", json=policy, headers=boss.headers)
+        assert answer.status_code == 200
+    body = {"message": "tag", "provider": "provider_a"}
+    async with (
+        httpx.AsyncClient(base_url=first, timeout=30) as one,
+        httpx.AsyncClient(base_url=second, timeout=30) as other,
+    ):
+        for n in range(CROSS_ROUNDS):
+            call = ToolUse("contacts_add-tags", {"contactId": "c1", "tags": ["vip"]}, id=f"t{n}")
+            fake_anthropic.script(Reply(tool_uses=[call]), Reply(text="Done."))
+            frames: list[dict[str, Any]] = []
+            async with one.stream("POST", CHAT, json=body, headers=broker.headers) as live:
+                async for line in live.aiter_lines():
+                    if not line.startswith("data: "):
+                        continue
+                    frames.append(json.loads(line[6:]))
+                    if frames[-1]["type"] == "tool_approval_required":
+                        path = f"{CHAT}/{frames[0]['messageId']}/tool-calls/t{n}/approve"
+                        answer = await other.post(path, headers=broker.headers)
+                        assert (n, answer.status_code) == (n, 200), answer.text
+            results = [f["toolResult"] for f in frames if f["type"] == "tool_result"]
+            assert len(results) == 1, frames
+            assert results[0]["error"] != "Denied by the user", (n, results)
+            assert frames[-1]["type"] == "message_complete"

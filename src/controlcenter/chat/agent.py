@@ -202,6 +202,7 @@ async def _process(
             tool_calls.append(shown.to_json())
             channel.send(events.tool_call_start(shown))
             if turn.approve_writes and toolbox.writes(call):
+                await run.ask_approval(call.id)  # stored first: the event invites an answer
                 channel.send(events.tool_approval_required(shown))
                 answer = await run.approval(call.id, turn.approval_timeout_s)
                 if answer != APPROVED:

@@ -188,7 +188,6 @@ class RunRecord:
         self._ended = False
         self._stop = asyncio.Event()
         self._poked = asyncio.Event()
-        self.awaiting_approval = False
         self.usage = RunUsage()
 
     def count_provider_call(self, input_tokens: int, output_tokens: int) -> None:
@@ -253,30 +252,35 @@ class RunRecord:
         """An approval of this run may have been answered: read it again."""
         self._poked.set()
 
-    async def approval(self, tool_call_id: str, timeout_s: float) -> str:
-        """Wait for the user's answer to a call that writes: APPROVED, DENIED, EXPIRED (no
-        answer in time) or STOPPED (the message was stopped meanwhile)."""
+    async def ask_approval(self, tool_call_id: str) -> None:
+        """Store the call's pending approval. Before the event that asks for it is sent: an
+        answer sent the moment that event arrives must find it (it was a 404 otherwise)."""
         await run_store.ask_approval(self._db, self.message_id, tool_call_id)
+
+    async def approval(self, tool_call_id: str, timeout_s: float) -> str:
+        """Wait for the user's answer to a call asked with `ask_approval`: APPROVED, DENIED,
+        EXPIRED (no answer in time) or STOPPED (the message was stopped meanwhile).
+
+        An answer given in this process, or notified (PostgreSQL), wakes the wait at once
+        (`poke`). Nothing notifies an answer given in another process on SQLite, and a
+        notification is lost while the LISTEN connection is down, so the answer is also read
+        again every `Signals.poll_s`: late by that much at worst, never missed."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        self.awaiting_approval = True
-        try:
-            while True:
-                self._poked.clear()
-                status = await run_store.approval_status(self._db, self.message_id, tool_call_id)
-                if status is not None and status != run_store.PENDING:
-                    return status
-                if self.stopped:
-                    return run_store.STOPPED
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    if await run_store.expire_approval(self._db, self.message_id, tool_call_id):
-                        return run_store.EXPIRED
-                    continue  # answered just now
-                with suppress(TimeoutError):
-                    await asyncio.wait_for(self._poked.wait(), remaining)
-        finally:
-            self.awaiting_approval = False
+        while True:
+            self._poked.clear()  # before the read: a poke during it means read again
+            status = await run_store.approval_status(self._db, self.message_id, tool_call_id)
+            if status is not None and status != run_store.PENDING:
+                return status
+            if self.stopped:
+                return run_store.STOPPED
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                if await run_store.expire_approval(self._db, self.message_id, tool_call_id):
+                    return run_store.EXPIRED
+                continue  # answered just now
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._poked.wait(), min(remaining, self._signals.poll_s))
 
     async def unless_stopped(self, call: Awaitable[T]) -> T | None:
         """The call's result, or None when a stop comes first (the call is then cancelled:

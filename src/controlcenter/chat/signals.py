@@ -4,8 +4,9 @@
 In one process a wake-up is an `asyncio.Event`. Across processes and instances on PostgreSQL,
 one LISTEN connection per process (asyncpg's `add_listener`) receives the notifications that
 `chat.run_store` sends with each write, so instances share nothing but the database. SQLite
-has no notifications: readers poll the events table (`SQLITE_POLL_S`) and the runs of a
-process poll their stop flags (`chat.stream.ChatRuns`); both are cheap local reads.
+has no notifications: readers poll the events table (`SQLITE_POLL_S`), the runs of a
+process poll their stop flags (`chat.stream.ChatRuns`) and a run waiting for an approval reads
+its answer every `poll_s` (`RunRecord.approval`); all are cheap local reads.
 """
 
 from __future__ import annotations

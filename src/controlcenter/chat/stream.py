@@ -131,9 +131,6 @@ class ChatRuns:
         try:
             while self._running:
                 await asyncio.sleep(STOP_POLL_S)
-                for run in self._running.values():
-                    if run.awaiting_approval:  # SQLite: no notification of the answer
-                        run.poke()
                 ids = [i for i, run in self._running.items() if not run.stopped]
                 if ids:
                     try:
