@@ -28,6 +28,7 @@ MCP_PATH = "/mcp"
 @dataclass
 class FakeMcp:
     server: LoopbackServer
+    app: MCPServer | None = None  # its tools, for a test that changes one
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     methods: list[str] = field(default_factory=list)
 
@@ -113,6 +114,7 @@ def build_fake_mcp() -> FakeMcp:
         await asgi(scope, peek, send)
 
     fake.server = LoopbackServer(recording, uvicorn_options={"lifespan": "on"})
+    fake.app = app
     return fake
 
 

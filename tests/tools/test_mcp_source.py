@@ -86,10 +86,32 @@ async def test_the_list_is_cached_per_url_for_the_ttl(fake_mcp: FakeMcp) -> None
     source = source_for(fake_mcp.url, ttl_s=0.3)
     first = await source.list_tools()
     assert await source.list_tools() is first
+    assert fake_mcp.methods.count("tools/list") == 1
     await asyncio.sleep(0.35)
     again = await source.list_tools()
+    assert fake_mcp.methods.count("tools/list") == 2  # asked again after the TTL
+    # The same list: the same objects, so the toolbox and request-body memos keep holding.
+    assert again is first
+
+
+async def test_a_changed_list_is_seen_after_the_ttl(fake_mcp: FakeMcp) -> None:
+    assert fake_mcp.app is not None
+    echo = fake_mcp.app._tool_manager.get_tool("echo_text")
+    assert echo is not None
+    source = source_for(fake_mcp.url, ttl_s=0.3)
+    first = await source.list_tools()
+    before = echo.description
+    echo.description = "Echo the text back, louder."
+    try:
+        await asyncio.sleep(0.35)
+        again = await source.list_tools()
+    finally:
+        echo.description = before
     assert again is not first
+    described = {t.name: t.description for t in again}
+    assert described["echo_text"] == "Echo the text back, louder."
     assert [t.name for t in again] == [t.name for t in first]
+    assert await source.list_tools() is again
 
 
 async def test_concurrent_chats_share_one_refresh(fake_mcp: FakeMcp) -> None:

@@ -4,7 +4,10 @@ streamable HTTP.
 The list is cached for `mcp_cache_ttl_s` per URL, failures included, so a server that is down
 or slow costs one attempt per TTL instead of one per chat. An unreachable server means "no MCP
 tools" (logged), never a failed chat; a failed call is a ToolError, which the router turns
-into a failed ToolResult the model can read.
+into a failed ToolResult the model can read. A list fetched again and found the same as the
+last one is answered with the last one's objects: the memos kept by identity downstream (the
+metrics wrapper, the router's toolbox with its offered schemas and validators, the providers'
+request bodies) then hold, where a new list cost a worker ~50 ms of CPU every TTL.
 
 All MCP traffic goes through one long-lived HTTP client (building one loads the CA bundle,
 which dominated the event loop under load) and one MCP session per URL, shared by concurrent
@@ -58,6 +61,7 @@ class McpSource:
             maxsize=1, ttl=ttl_s, timer=time.monotonic
         )
         self._lock = asyncio.Lock()
+        self._last: tuple[tuple[Any, ...], tuple[Tool, ...]] | None = None  # (listing, tools)
         self._http: httpx2.AsyncClient | None = None
         self._session: _Session | None = None
         self._closed = False
@@ -102,16 +106,22 @@ class McpSource:
             return ()
 
     async def _list_all(self, client: Client) -> tuple[Tool, ...]:
-        tools: list[Tool] = []
+        listed: list[tuple[str, str | None, dict[str, Any], bool]] = []
         cursor: str | None = None
         while True:
             page = await client.list_tools(cursor=cursor)
-            tools.extend(
-                self._tool(t.name, t.description, t.input_schema, _read_only(t)) for t in page.tools
+            listed.extend(
+                (t.name, t.description, t.input_schema, _read_only(t)) for t in page.tools
             )
             cursor = page.next_cursor
             if not cursor:
-                return tuple(tools)
+                break
+        listing = tuple(listed)
+        if self._last is not None and self._last[0] == listing:
+            return self._last[1]
+        tools = tuple(self._tool(*each) for each in listing)
+        self._last = (listing, tools)
+        return tools
 
     async def _with_session(self, url: str, work: Callable[[Client], Awaitable[_T]]) -> _T:
         """Run `work` on the shared session for `url`, within the timeout."""
