@@ -13,16 +13,21 @@ and ending the run, as the service does. Three paths, each its process CPU time 
 - the service's path: the run in the user message's transaction, the events by the
   process's `EventWriter`, the last events and the run's end in the assistant message's
   transaction (`RunRecord.finish_with`).
-Storage costs the difference between the last and the first. x1 is the median of `LONE_CHATS`
-lone chats one after another (one sample of a few ms said little on a shared machine).
+Storage costs the difference between the last and the first. Each level runs in rounds
+(`ROUNDS`): in a round each path's chats run in turn, in one process, each path first in turn
+(a shared machine's state drifts: taking turns keeps it alike for the three; measured one
+after another in separate processes, x300's difference came out negative). Storage is the mean
+of the rounds' differences, with its standard error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from functools import partial
 
 from bench.chat import CPU_PER_CHAT
@@ -59,7 +64,7 @@ ANSWER = "Here is what I found."
 # 2026-11-23, after the chat controls), named as such in the row.
 CHAT_CPU_S = 0.030
 TARGET_SHARE = 0.05
-LONE_CHATS = 9  # x1: this many lone chats in turn, the median reported
+ROUNDS = {1: 15, 100: 5, 300: 3}  # by level; x1 is a few ms a chat, so more of them
 
 
 def _bursts(message_id: str) -> list[list[str]]:
@@ -141,33 +146,45 @@ async def _run_by_run(
     await run_store.append_events(db, message_id, [(n + 1, complete)], status=run_store.DONE)
 
 
-async def _level(url: str, user_id: str, chats: int, chat: Chat, tag: str) -> float:
+async def _rounds(url: str, user_id: str, chats: int) -> dict[str, list[float]]:
+    """Each path's CPU per chat with `chats` at once, round by round, the paths in turn."""
+    paths = {"u": _user_message, "b": _run_by_run, "a": _with_writer}
+    spent: dict[str, list[float]] = {tag: [] for tag in paths}
+    async with _parts(url) as parts:
+        for tag, chat in paths.items():
+            await chat(*parts, user_id, f"msg_0_warm{tag}{chats}")  # pools, statements
+        for r in range(ROUNDS[chats]):
+            order = list(paths.items())
+            for tag, chat in order[r % 3 :] + order[: r % 3]:
+                cpu = time.process_time()
+                await asyncio.gather(
+                    *(
+                        chat(*parts, user_id, f"msg_1_{tag}{chats}r{r}x{i:05d}")
+                        for i in range(chats)
+                    )
+                )
+                spent[tag].append((time.process_time() - cpu) / chats)
+    return spent
+
+
+@asynccontextmanager
+async def _parts(url: str) -> AsyncIterator[tuple[Database, Signals, EventWriter]]:
     db = Database(url)
     signals = Signals(db, on_stop=lambda _: None)
     writer = EventWriter(db, signals)
     try:
-        await chat(db, signals, writer, user_id, f"msg_0_warm{tag}{chats}")  # pools, statements
-        if chats == 1:
-            # One chat's CPU is a few ms on a shared machine: the median of several, one
-            # after another, instead of one sample.
-            alone = []
-            for i in range(LONE_CHATS):
-                cpu = time.process_time()
-                await chat(db, signals, writer, user_id, f"msg_1_{tag}1x{i:05d}")
-                alone.append(time.process_time() - cpu)
-            return statistics.median(alone)
-        cpu = time.process_time()
-        await asyncio.gather(
-            *(
-                chat(db, signals, writer, user_id, f"msg_1_{tag}{chats}x{i:05d}")
-                for i in range(chats)
-            )
-        )
-        return (time.process_time() - cpu) / chats
+        yield db, signals, writer
     finally:
         await writer.close(5.0)
         await signals.aclose()
         await db.dispose()
+
+
+def _storage(path: list[float], alone: list[float]) -> tuple[float, float]:
+    """The mean of the rounds' differences and its standard error."""
+    differences = [a - b for a, b in zip(path, alone, strict=True)]
+    error = statistics.stdev(differences) / math.sqrt(len(differences))
+    return statistics.mean(differences), error
 
 
 def run(deployment: Deployment, options: Options) -> list[Row]:
@@ -175,9 +192,11 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
     (user,) = asyncio.run(seed_accounts(url, deployment.secret_key, "store", 1))
     rows = []
     for chats in (1, 100, 300):
-        alone = asyncio.run(_level(url, user.id, chats, _user_message, "u"))
-        before = asyncio.run(_level(url, user.id, chats, _run_by_run, "b")) - alone
-        after = asyncio.run(_level(url, user.id, chats, _with_writer, "a")) - alone
+        spent = asyncio.run(_rounds(url, user.id, chats))
+        alone = statistics.mean(spent["u"])
+        before, _ = _storage(spent["b"], spent["u"])
+        after, error = _storage(spent["a"], spent["u"])
+        spread = f" ± {ms(error)}, mean of {ROUNDS[chats]} rounds"
         measured = CPU_PER_CHAT.get((deployment.db_kind, chats))
         whole = measured or CHAT_CPU_S
         of = f"this run's chat x{chats}, {ms(whole)}" if measured else f"a chat's ~{ms(whole)}"
@@ -185,7 +204,7 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
             Row(
                 deployment.db_kind,
                 f"chat storage x{chats}: CPU per chat",
-                f"{ms(after)} (event writer)",
+                f"{ms(after)}{spread} (event writer)",
                 baseline=f"{ms(before)} (run by run); the two messages {ms(alone)}",
                 ratio=f"{pct(after / whole)} of {of}",
                 target=f"< {pct(TARGET_SHARE)} of the chat",

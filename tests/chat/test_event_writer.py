@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import event, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat import run_store
@@ -27,18 +28,19 @@ EVENTS = 25
 
 
 class Commits:
-    """The write transactions the database commits."""
+    """The write transactions while only the writer writes: each takes a connection from the
+    pool (the writer's run in the driver's own SQL and never pass SQLAlchemy's commit)."""
 
     def __init__(self, db: Database) -> None:
         self.count = 0
-        event.listen(db.engine.sync_engine, "commit", self._count)
+        event.listen(db.engine.sync_engine, "checkout", self._count)
         self._db = db
 
-    def _count(self, conn: Any) -> None:
+    def _count(self, *connection: Any) -> None:
         self.count += 1
 
     def close(self) -> None:
-        event.remove(self._db.engine.sync_engine, "commit", self._count)
+        event.remove(self._db.engine.sync_engine, "checkout", self._count)
 
 
 @pytest.fixture
@@ -261,3 +263,25 @@ async def test_a_refused_last_write_loses_nothing_and_the_writer_finishes_the_ru
     stored = await run_store.events_after(db, run.message_id, 0)
     assert [n for n, _ in stored] == [1, 2, 3] and stored[-1][1] == last
     assert await run_store.run_owner_status(db, run.message_id) == (user.id, run_store.DONE)
+
+
+async def test_the_last_events_are_not_stored_when_the_caller_s_rows_are_refused(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    """The caller's rows and the last events commit together or not at all, also when the
+    caller only added its rows to the session (PostgreSQL: they are flushed first, so that the
+    events' statement joins their transaction instead of committing on its own)."""
+    db, signals = parts
+    user = await users.create()
+    writer = EventWriter(db, signals, window_s=30.0)
+    (run,) = await _started(db, signals, writer, user.id, "atomic", 1)
+    async with db.write() as session:
+        await _approval_added(session, run.message_id)
+    with pytest.raises(IntegrityError):  # the same approval again: its primary key is taken
+        await run.finish_with(
+            event_data(content_delta("the last one")),
+            run_store.DONE,
+            partial(_approval_added, message_id=run.message_id),
+        )
+    assert [n for n, _ in await run_store.events_after(db, run.message_id, 0)] == [1]
+    assert await run_store.run_owner_status(db, run.message_id) == (user.id, run_store.RUNNING)

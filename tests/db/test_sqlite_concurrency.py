@@ -21,7 +21,7 @@ from sqlalchemy import event, text
 
 from controlcenter.db import Database
 from controlcenter.db.sqlite_driver import BUSY_TIMEOUT_MS
-from tests.db.counter import create_schema, increment, increment_by_statements
+from tests.db.counter import create_schema, increment, increment_by_driver
 
 TASKS = 200
 PROCESSES = 2
@@ -64,11 +64,11 @@ async def test_200_concurrent_writers_in_one_process(database: Database) -> None
 
 
 async def test_session_and_statement_writers_together(database: Database) -> None:
-    """`write_statements` (the chat's event writer) queues with `write()` and takes the write
+    """`write_driver` (the chat's event writer) queues with `write()` and takes the write
     lock up front as well: half of 200 writers of each kind, none refused, none lost."""
     try:
         writers = [
-            (increment if i % 2 else increment_by_statements)(database, f"task-{i}")
+            (increment if i % 2 else increment_by_driver)(database, f"task-{i}")
             for i in range(TASKS)
         ]
         results = await asyncio.gather(*writers, return_exceptions=True)
@@ -81,11 +81,11 @@ async def test_session_and_statement_writers_together(database: Database) -> Non
         await database.dispose()
 
 
-async def test_a_statement_writer_rolls_back_on_error(database: Database) -> None:
+async def test_a_driver_writer_rolls_back_on_error(database: Database) -> None:
     try:
         with pytest.raises(RuntimeError):
-            async with database.write_statements() as db:
-                await db.execute(text("INSERT INTO writes (who) VALUES ('rolled back')"))
+            async with database.write_driver() as db:
+                await db.execute("INSERT INTO writes (who) VALUES ('rolled back')")
                 raise RuntimeError("refused")
         async with database.read() as db:
             count = (await db.execute(text("SELECT count(*) FROM writes"))).scalar_one()
@@ -157,7 +157,7 @@ conn.execute("COMMIT")
 """
 
 
-@pytest.mark.parametrize("write", [increment, increment_by_statements])
+@pytest.mark.parametrize("write", [increment, increment_by_driver])
 async def test_a_writer_waits_for_another_process_without_stalling_the_loop(
     database: Database, write: Callable[[Database, str], Awaitable[None]]
 ) -> None:
@@ -197,25 +197,26 @@ async def test_a_writer_waits_for_another_process_without_stalling_the_loop(
     assert max(gaps) < HOLD_S / 4  # ...while the loop went on serving
 
 
-@pytest.mark.parametrize("write", [increment, increment_by_statements])
+@pytest.mark.parametrize("write", [increment, increment_by_driver])
 async def test_processes_take_turns_before_asking_sqlite(
     tmp_path: Path, write: Callable[[Database, str], Awaitable[None]]
 ) -> None:
     """A writer waiting for another process's transaction waits for its turn (`write_turn`),
     not by retrying BEGIN IMMEDIATE, and is let in right after the other's commit; a failed
     transaction gives its turn back. Both write paths take turns (`write` and
-    `write_statements`). Two `Database`s on one file stand for two processes (each opens the
-    turn's file: two lock owners, as two processes are)."""
+    `write_driver`). Two `Database`s on one file stand for two processes (each opens the
+    turn's file: two lock owners, as two processes are). Each attempt at BEGIN IMMEDIATE takes
+    a connection from the pool first (the driver's BEGIN never passes SQLAlchemy's cursor
+    events), so the second's checkouts count its attempts."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'turns.db'}"
     first, second = Database(url), Database(url)
     await create_schema(first)
-    begins: list[str] = []
+    attempts: list[object] = []
 
-    def seen(conn: object, cursor: object, statement: str, *args: object) -> None:
-        if statement.startswith("BEGIN IMMEDIATE"):
-            begins.append(statement)
+    def seen(*connection: object) -> None:
+        attempts.append(connection)
 
-    event.listen(second.engine.sync_engine, "before_cursor_execute", seen)
+    event.listen(second.engine.sync_engine, "checkout", seen)
     loop = asyncio.get_running_loop()
     holding = asyncio.Event()
     release = asyncio.Event()
@@ -232,12 +233,12 @@ async def test_processes_take_turns_before_asking_sqlite(
         await holding.wait()
         waiter = asyncio.create_task(write(second, "second"))
         await asyncio.sleep(0.3)
-        assert not waiter.done() and begins == []  # waiting for its turn, not asking SQLite
+        assert not waiter.done() and attempts == []  # waiting for its turn, not asking SQLite
         release.set()
         committed = await holder
         await waiter
         assert loop.time() - committed < 0.1  # let in at once (the backoff was up to 50 ms)
-        assert begins == ["BEGIN IMMEDIATE"]
+        assert len(attempts) == 1
         with pytest.raises(RuntimeError):
             async with first.write():
                 raise RuntimeError("rolled back")

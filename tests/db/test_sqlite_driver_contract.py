@@ -77,8 +77,10 @@ async def test_aiosqlite_is_the_selectable_fallback(tmp_path: Path) -> None:
         async with database.write() as session:
             await session.execute(text("CREATE TABLE t (x INTEGER)"))
             await session.execute(text("INSERT INTO t VALUES (1)"))
+        async with database.write_driver() as driver:  # the chat's event writer's path
+            await (await driver.executemany("INSERT INTO t VALUES (?)", [(2,), (3,)])).close()
         async with database.read() as session:
-            assert (await session.execute(text("SELECT x FROM t"))).scalar_one() == 1
+            assert list(await session.scalars(text("SELECT x FROM t ORDER BY x"))) == [1, 2, 3]
         async with database.engine.connect() as connection:
             raw = await connection.get_raw_connection()
             assert not isinstance(raw.driver_connection, InlineConnection)

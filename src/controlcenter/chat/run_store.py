@@ -12,14 +12,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import cast
+from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, delete, func, insert, select, text, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy import Table, delete, func, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import Select, Update
 
 from controlcenter.chat.models import ChatApproval, ChatEvent, ChatRun
-from controlcenter.db import Database, utcnow
+from controlcenter.db import Database, driver_of, utcnow
 
 RUNNING = "running"
 DONE = "done"
@@ -36,10 +36,7 @@ DENIED = "denied"
 EXPIRED = "expired"
 
 StoredEvent = tuple[int, str]  # (n, the event's JSON text)
-# The tables, not the mapped classes: an insert of a class goes through the ORM's bulk path
-# even in a session's transaction (~0.1 ms of CPU more a statement, measured on SQLite).
-_RUNS = cast(Table, ChatRun.__table__)
-_EVENTS = cast(Table, ChatEvent.__table__)
+_CREATED_AT = cast(Table, ChatRun.__table__).c.created_at.type
 
 
 @dataclass(frozen=True)
@@ -87,13 +84,18 @@ async def create_run(db: Database, message_id: str, user_id: str, first: StoredE
 async def insert_run(
     db: Database, session: AsyncSession, message_id: str, user_id: str, first: StoredEvent
 ) -> None:
-    """`create_run` within the caller's transaction."""
-    # Statements, not the unit of work: its bookkeeping cost more than the inserts here.
-    await session.execute(
-        insert(_RUNS).values(message_id=message_id, user_id=user_id, status=RUNNING)
-    )
-    await session.execute(insert(_EVENTS).values(message_id=message_id, n=first[0], data=first[1]))
-    await _notify(db, session, EVENTS_CHANNEL, message_id)
+    """`create_run` within the caller's transaction, in the driver's SQL (once per chat)."""
+    driver = await _joined(session)
+    # The timestamp as SQLAlchemy would bind it (SQLite keeps it as text in its own format).
+    dialect = db.engine.dialect
+    created_at = _CREATED_AT.dialect_impl(dialect).bind_processor(dialect)
+    now = utcnow()
+    run = (message_id, user_id, RUNNING, created_at(now) if created_at else now)
+    if not db.is_sqlite:
+        await driver.execute(_POSTGRES_INSERT_RUN, *run, *first, EVENTS_CHANNEL)
+        return
+    await _sqlite_statement(driver, _SQLITE_INSERT_RUN, run)
+    await _sqlite_statement(driver, _SQLITE_INSERT_EVENTS, (message_id, *first))
 
 
 async def append_events(
@@ -110,61 +112,111 @@ async def append_events(
     await write_batch(db, {message_id: list(events)}, ends)
 
 
-# Keyed by the run, for many runs at once (an executemany of the one statement).
-_END_RUN = (
-    update(_RUNS)
-    .where(_RUNS.c.message_id == bindparam("m"))
-    .values(
-        status=bindparam("s"),
-        input_tokens=bindparam("i"),
-        output_tokens=bindparam("o"),
-        provider_calls=bindparam("p"),
-        tool_calls=bindparam("t"),
-    )
-)
-
-
 async def write_batch(
     db: Database, events: Mapping[str, Sequence[StoredEvent]], ends: Mapping[str, RunEnd]
 ) -> None:
-    """The events of many runs and the ends of some, in one transaction: one insert of all
-    the events, one keyed update of all the ends, readers notified of each run."""
+    """The events of many runs and the ends of some, in one transaction on the driver's own
+    connection (`Database.write_driver`): one insert of all the events, one keyed update of
+    all the ends, readers notified of each run."""
     if not any(events.values()) and not ends:
         return
-    async with db.write_statements() as connection:
-        await write_in(db, connection, events, ends)
+    async with db.write_driver() as driver:
+        await _write_rows(db, driver, events, ends)
 
 
 async def write_in(
     db: Database,
-    session: AsyncSession | AsyncConnection,
+    session: AsyncSession,
     events: Mapping[str, Sequence[StoredEvent]],
     ends: Mapping[str, RunEnd],
 ) -> None:
     """`write_batch` within the caller's transaction."""
-    rows = [
-        {"message_id": message_id, "n": n, "data": data}
-        for message_id, stored in events.items()
-        for n, data in stored
-    ]
-    if rows:
-        await session.execute(insert(_EVENTS), rows)
-    if ends:
-        await session.execute(
-            _END_RUN,
-            [
-                {
-                    "m": message_id,
-                    "s": end.status,
-                    "i": end.usage.input_tokens,
-                    "o": end.usage.output_tokens,
-                    "p": end.usage.provider_calls,
-                    "t": end.usage.tool_calls,
-                }
-                for message_id, end in ends.items()
-            ],
+    await _write_rows(db, await _joined(session), events, ends)
+
+
+async def _joined(session: AsyncSession) -> Any:
+    """The driver's connection of the session's transaction, for statements that join it."""
+    # The session's pending rows first: on PostgreSQL that begins the transaction (asyncpg's
+    # begins with the session's first statement), else the statements would commit alone.
+    await session.flush()
+    return await driver_of(await session.connection())
+
+
+# The writer's statements in each driver's SQL: it writes every window while chats stream.
+_SQLITE_INSERT_EVENTS = "INSERT INTO chat_events (message_id, n, data) VALUES (?, ?, ?)"
+_SQLITE_END_RUN = (
+    "UPDATE chat_runs SET status = ?, input_tokens = ?, output_tokens = ?, provider_calls = ?,"
+    " tool_calls = ? WHERE message_id = ?"
+)
+_SQLITE_INSERT_RUN = (
+    "INSERT INTO chat_runs (message_id, user_id, status, created_at, stop_requested,"
+    " input_tokens, output_tokens, provider_calls, tool_calls) VALUES (?, ?, ?, ?, 0, 0, 0, 0, 0)"
+)
+_POSTGRES_INSERT_RUN = """
+WITH run AS (
+    INSERT INTO chat_runs (message_id, user_id, status, created_at, stop_requested,
+        input_tokens, output_tokens, provider_calls, tool_calls)
+    VALUES ($1::text, $2, $3, $4, false, 0, 0, 0, 0)
+), first AS (
+    INSERT INTO chat_events (message_id, n, data) VALUES ($1::text, $5, $6)
+)
+SELECT pg_notify($7, $1::text)
+"""
+# PostgreSQL: the events, the ends and the notifications in one statement (one round trip, its
+# own transaction in autocommit); the notifications are delivered at its commit.
+_POSTGRES_WRITE = """
+WITH inserted AS (
+    INSERT INTO chat_events (message_id, n, data)
+    SELECT * FROM unnest($1::text[], $2::int[], $3::text[])
+), ended AS (
+    UPDATE chat_runs SET status = e.s, input_tokens = e.i, output_tokens = e.o,
+        provider_calls = e.p, tool_calls = e.t
+    FROM unnest($4::text[], $5::int[], $6::int[], $7::int[], $8::int[], $9::text[])
+        AS e(s, i, o, p, t, m)
+    WHERE chat_runs.message_id = e.m
+)
+SELECT pg_notify($10, m) FROM unnest($11::text[]) AS m
+"""
+
+
+async def _write_rows(
+    db: Database,
+    driver: Any,
+    events: Mapping[str, Sequence[StoredEvent]],
+    ends: Mapping[str, RunEnd],
+) -> None:
+    rows = [(message_id, n, data) for message_id, stored in events.items() for n, data in stored]
+    ended = [
+        (
+            end.status,
+            end.usage.input_tokens,
+            end.usage.output_tokens,
+            end.usage.provider_calls,
+            end.usage.tool_calls,
+            message_id,
         )
-    await _notify(db, session, EVENTS_CHANNEL, *{**events, **ends})
+        for message_id, end in ends.items()
+    ]
+    if not db.is_sqlite:
+        notified = list({**events, **ends})
+        await driver.execute(
+            _POSTGRES_WRITE, *_columns(rows, 3), *_columns(ended, 6), EVENTS_CHANNEL, notified
+        )
+        return
+    for sql, parameters in ((_SQLITE_INSERT_EVENTS, rows), (_SQLITE_END_RUN, ended)):
+        if parameters:
+            cursor = await driver.executemany(sql, parameters)
+            await cursor.close()
+
+
+async def _sqlite_statement(driver: Any, sql: str, parameters: Sequence[Any]) -> None:
+    cursor = await driver.execute(sql, parameters)
+    await cursor.close()
+
+
+def _columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
+    """Rows as `width` arrays, one a column (PostgreSQL's `unnest` takes them so)."""
+    return [[row[k] for row in rows] for k in range(width)]
 
 
 async def close_run(db: Database, message_id: str, final_data: str, status: str) -> bool:
@@ -306,8 +358,6 @@ async def _change_or_look(
         return False, await session.scalar(why)
 
 
-async def _notify(
-    db: Database, session: AsyncSession | AsyncConnection, channel: str, *message_ids: str
-) -> None:
+async def _notify(db: Database, session: AsyncSession, channel: str, *message_ids: str) -> None:
     if not db.is_sqlite and message_ids:
         await session.execute(_NOTIFY, {"channel": channel, "ids": list(message_ids)})

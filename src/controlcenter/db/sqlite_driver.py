@@ -127,6 +127,9 @@ class InlineConnection:
     async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> InlineCursor:
         return await self.cursor().execute(sql, parameters)
 
+    async def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> InlineCursor:
+        return await self.cursor().executemany(sql, parameters)
+
     async def commit(self) -> None:
         self._conn.commit()
 
