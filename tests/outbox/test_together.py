@@ -5,6 +5,8 @@ on its own. On SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import sys
+from typing import Any
 
 import pytest
 
@@ -164,3 +166,35 @@ async def test_a_send_outlives_a_cancelled_member_not_all_of_them() -> None:
     await late
     assert sent[-1] == ["e"]
 
+
+async def test_outcomes_that_end_together_share_one_write_transaction(
+    server: RunningServer,
+    users: UserFactory,
+    fake_crm: FakeCrm,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On SQLite each write transaction waits for the one write lock beside the saves."""
+    op = operator_location(fake_crm)
+    admin = await users.create("super_admin")
+    await save_settings(server.services, op.settings(), admin.id)
+    user = await broker(server, users, gciLast12Months="$250k+")
+    jobs = await _save_jobs(server, user.id, "$250k+")
+    opened: list[str] = []
+
+    def counted(name: str) -> Any:
+        def opening() -> Any:
+            caller = sys._getframe(1)
+            while caller is not None and caller.f_code.co_name not in ("_finish", "_commit"):
+                caller = caller.f_back
+            if caller is not None:  # an outcome's, not a claim's or the test's own
+                opened.append(name)
+            return original()
+
+        original = getattr(server.db, name)
+        return opening
+
+    for name in ("write", "write_statements"):
+        monkeypatch.setattr(server.db, name, counted(name))
+    assert await worker_for(server).run_once() == 3
+    assert len(opened) == 1
+    assert [(await get_job(server.db, job_id)).status for job_id in jobs] == [DONE] * 3

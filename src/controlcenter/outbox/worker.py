@@ -33,6 +33,7 @@ from controlcenter.config import Config
 from controlcenter.db import Database, utcnow
 from controlcenter.outbox.enqueue import REQUEST_ID
 from controlcenter.outbox.errors import DeliveryError, MissingSettings, PermanentError
+from controlcenter.outbox.group_commit import GroupCommit
 from controlcenter.outbox.lease import LeaseLostError, kept_lease
 from controlcenter.outbox.models import DEAD, DONE, PENDING, OutboxJob
 
@@ -88,6 +89,7 @@ class OutboxWorker:
         name: str = "worker",
     ) -> None:
         self._db = db
+        self._writes = GroupCommit(db)  # outcomes and lease renewals, in shared transactions
         self._config = config
         self._handlers = dict(handlers)
         self._name = name
@@ -236,7 +238,7 @@ class OutboxWorker:
                 raise PermanentError(f"unknown job kind {job.kind!r}")
             async with (
                 asyncio.timeout(self._config.outbox_delivery_timeout_s),
-                kept_lease(self._db, job, self._config.outbox_lease_s),
+                kept_lease(self._writes, job, self._config.outbox_lease_s),
             ):
                 await handler(job)
         except LeaseLostError:
@@ -334,22 +336,22 @@ class OutboxWorker:
         )
 
     async def _finish(self, job: ClaimedJob, **values: Any) -> None:
-        """Record the outcome and drop the lease, unless the lease was lost meanwhile."""
+        """Record the outcome and drop the lease, unless the lease was lost meanwhile; the
+        outcomes of jobs that end together share a transaction (`group_commit`)."""
         if values.get("last_error"):
             values["last_error"] = values["last_error"][:_MAX_ERROR_CHARS]
         values["locked_until"] = None
+        statement = (
+            update(OutboxJob)
+            .where(OutboxJob.id == job.id, OutboxJob.locked_until == job.lease)
+            .values(**values)
+        )
         try:
-            async with self._db.write() as db:
-                result = await db.execute(
-                    update(OutboxJob)
-                    .where(OutboxJob.id == job.id, OutboxJob.locked_until == job.lease)
-                    .values(**values)
-                    .execution_options(synchronize_session=False)
-                )
+            saved = await self._writes.rowcount(statement, {})
         except Exception:
             # The job keeps its lease and is reclaimed when it expires: delayed, not lost.
             log.exception("outbox could not save a job's outcome", job_id=job.id)
             return
-        if getattr(result, "rowcount", 1) == 0:
+        if saved == 0:
             # Another worker reclaimed the job after our lease ran out: its outcome wins.
             log.warning("outbox lease lost before the outcome was saved", job_id=job.id)
