@@ -6,12 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from controlcenter.db import utcnow
 from controlcenter.onboarding.coalesce import Coalescer
-from controlcenter.onboarding.crm_sync import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
+from controlcenter.onboarding.crm_sync import (
+    KINDS,
+    SYNC_USER,
+    TAG_HIGH_GCI,
+    TAG_ONBOARDING_COMPLETE,
+)
+from controlcenter.outbox.enqueue import enqueue_all, job_values
 from controlcenter.outbox.models import DONE, PENDING
 from tests.conftest import RunningServer, UserFactory
 from tests.fakes.crm import FakeCrm
@@ -124,11 +132,29 @@ async def test_a_429_gives_every_job_of_the_batch_back_without_an_attempt(
     jobs = await _save_jobs(server, user.id, "$250k+")
     fake_crm.rate_limit(1, retry_after="30")
     assert await worker_for(server).run_once() == 3
-    for job_id in jobs:
-        job = await get_job(server.db, job_id)
+    back = [await get_job(server.db, job_id) for job_id in jobs]
+    for job in back:
         assert (job.status, job.attempts) == (PENDING, 0)
         assert (job.next_attempt_at - job.created_at).total_seconds() > 20
+    # Due again at one moment, so that one claim takes them together again.
+    assert len({job.next_attempt_at for job in back}) == 1
     assert fake_crm.contacts(op.location_id) == []
+
+
+async def test_a_claim_takes_the_jobs_due_at_the_moment_of_its_last_whole(
+    server: RunningServer,
+) -> None:
+    now = utcnow()
+    saves = [
+        [job_values(kind, {"userId": f"u{n}"}, now - timedelta(seconds=10 - n)) for kind in KINDS]
+        for n in range(2)
+    ]
+    async with server.db.write_statements() as connection:
+        await enqueue_all(connection, [job for save in saves for job in save])
+    worker = worker_for(server)
+    claimed = await worker.claim(4)  # the first save and one job of the second: all of it
+    assert len(claimed) == 6
+    assert await worker.claim(4) == []
 
 
 async def test_a_send_outlives_a_cancelled_member_not_all_of_them() -> None:
