@@ -62,8 +62,12 @@ def serve_llm(delay_s: float) -> dict[str, Any]:
 
 
 class _Discard(list[Any]):
+    """Calls counted, not kept (a long run would hold every one)."""
+
+    count = 0
+
     def append(self, item: Any) -> None:
-        pass
+        self.count += 1
 
 
 def serve_mcp() -> dict[str, Any]:
@@ -110,7 +114,10 @@ def main() -> None:
     Path(args.info + ".tmp").rename(args.info)
     stop.wait()
     if _CRM:
-        stats = {"burst_refusals": _CRM[0].burst_refusals}
+        crm = _CRM[0]
+        # Every request answered (a 429 included): per delivered job, what the outbox spent.
+        requests = crm.calls.count if isinstance(crm.calls, _Discard) else len(crm.calls)
+        stats = {"burst_refusals": crm.burst_refusals, "requests": requests}
         Path(args.info + ".stats").write_text(json.dumps(stats))
 
 

@@ -33,6 +33,7 @@ from controlcenter.crm.errors import CrmError, CrmRateLimited
 from controlcenter.crm.rate_limit import LocationRateLimiter
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
+from controlcenter.onboarding.coalesce import Coalescer
 from controlcenter.onboarding.models import ARRAY_FIELDS, BOOLEAN_FIELDS, FIELDS, Onboarding
 from controlcenter.outbox.errors import (
     DeliveryError,
@@ -74,8 +75,26 @@ class Broker:
     answers: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Part:
+    """What one job adds to its broker's delivery: a tag (by the setting naming it), the
+    high-GCI value it passes, or every answer (a sync)."""
+
+    job: ClaimedJob
+    tag: SettingName | None = None
+    gci: str | None = None
+    sync: bool = False
+
+    @property
+    def needed(self) -> tuple[SettingName, ...]:
+        return (LOCATION, TOKEN, *((self.tag,) if self.tag else ()))
+
+
 class CrmSync:
-    """The handlers of the three kinds. Builds one operator client per delivery from the
+    """The handlers of the three kinds. The jobs of one broker that start together (the jobs
+    of one save, claimed together) are delivered together by `coalesce.Coalescer`: one upsert
+    carrying what each job's own upsert carried, and one tags call with every tag; each job
+    still ends on its own (docs/outbox.md). Builds one operator client per delivery from the
     settings of that moment."""
 
     def __init__(
@@ -90,6 +109,7 @@ class CrmSync:
         self._crm = crm
         self._limiter = limiter  # the CRM's rate limit per location, shared by the processes
         self._field_ids = CustomFieldIds()
+        self._batches: Coalescer[str, Part] = Coalescer(self._send)
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -99,68 +119,57 @@ class CrmSync:
         }
 
     async def tag_onboarding_complete(self, job: ClaimedJob) -> None:
-        client, values = await self._operator(job, TAG_COMPLETE)
-        broker = await self._broker(job)
-        with _crm_errors(values[TOKEN]):
-            contact = await client.upsert_contact(**_identity(broker))
-            await client.add_tags(_contact_id(contact), [values[TAG_COMPLETE]])
+        await self._deliver(Part(job, tag=TAG_COMPLETE))
 
     async def tag_high_gci(self, job: ClaimedJob) -> None:
-        client, values = await self._operator(job, TAG_HIGH)
-        broker = await self._broker(job)
         gci = job.payload.get("gci")
-        fields = _identity(broker)
-        with _crm_errors(values[TOKEN]):
-            if isinstance(gci, str) and gci:
-                # The value that earned the tag travels with it, in the GCI custom field.
-                custom = {custom_field_key(GCI_FIELD): gci}
-                await self._add_custom_fields(job, client, fields, custom)
-            contact = await client.upsert_contact(**fields)
-            await client.add_tags(_contact_id(contact), [values[TAG_HIGH]])
+        # The value that earned the tag travels with it, in the GCI custom field.
+        await self._deliver(Part(job, tag=TAG_HIGH, gci=gci if isinstance(gci, str) else None))
 
     async def sync_user(self, job: ClaimedJob) -> None:
-        client, values = await self._operator(job)
-        broker = await self._broker(job)
-        fields = _identity(broker)
-        custom = {custom_field_key(name): value for name, value in broker.answers.items()}
-        with _crm_errors(values[TOKEN]):
-            await self._add_custom_fields(job, client, fields, custom)
-            await client.upsert_contact(**fields)
+        await self._deliver(Part(job, sync=True))
 
-    async def _add_custom_fields(
-        self, job: ClaimedJob, client: CrmClient, fields: dict[str, Any], by_key: dict[str, Any]
-    ) -> None:
-        """The values go by field id. One whose key the location does not define is left out
-        and reported, never retried: the contact and its tags are still written (outbox.md)."""
-        resolved = await self._field_ids.values(client, by_key)
-        if resolved.items:
-            fields["customFields"] = resolved.items
-        if resolved.missing:
-            log.warning(
-                "crm custom fields missing",
-                job_id=job.id,
-                kind=job.kind,
-                location_id=client.location_id,
-                keys=resolved.missing,
-            )
+    async def _deliver(self, part: Part) -> None:
+        user_id = part.job.payload.get("userId")
+        # A job without a user is a batch of its own (and dies of it, once the settings are in).
+        await self._batches.join(user_id if isinstance(user_id, str) else part.job.id, part)
 
-    async def _operator(
-        self, job: ClaimedJob, *extra: SettingName
-    ) -> tuple[CrmClient, dict[str, str]]:
-        needed = (LOCATION, TOKEN, *extra)
-        values = await self._settings.get_many(needed)
-        missing = [name for name in needed if not values.get(name, "").strip()]
-        if missing:
-            raise MissingSettings(missing)
-        values = {name: values[name].strip() for name in needed}
-        problem = credential_problem(values[TOKEN])
-        if problem is not None:
-            # It could never travel in the Authorization header: wait for a usable one.
-            raise UnusableSettings(TOKEN, problem)
-        location = values[LOCATION]
+    async def _send(self, key: str, parts: list[Part]) -> list[BaseException | None]:
+        """One batch: each part whose settings are missing waits for them on its own; the
+        others are delivered together, and share the outcome."""
+        values = await self._settings.get_many((LOCATION, TOKEN, TAG_COMPLETE, TAG_HIGH))
+        outcomes: list[BaseException | None] = [_unready(values, part) for part in parts]
+        ready = [part for part, outcome in zip(parts, outcomes, strict=True) if outcome is None]
+        if ready:
+            try:
+                await self._deliver_together(ready, values)
+            except Exception as exc:
+                outcomes = [exc if outcome is None else outcome for outcome in outcomes]
+        return outcomes
+
+    async def _deliver_together(self, parts: list[Part], values: dict[str, str]) -> None:
+        """The contact upserted once with the identity, each high-GCI value and, for a sync,
+        every answer (read now: the latest win over a value a job carried), then every tag
+        in one call, which adds to the contact's tags and keeps the others (the upsert's
+        `tags` would replace them)."""
+        token, location = values[TOKEN].strip(), values[LOCATION].strip()
         gate = self._limiter.gate(location) if self._limiter is not None else None
-        client = CrmClient(self._crm, token=values[TOKEN], location_id=location, gate=gate)
-        return client, values
+        client = CrmClient(self._crm, token=token, location_id=location, gate=gate)
+        broker = await self._broker(parts[0].job)
+        fields = _identity(broker)
+        custom = {custom_field_key(GCI_FIELD): part.gci for part in parts if part.gci}
+        if any(part.sync for part in parts):
+            custom.update({custom_field_key(name): v for name, v in broker.answers.items()})
+        tags = list(dict.fromkeys(values[part.tag].strip() for part in parts if part.tag))
+        with _crm_errors(token):
+            if custom:
+                resolved = await self._field_ids.values(client, custom)
+                if resolved.items:
+                    fields["customFields"] = resolved.items
+                _report_missing(parts, broker, set(resolved.missing), location)
+            contact = await client.upsert_contact(**fields)
+            if tags:
+                await client.add_tags(_contact_id(contact), tags)
 
     async def _broker(self, job: ClaimedJob) -> Broker:
         user_id = job.payload.get("userId")
@@ -177,6 +186,35 @@ class CrmSync:
             brokerage=user.brokerage,
             answers=_answers(record) if record is not None else {},
         )
+
+
+def _unready(values: dict[str, str], part: Part) -> MissingSettings | None:
+    """Why `part` cannot be delivered with these settings, or None."""
+    missing = [name for name in part.needed if not values.get(name, "").strip()]
+    if missing:
+        return MissingSettings(missing)
+    problem = credential_problem(values[TOKEN].strip())
+    if problem is not None:
+        # It could never travel in the Authorization header: wait for a usable one.
+        return UnusableSettings(TOKEN, problem)
+    return None
+
+
+def _report_missing(parts: list[Part], broker: Broker, missing: set[str], location: str) -> None:
+    """A value whose key the location does not define is left out and reported with each job
+    that sent it, never retried: the contact and its tags are still written (outbox.md)."""
+    for part in parts:
+        keys = [custom_field_key(GCI_FIELD)] if part.gci else []
+        if part.sync:
+            keys = [custom_field_key(name) for name in broker.answers]
+        if lost := [key for key in keys if key in missing]:
+            log.warning(
+                "crm custom fields missing",
+                job_id=part.job.id,
+                kind=part.job.kind,
+                location_id=location,
+                keys=lost,
+            )
 
 
 def _identity(broker: Broker) -> dict[str, Any]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from controlcenter.db import utcnow
+
 RATE_LIMITED = 429
 
 
@@ -52,6 +54,7 @@ class DeliveryError(Exception):
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
+        self.raised_at = utcnow()  # what `retry_after` counts from
         super().__init__(message)
 
     @property

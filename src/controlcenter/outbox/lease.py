@@ -16,13 +16,25 @@ from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from sqlalchemy import update
+from sqlalchemy import bindparam, update
 
 from controlcenter.common.logs import get_logger
-from controlcenter.db import Database, utcnow
+from controlcenter.db import utcnow
+from controlcenter.outbox.group_commit import GroupCommit
 from controlcenter.outbox.models import PENDING, OutboxJob
 
 log = get_logger(__name__)
+
+# Built once (bound parameters): every delivery in flight runs it every quarter lease.
+_RENEW = (
+    update(OutboxJob)
+    .where(
+        OutboxJob.id == bindparam("b_id"),
+        OutboxJob.status == PENDING,
+        OutboxJob.locked_until == bindparam("b_lease"),
+    )
+    .values(locked_until=bindparam("b_new_lease"))
+)
 
 
 class Leased(Protocol):
@@ -35,12 +47,15 @@ class LeaseLostError(Exception):
 
 
 @asynccontextmanager
-async def kept_lease(db: Database, job: Leased, lease_s: float) -> AsyncIterator[None]:
-    """Renew `job.lease` while the block runs; raise LeaseLostError if it is lost meanwhile."""
+async def kept_lease(writes: GroupCommit, job: Leased, lease_s: float) -> AsyncIterator[None]:
+    """Renew `job.lease` while the block runs; raise LeaseLostError if it is lost meanwhile.
+    The renewals of the deliveries in flight share transactions (`group_commit`)."""
     task = asyncio.current_task()
     assert task is not None
-    lost = asyncio.Event()
-    renewer = asyncio.create_task(_renew(db, job, lease_s, task, lost), name=f"lease-{job.id}")
+    lost, done = asyncio.Event(), asyncio.Event()
+    renewer = asyncio.create_task(
+        _renew(writes, job, lease_s, task, lost, done), name=f"lease-{job.id}"
+    )
     cancelling = task.cancelling()
     try:
         yield
@@ -49,34 +64,39 @@ async def kept_lease(db: Database, job: Leased, lease_s: float) -> AsyncIterator
             raise LeaseLostError(job.id) from None
         raise
     finally:
-        renewer.cancel()
+        # Stopped between renewals, never inside one: a renewal cancelled after its commit
+        # would leave `job.lease` behind the row, and the outcome (written where
+        # `locked_until` is our lease) would find the lease lost.
+        done.set()
         await asyncio.gather(renewer, return_exceptions=True)
 
 
 async def _renew(
-    db: Database, job: Leased, lease_s: float, owner: asyncio.Task[object], lost: asyncio.Event
+    writes: GroupCommit,
+    job: Leased,
+    lease_s: float,
+    owner: asyncio.Task[object],
+    lost: asyncio.Event,
+    done: asyncio.Event,
 ) -> None:
     while True:
-        await asyncio.sleep(lease_s / 4)
+        try:
+            await asyncio.wait_for(done.wait(), lease_s / 4)
+        except TimeoutError:
+            pass
+        else:
+            return
         new_lease = utcnow() + timedelta(seconds=lease_s)
         try:
-            async with db.write() as session:
-                result = await session.execute(
-                    update(OutboxJob)
-                    .where(
-                        OutboxJob.id == job.id,
-                        OutboxJob.status == PENDING,
-                        OutboxJob.locked_until == job.lease,
-                    )
-                    .values(locked_until=new_lease)
-                    .execution_options(synchronize_session=False)
-                )
+            renewed = await writes.rowcount(
+                _RENEW, {"b_id": job.id, "b_lease": job.lease, "b_new_lease": new_lease}
+            )
         except Exception:
             log.exception("outbox could not renew a lease; trying again", job_id=job.id)
             if utcnow() < job.lease:
                 continue
         else:
-            if getattr(result, "rowcount", 1) == 1:
+            if renewed == 1:
                 job.lease = new_lease
                 continue
         log.warning("outbox lease lost during delivery; leaving the job to others", job_id=job.id)
