@@ -18,6 +18,7 @@ from controlcenter.llm.types import (
     ToolSpec,
     UserTurn,
 )
+from controlcenter.providers import clients
 from controlcenter.providers.anthropic import AnthropicProvider
 from controlcenter.providers.base import Provider, ProviderError
 from controlcenter.providers.openai import OpenAIProvider
@@ -493,6 +494,32 @@ async def test_one_client_per_key_sharing_one_connection_pool(case: Case) -> Non
     assert second is not first
     assert first._client is second._client is provider._clients.http
     assert len(fake.requests) == 2  # the wrong key was refused before the body was read
+
+
+async def test_calls_past_a_pools_share_open_another_pool_and_never_wait(
+    case: Case, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A held call (a model thinking for 30 s) must not make the calls after it wait for a
+    connection: with 2 calls per pool, 5 held at once take one answer's time, in 3 pools; once
+    they end, a call goes through the first pool again."""
+    provider, fake = case
+    assert isinstance(provider, AnthropicProvider | OpenAIProvider)
+    monkeypatch.setattr(clients, "SHARD_CALLS", 2)
+    fake.script(*[Reply(text="held", delay_s=0.5) for _ in range(5)])
+
+    async def call(i: int) -> str:
+        turns = [UserTurn(f"call {i}")]
+        reply = await provider.complete(api_key=fake.api_key, system="", turns=turns, tools=[])
+        return reply.text
+
+    started = time.monotonic()
+    texts = await asyncio.gather(*(call(i) for i in range(5)))
+    assert texts == ["held"] * 5
+    assert time.monotonic() - started < 1.0  # one answer's time, not three
+    pools = provider._clients._shards
+    assert len(pools) == 3
+    assert [pool.in_flight for pool in pools] == [0, 0, 0]
+    assert provider._clients.get(fake.api_key)._client is pools[0].http
 
 
 async def test_nothing_to_send_is_an_error_without_a_request(case: Case) -> None:
