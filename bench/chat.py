@@ -6,7 +6,8 @@ run in processes of their own, the chats come from a client process of their own
 
 Three loads: chats arriving together (closed loop, x1/x100/x300); chats arriving at a steady
 rate (open loop), doubled until the p99 total passes 1.25x ideal, which gives the capacity;
-and many streams held open by a provider that answers after 30 s, for the memory per stream.
+and, in a section of their own (`run_streams`, `--only chat_streams`), many streams held open
+by a provider that answers after 30 s, for the memory per stream.
 """
 
 from __future__ import annotations
