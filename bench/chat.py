@@ -319,5 +319,6 @@ def _error_kinds(records: list[dict[str, Any]]) -> str:
         if r.get("error"):
             kinds.setdefault(r["error"].split(":")[0], []).append(r.get("end", inf) - first)
     return "; ".join(
-        f"{len(ends)} x {kind} (first at +{min(ends):.0f} s)" for kind, ends in kinds.items()
+        f"{len(ends)} x {kind}" + (f" (first at +{min(ends):.0f} s)" if min(ends) < inf else "")
+        for kind, ends in kinds.items()
     )
