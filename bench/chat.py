@@ -6,7 +6,8 @@ run in processes of their own, the chats come from a client process of their own
 
 Three loads: chats arriving together (closed loop, x1/x100/x300); chats arriving at a steady
 rate (open loop), doubled until the p99 total passes 1.25x ideal, which gives the capacity;
-and many streams held open by a provider that answers after 30 s, for the memory per stream.
+and, in a section of their own (`run_streams`, `--only chat_streams`), many streams held open
+by a provider that answers after 30 s, for the memory per stream.
 """
 
 from __future__ import annotations
@@ -16,13 +17,17 @@ import json
 import subprocess
 import tempfile
 import time
+from bisect import bisect_right
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from math import inf
 from pathlib import Path
 from typing import Any
 
 from bench.deploy import WORKERS, Deployment, Options
 from bench.fakes import HOLD_MARKER, HOLD_S, FakeProc
-from bench.procs import PYTHON, ROOT, Profiler, RssSampler, cpu_seconds, rss_kib
+from bench.procs import PYTHON, ROOT, Proc, Profiler, RssSampler, cpu_seconds, rss_kib
 from bench.results import Row, ms, pct
 from bench.seed import save_settings, seed_accounts
 
@@ -53,6 +58,7 @@ LONE_CHATS = 20
 LONE_RATE = 1.0
 # Open streams: how many are held open at once (by --quick).
 OPEN_STREAMS = {False: 10_000, True: 2_000}
+STREAMS_SAMPLE_S = 0.25  # RSS samples while they are held (each reads every process's /proc)
 
 
 @dataclass
@@ -73,17 +79,6 @@ class Level:
     @property
     def peak_kib(self) -> int:
         return max((kib for _, kib in self.samples), default=self.idle_kib)
-
-    def open_at_peak(self) -> int:
-        """Streams open (headers received, not yet ended) when the RSS peaked."""
-        if not self.samples:
-            return 0
-        t_peak = max(self.samples, key=lambda s: s[1])[0]
-        return sum(
-            1
-            for r in self.records
-            if "headers" in r and r["headers"] <= t_peak <= r.get("end", float("inf"))
-        )
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -116,6 +111,28 @@ class Capacity:
 
 def run(deployment: Deployment, options: Options) -> list[Row]:
     levels = (1, 100, 300)
+    with _serving(deployment) as (service, url, tokens, work):
+        results = []
+        for chats in levels:
+            idle = rss_kib(service.pid)
+            cpu_before = cpu_seconds(service.pid)
+            with (
+                RssSampler(service.pid) as sampler,
+                Profiler(service.pid, options.profile_dir, f"chat-{chats}"),
+            ):
+                records = _client(url, tokens, chats, work)
+            cpu = cpu_seconds(service.pid) - cpu_before
+            if chats == 1:
+                cpu = _lone_cpu(service.pid, url, tokens, work)
+            results.append(Level(chats, records, sampler.samples, idle, cpu))
+        capacity = _capacity(url, tokens, work, CAPACITY_S[options.quick])
+    return [*_rows(deployment.db_kind, results), *_capacity_rows(deployment.db_kind, capacity)]
+
+
+@contextmanager
+def _serving(deployment: Deployment) -> Iterator[tuple[Proc, str, Path, Path]]:
+    """The fakes, the chat users and the settings, the service warmed up and idle: (service,
+    URL, the users' tokens file, a work directory)."""
     with tempfile.TemporaryDirectory(prefix="bench-chat-") as tmp:
         work = Path(tmp)
         with FakeProc("llm", work, PROVIDER_DELAY_S) as llm, FakeProc("mcp", work) as mcp:
@@ -147,32 +164,7 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
                 # the MCP tool list.
                 _client(url, tokens, 4 * WORKERS, work)
                 service.wait_settled()
-                results = []
-                for chats in levels:
-                    idle = rss_kib(service.pid)
-                    cpu_before = cpu_seconds(service.pid)
-                    with (
-                        RssSampler(service.pid) as sampler,
-                        Profiler(service.pid, options.profile_dir, f"chat-{chats}"),
-                    ):
-                        records = _client(url, tokens, chats, work)
-                    cpu = cpu_seconds(service.pid) - cpu_before
-                    if chats == 1:
-                        cpu = _lone_cpu(service.pid, url, tokens, work)
-                    results.append(Level(chats, records, sampler.samples, idle, cpu))
-                capacity = _capacity(url, tokens, work, CAPACITY_S[options.quick])
-                streams = OPEN_STREAMS[options.quick]
-                idle = rss_kib(service.pid)
-                with RssSampler(service.pid) as sampler:
-                    records = _client(
-                        url, tokens, streams, work, message=f"{HOLD_MARKER} wait", tools=0
-                    )
-                held = Level(streams, records, sampler.samples, idle, 0.0)
-    return [
-        *_rows(deployment.db_kind, results),
-        *_capacity_rows(deployment.db_kind, capacity),
-        _memory_row(deployment.db_kind, held),
-    ]
+                yield service, url, tokens, work
 
 
 def _lone_cpu(pid: int, url: str, tokens: Path, work: Path) -> float:
@@ -292,19 +284,61 @@ def _capacity_rows(db: str, tried: list[Capacity]) -> list[Row]:
     ]
 
 
-def _memory_row(db: str, level: Level) -> Row:
-    n = level.chats
-    errors = level.errors
-    grown = level.peak_kib - level.idle_kib
-    per_stream = grown / n
+def run_streams(deployment: Deployment, options: Options) -> list[Row]:
+    """Many chats held open at once by a provider answering after HOLD_S: their errors and
+    the service's memory per open stream."""
+    streams = OPEN_STREAMS[options.quick]
+    with _serving(deployment) as (service, url, tokens, work):
+        idle = rss_kib(service.pid)
+        cpu_before = cpu_seconds(service.pid)
+        with (
+            RssSampler(service.pid, interval=STREAMS_SAMPLE_S) as sampler,
+            Profiler(service.pid, options.profile_dir, f"streams-{streams}"),
+        ):
+            records = _client(url, tokens, streams, work, message=f"{HOLD_MARKER} wait", tools=0)
+        cpu = cpu_seconds(service.pid) - cpu_before
+    held = Level(streams, records, sampler.samples, idle, cpu)
+    return [_streams_row(deployment.db_kind, held)]
+
+
+def open_streams(records: list[dict[str, Any]], times: list[float]) -> list[int]:
+    """How many streams were open (headers received, not yet ended) at each of `times`."""
+    opened = sorted(r["headers"] for r in records if "headers" in r)
+    ended = sorted(r.get("end", inf) for r in records if "headers" in r)
+    return [bisect_right(opened, t) - bisect_right(ended, t) for t in times]
+
+
+def _streams_row(db: str, held: Level) -> Row:
+    """Memory per stream from the RSS sampled while the most streams were open (all of them
+    when the run goes well), never from a peak that may come with few open."""
+    errors = held.errors
+    counts = open_streams(held.records, [t for t, _ in held.samples])
+    most = max(counts, default=0)
+    at_most = [kib for (_, kib), n in zip(held.samples, counts, strict=True) if n == most]
+    rss = max(at_most, default=0)
+    per_stream = (rss - held.idle_kib) / most if most else float("nan")
     return Row(
         db,
-        f"chat x{n} open streams ({HOLD_S:g} s answer): service memory",
-        f"peak RSS {level.peak_kib / 1024:.0f} MiB, {per_stream:.0f} KiB per stream; "
+        f"chat x{held.chats} open streams ({HOLD_S:g} s answer): service memory",
+        f"{per_stream:.1f} KiB per stream ({rss / 1024:.0f} MiB RSS with {most} open); "
         f"{len(errors)} errors",
-        baseline=f"idle RSS {level.idle_kib / 1024:.0f} MiB",
-        ratio=f"{level.open_at_peak()} open at peak",
+        baseline=f"idle RSS {held.idle_kib / 1024:.0f} MiB",
+        ratio=f"service CPU {held.cpu_s:.0f} s, {ms(held.cpu_s / held.chats)} per stream",
         target=f"0 errors, < {TARGET_STREAM_KIB} KiB/stream",
-        met=not errors and per_stream < TARGET_STREAM_KIB,
-        note=f"first error: {errors[0]}" if errors else "",
+        met=not errors and most == held.chats and per_stream < TARGET_STREAM_KIB,
+        note=_error_kinds(held.records),
+    )
+
+
+def _error_kinds(records: list[dict[str, Any]]) -> str:
+    """Each kind of error (its text up to the first colon) with its count and when the first
+    one ended, in seconds after the first chat started."""
+    first = min((r["start"] for r in records if "start" in r), default=0.0)
+    kinds: dict[str, list[float]] = {}
+    for r in records:
+        if r.get("error"):
+            kinds.setdefault(r["error"].split(":")[0], []).append(r.get("end", inf) - first)
+    return "; ".join(
+        f"{len(ends)} x {kind}" + (f" (first at +{min(ends):.0f} s)" if min(ends) < inf else "")
+        for kind, ends in kinds.items()
     )

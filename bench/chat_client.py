@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import ssl
 import time
 from pathlib import Path
 from typing import Any
@@ -25,12 +27,19 @@ from httpx_sse import aconnect_sse
 CHAT_PATH = "/api/v1/control-center/chat"
 EXPECTED_TOOL_CALLS = 2
 DEFAULT_MESSAGE = "Bench chat: what is new?"
+CHATS_PER_POOL = 100
 
 
 async def one_chat(
-    http: httpx.AsyncClient, token: str, index: int, message: str, tools: int
-) -> dict[str, Any]:
-    record: dict[str, Any] = {"start": time.monotonic(), "error": None}
+    http: httpx.AsyncClient,
+    token: str,
+    index: int,
+    message: str,
+    tools: int,
+    record: dict[str, Any],
+) -> None:
+    """Fills `record` as the chat goes (the caller keeps it if the chat is cancelled)."""
+    record.update(start=time.monotonic(), error=None)
     body = {"message": f"{message} (chat {index})", "provider": "provider_a"}
     headers = {"Authorization": f"Bearer {token}"}
     try:
@@ -39,7 +48,7 @@ async def one_chat(
             if source.response.status_code != 200:
                 await source.response.aread()
                 record["error"] = f"HTTP {source.response.status_code}"
-                return record
+                return
             async for event in source.aiter_sse():
                 data = json.loads(event.data)
                 kind = data.get("type")
@@ -47,7 +56,7 @@ async def one_chat(
                     record["message_start"] = time.monotonic()
                 elif kind == "error":
                     record["error"] = f"error event: {data.get('error')}"
-                    return record
+                    return
                 elif kind == "message_complete":
                     record["complete"] = time.monotonic()
                     message = data["message"]
@@ -59,7 +68,7 @@ async def one_chat(
             record["error"] = "stream ended without message_complete"
     except Exception as exc:  # every failure is a figure of the run, not a crash
         record["error"] = f"{type(exc).__name__}: {exc}"[:200]
-    return record
+        record["end"] = time.monotonic()
 
 
 async def run(
@@ -73,25 +82,39 @@ async def run(
     tools: int = EXPECTED_TOOL_CALLS,
 ) -> list[dict[str, Any]]:
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=limit_s) as http:
+    # One pool per CHATS_PER_POOL chats: httpcore's pool walks all its connections on every
+    # request and every response's end, so one pool of 10,000 streams spent this process's CPU
+    # (two cores shared with the service) on that walk, and half the streams were never sent.
+    # One TLS context for all (unused on 127.0.0.1): each pool loading the CA bundle again took
+    # ~0.3 s of a loaded machine, a minute for 100 pools before the first chat.
+    tls = ssl.create_default_context()
+    pools = [
+        httpx.AsyncClient(base_url=url, limits=limits, timeout=limit_s, verify=tls)
+        for _ in range(max(1, -(-chats // CHATS_PER_POOL)))
+    ]
+    async with contextlib.AsyncExitStack() as stack:
+        for pool in pools:
+            await stack.enter_async_context(pool)
         # This process's first request pays for its own start (lazy imports, the first
         # connection): about 40 ms that a single chat's message_start counted as the service's.
-        await http.get("/healthz")
+        await pools[0].get("/healthz")
         tasks = []
+        records: list[dict[str, Any]] = [{} for _ in range(chats)]
         first = time.monotonic()
         for i in range(chats):
             if rate is not None:  # the i-th arrival at its time, late ones at once
                 await asyncio.sleep(max(0.0, first + i / rate - time.monotonic()))
-            chat = one_chat(http, tokens[i % len(tokens)], i, message, tools)
+            http = pools[i // CHATS_PER_POOL]
+            chat = one_chat(http, tokens[i % len(tokens)], i, message, tools, records[i])
             tasks.append(asyncio.create_task(chat))
-        await asyncio.wait(tasks, timeout=limit_s)
-        records = []
-        for task in tasks:
-            if task.done():
-                records.append(task.result())
-            else:
-                task.cancel()
-                records.append({"start": 0.0, "error": f"not done after {limit_s}s"})
+        _, late = await asyncio.wait(tasks, timeout=limit_s)
+        for task in late:
+            task.cancel()
+        if late:  # ended before the pools close, which would make each of them a ReadError
+            await asyncio.wait(late)
+        for task, record in zip(tasks, records, strict=True):
+            if task in late:  # what it reached stays: a stream open at the end was open all along
+                record["error"] = f"not done after {limit_s}s"
         return records
 
 

@@ -31,6 +31,7 @@ Section = Callable[[Deployment, Options], list[Row]]
 SECTIONS: dict[str, Section] = {
     "dashboard": dashboard.run,
     "chat": chat.run,
+    "chat_streams": chat.run_streams,
     "chat_storage": chat_storage.run,
     "onboarding": onboarding.run,
 }

@@ -18,8 +18,9 @@ from controlcenter.llm.types import (
     ToolSpec,
     UserTurn,
 )
+from controlcenter.providers import clients
 from controlcenter.providers.anthropic import AnthropicProvider
-from controlcenter.providers.base import Provider, ProviderError
+from controlcenter.providers.base import PROVIDER_A, PROVIDER_B, Provider, ProviderError
 from controlcenter.providers.openai import OpenAIProvider
 from controlcenter.providers.registry import build_providers, close_providers
 from tests.fakes.llm import ErrorReply, FakeAnthropic, FakeOpenAI, RawReply, Reply, ToolUse
@@ -493,6 +494,42 @@ async def test_one_client_per_key_sharing_one_connection_pool(case: Case) -> Non
     assert second is not first
     assert first._client is second._client is provider._clients.http
     assert len(fake.requests) == 2  # the wrong key was refused before the body was read
+
+
+async def test_calls_past_a_pools_share_open_another_pool_and_never_wait(
+    case: Case, llm_config: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A held call (a model thinking for 30 s) must not make the calls after it wait for a
+    connection: with 2 calls per pool, 5 held at once all reach the API before any answer
+    (a capped pool sent them in three waves), over 3 pools; once they end, a call goes through
+    the first pool again."""
+    held, fake = case
+    monkeypatch.setattr(clients, "SHARD_CALLS", 2)
+    built = build_providers(Config(**llm_config, provider_timeout_s=10))
+    provider = built[PROVIDER_A if isinstance(held, AnthropicProvider) else PROVIDER_B]
+    assert isinstance(provider, AnthropicProvider | OpenAIProvider)
+    arrived: list[float] = []
+
+    def responder(body: dict[str, Any]) -> Reply:
+        arrived.append(time.monotonic())
+        return Reply(text="held", delay_s=0.5)
+
+    fake.responder = responder
+
+    async def call(i: int) -> str:
+        turns = [UserTurn(f"call {i}")]
+        reply = await provider.complete(api_key=fake.api_key, system="", turns=turns, tools=[])
+        return reply.text
+
+    try:
+        assert await asyncio.gather(*(call(i) for i in range(5))) == ["held"] * 5
+        assert max(arrived) - min(arrived) < 0.5  # the last came before the first answer
+        pools = provider._clients._shards
+        assert len(pools) == 3
+        assert [pool.in_flight for pool in pools] == [0, 0, 0]
+        assert provider._clients.get(fake.api_key)._client is pools[0].http
+    finally:
+        await close_providers(built)
 
 
 async def test_nothing_to_send_is_an_error_without_a_request(case: Case) -> None:

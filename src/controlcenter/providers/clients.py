@@ -1,20 +1,34 @@
-"""One SDK client per API key, all sharing one HTTP connection pool per provider.
+"""One SDK client per API key, over a few HTTP connection pools per provider.
 
 Building an SDK client per chat would build a connection pool per chat; the keys come from the
 settings and change rarely, so a few clients per provider are kept, each a `with_options` copy
 of one base client (the copy reuses the base client's HTTP pool).
+
+A call never waits for a connection: a chat waiting for the model holds its call's connection
+for as long as the model takes (30 s and more), so a capped pool makes the chats past the cap
+wait for the ones before them and fail at the provider timeout. The pools are uncapped; what
+bounds the connections is the chats in flight, and so the process's open-files limit (each
+chat holds two sockets, see cli/open_files.py).
+
+Calls are spread over pools of about `SHARD_CALLS` calls each, filled in order: httpcore's pool
+walks all its connections on every request and every response's end, so one pool holding
+5,000 calls cost ~10 ms of CPU per call against ~2 ms in pools of ~60 (BENCHMARKS.md, "10,000
+open streams"). The first pool takes every call while it has room, so a quiet service reuses
+one pool's kept-alive connections as before; the next pool opens only when the first is full.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Generic, Protocol, TypeVar
 
 import httpx2
 from cachetools import LRUCache
 
-# 1,000 chats at once each hold one connection while waiting for the model.
-POOL_LIMITS = httpx2.Limits(max_connections=2048, max_keepalive_connections=1024)
+# Calls in flight per pool before the next pool takes them; kept-alive connections per pool.
+SHARD_CALLS = 128
+SHARD_LIMITS = httpx2.Limits(max_connections=None, max_keepalive_connections=SHARD_CALLS // 2)
 MAX_CACHED_KEYS = 16
 
 C = TypeVar("C")
@@ -27,39 +41,73 @@ class KeyedClient(Protocol):
 K = TypeVar("K", bound=KeyedClient)
 
 
+class _Shard(Generic[K]):
+    """One HTTP pool, the key's clients over it, and the calls it carries now."""
+
+    __slots__ = ("cache", "http", "in_flight")
+
+    def __init__(self, http: httpx2.AsyncClient, base: K) -> None:
+        self.http = http
+        self.cache: ClientCache[K] = ClientCache(lambda key: base.with_options(api_key=key))
+        self.in_flight = 0
+
+
 class PooledClients(Generic[K]):
-    """One pool per provider; the client for each key is a `with_options` copy of a base
-    client built with a placeholder key that is never sent."""
+    """The pools of one provider; the client for each key is a `with_options` copy of a pool's
+    base client, built with a placeholder key that is never sent."""
 
     def __init__(
         self,
         sdk: Callable[..., K],
-        http: httpx2.AsyncClient,
+        http: Callable[[], httpx2.AsyncClient],
         *,
         base_url: str,
         timeout_s: float,
         max_retries: int,
     ) -> None:
-        self._http = http
-        base = sdk(
-            api_key="unset",
-            base_url=base_url,
-            timeout=timeout_s,
-            max_retries=max_retries,
-            http_client=http,
-        )
-        self._cache: ClientCache[K] = ClientCache(lambda key: base.with_options(api_key=key))
+        def shard() -> _Shard[K]:
+            pool = http()
+            base = sdk(
+                api_key="unset",
+                base_url=base_url,
+                timeout=timeout_s,
+                max_retries=max_retries,
+                http_client=pool,
+            )
+            return _Shard(pool, base)
+
+        self._new_shard = shard
+        self._shards: list[_Shard[K]] = [shard()]
 
     @property
     def http(self) -> httpx2.AsyncClient:
-        """The one pool every key's client sends through."""
-        return self._http
+        """The pool a quiet service sends every call through."""
+        return self._shards[0].http
 
     def get(self, api_key: str) -> K:
-        return self._cache.get(api_key)
+        """The client a call made now would use."""
+        return self._shard().cache.get(api_key)
+
+    @contextmanager
+    def lease(self, api_key: str) -> Iterator[K]:
+        """The client for one call, counted in its pool until the call ends."""
+        shard = self._shard()
+        shard.in_flight += 1
+        try:
+            yield shard.cache.get(api_key)
+        finally:
+            shard.in_flight -= 1
+
+    def _shard(self) -> _Shard[K]:
+        for shard in self._shards:
+            if shard.in_flight < SHARD_CALLS:
+                return shard
+        self._shards.append(self._new_shard())
+        return self._shards[-1]
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        for shard in self._shards:
+            await shard.http.aclose()
 
 
 class ClientCache(Generic[C]):

@@ -24,7 +24,7 @@ from controlcenter.common.secrets import redact
 from controlcenter.llm.types import ProviderReply, ToolSpec, Turn
 from controlcenter.providers.base import ProviderError
 from controlcenter.providers.body import Body, BodyCache
-from controlcenter.providers.clients import POOL_LIMITS, K, PooledClients
+from controlcenter.providers.clients import SHARD_LIMITS, K, PooledClients
 from controlcenter.providers.history import (
     CONNECTION_MESSAGE,
     EMPTY_MESSAGE,
@@ -69,7 +69,7 @@ class SdkProvider(ABC, Generic[K, M]):
         self._max_tokens = options.max_tokens
         self._clients = PooledClients(
             sdk,
-            http(limits=POOL_LIMITS, timeout=options.timeout_s),
+            lambda: http(limits=SHARD_LIMITS, timeout=options.timeout_s),
             base_url=options.base_url,
             timeout_s=options.timeout_s,
             max_retries=options.max_retries,
@@ -86,8 +86,7 @@ class SdkProvider(ABC, Generic[K, M]):
     ) -> ProviderReply:
         messages = self._sendable(system, turns)
         body = self._bodies.get(system, tools).with_messages(messages)
-        client = self._clients.get(api_key)
-        with sdk_errors(self.errors, api_key):
+        with self._clients.lease(api_key) as client, sdk_errors(self.errors, api_key):
             return await self._post(client, body)
 
     async def stream(
@@ -101,8 +100,7 @@ class SdkProvider(ABC, Generic[K, M]):
     ) -> ProviderReply:
         """The same request in streaming mode (CONTRACT 11): `on_text` gets each piece of text."""
         messages = self._sendable(system, turns)
-        client = self._clients.get(api_key)
-        with sdk_errors(self.errors, api_key):
+        with self._clients.lease(api_key) as client, sdk_errors(self.errors, api_key):
             return await self._stream(client, system, messages, tools, on_text)
 
     async def aclose(self) -> None:
