@@ -149,8 +149,8 @@ async def test_a_claim_takes_the_jobs_due_at_the_moment_of_its_last_whole(
         [job_values(kind, {"userId": f"u{n}"}, now - timedelta(seconds=10 - n)) for kind in KINDS]
         for n in range(2)
     ]
-    async with server.db.write_statements() as connection:
-        await enqueue_all(connection, [job for save in saves for job in save])
+    async with server.db.write() as session:
+        await enqueue_all(await session.connection(), [job for save in saves for job in save])
     worker = worker_for(server)
     claimed = await worker.claim(4)  # the first save and one job of the second: all of it
     assert len(claimed) == 6
@@ -219,8 +219,7 @@ async def test_outcomes_that_end_together_share_one_write_transaction(
         original = getattr(server.db, name)
         return opening
 
-    for name in ("write", "write_statements"):
-        monkeypatch.setattr(server.db, name, counted(name))
+    monkeypatch.setattr(server.db, "write", counted("write"))
     assert await worker_for(server).run_once() == 3
     assert len(opened) == 1
     assert [(await get_job(server.db, job_id)).status for job_id in jobs] == [DONE] * 3

@@ -46,7 +46,8 @@ class GroupCommit:
 
     async def _commit(self, writes: list[_Write]) -> None:
         try:
-            async with self._db.write_statements() as connection:
+            async with self._db.write() as session:
+                connection = await session.connection()
                 counts = [
                     int(getattr(await connection.execute(statement, parameters), "rowcount", 1))
                     for statement, parameters, _ in writes
