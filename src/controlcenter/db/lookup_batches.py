@@ -30,7 +30,7 @@ from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import BindParameter
 from sqlalchemy.types import TypeEngine
 
-IN_FLIGHT = 2  # statements per lookup per process; see BENCHMARKS.md for 1, 2 and 4
+IN_FLIGHT = 1  # statements per lookup per process: 1 measured best of 1, 2 and 4 (BENCHMARKS.md)
 ORDINALITY = "batch_index"
 
 Row = tuple[Any, ...]
