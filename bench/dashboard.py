@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -73,13 +74,26 @@ class CpuPerRequest:
         self._pids = pids
 
     def wrk(self, url: str, headers: Mapping[str, str], seconds: float) -> WrkResult:
-        before = {name: cpu_seconds(pid) for name, pid in self._pids.items()}
+        before = {name: _cpu_seconds(pid) for name, pid in self._pids.items()}
         result = wrk(url, headers, seconds)
-        spent = {name: cpu_seconds(pid) - before[name] for name, pid in self._pids.items()}
+        spent = {name: _cpu_seconds(pid) - before[name] for name, pid in self._pids.items()}
         result.cpu_us.update(
             {name: s / result.requests * 1e6 for name, s in spent.items() if result.requests}
         )
         return result
+
+
+def _cpu_seconds(pid: int) -> float:
+    """`cpu_seconds`, plus what `pid`'s children that ended have used (the kernel adds it to
+    their parent when it reaps them): a worker restarted or a backend that ended during the
+    run would otherwise take its CPU time out of the sum."""
+    stat = _stat(pid)
+    return cpu_seconds(pid) + (int(stat[13]) + int(stat[14])) / os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> list[str]:
+    """/proc/<pid>/stat's fields after the command's name: state first."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
 def postgres_server_pid(database_url: str) -> int:
@@ -90,15 +104,16 @@ def postgres_server_pid(database_url: str) -> int:
         connection = await asyncpg.connect(url.render_as_string(hide_password=False))
         try:  # read while the backend lives: it ends with the connection
             backend = await connection.fetchval("SELECT pg_backend_pid()")
-            return _parent_pid(backend)
+            return int(_stat(backend)[1])
         finally:
             await connection.close()
 
     return asyncio.run(parent_of_backend())
 
 
-def _parent_pid(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+def _slug(mode: str) -> str:
+    """ "basic + API token" -> "basic-api-token": each mode's profile a file of its own."""
+    return "-".join(mode.split(" (")[0].replace("+", " ").lower().split())
 
 
 def _basic(user: str, secret: str) -> str:
@@ -139,7 +154,7 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
                 continue
             wrk(service_url + path, {**ocs, **headers}, 1)  # warm-up
             # Argon2 makes every password request cost ~tens of ms: a shorter run suffices.
-            with Profiler(service.pid, options.profile_dir, f"dashboard-{mode.split()[0]}"):
+            with Profiler(service.pid, options.profile_dir, f"dashboard-{_slug(mode)}"):
                 results[mode] = cpu.wrk(
                     service_url + path,
                     {**ocs, **headers},
