@@ -1,20 +1,25 @@
-"""Dashboard index throughput and latency under wrk, against a bare Starlette app."""
+"""Dashboard index throughput and latency under wrk, against a bare Starlette app, with the CPU
+time each request cost the service and, on PostgreSQL, the database server (both run on the
+same cores as the load: the CPU per request is what stays comparable on a shared machine)."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import asyncpg  # type: ignore[import-untyped]
 import httpx
+from sqlalchemy.engine import make_url
 
 from bench.deploy import Deployment, Options, bare_app
-from bench.procs import Profiler
+from bench.procs import Profiler, cpu_seconds
 from bench.results import Row, ms, pct
 from bench.seed import seed_accounts
 from bench.system import ensure_debian_tool
@@ -30,6 +35,7 @@ class WrkResult:
     p99_s: float
     requests: int
     errors: int
+    cpu_us: dict[str, float] = field(default_factory=dict)  # CPU per request, by process
 
     def figure(self) -> str:
         if self.requests == 0:  # wrk reports zero latencies then, which would read as fast
@@ -60,6 +66,56 @@ def wrk(url: str, headers: Mapping[str, str], seconds: float) -> WrkResult:
     )
 
 
+class CpuPerRequest:
+    """`wrk`, plus the CPU time of these processes (each with the processes below it) over
+    the run, divided by its requests."""
+
+    def __init__(self, pids: Mapping[str, int]) -> None:
+        self._pids = pids
+
+    def wrk(self, url: str, headers: Mapping[str, str], seconds: float) -> WrkResult:
+        before = {name: _cpu_seconds(pid) for name, pid in self._pids.items()}
+        result = wrk(url, headers, seconds)
+        spent = {name: _cpu_seconds(pid) - before[name] for name, pid in self._pids.items()}
+        result.cpu_us.update(
+            {name: s / result.requests * 1e6 for name, s in spent.items() if result.requests}
+        )
+        return result
+
+
+def _cpu_seconds(pid: int) -> float:
+    """`cpu_seconds`, plus what `pid`'s children that ended have used (the kernel adds it to
+    their parent when it reaps them): a worker restarted or a backend that ended during the
+    run would otherwise take its CPU time out of the sum."""
+    stat = _stat(pid)
+    return cpu_seconds(pid) + (int(stat[13]) + int(stat[14])) / os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> list[str]:
+    """/proc/<pid>/stat's fields after the command's name: state first."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def postgres_server_pid(database_url: str) -> int:
+    """The PostgreSQL server's main process (the backends are its children)."""
+
+    async def parent_of_backend() -> int:
+        url = make_url(database_url).set(drivername="postgresql")
+        connection = await asyncpg.connect(url.render_as_string(hide_password=False))
+        try:  # read while the backend lives: it ends with the connection
+            backend = await connection.fetchval("SELECT pg_backend_pid()")
+            return int(_stat(backend)[1])
+        finally:
+            await connection.close()
+
+    return asyncio.run(parent_of_backend())
+
+
+def _slug(mode: str) -> str:
+    """ "basic + API token" -> "basic-api-token": each mode's profile a file of its own."""
+    return "-".join(mode.split(" (")[0].replace("+", " ").lower().split())
+
+
 def _basic(user: str, secret: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{secret}".encode()).decode()
 
@@ -83,6 +139,10 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
     with service:
         service.wait_http(service_url + "/healthz")
         service.wait_settled()
+        pids = {"service": service.pid}
+        if db == "postgres":
+            pids["PostgreSQL"] = postgres_server_pid(deployment.database_url)
+        cpu = CpuPerRequest(pids)
         first = httpx.get(service_url + path, headers={**ocs, **modes["bearer (session JWT)"]})
         if first.status_code != 200:
             return [Row(db, "dashboard index", "n/a", note=f"answered {first.status_code}")]
@@ -94,8 +154,8 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
                 continue
             wrk(service_url + path, {**ocs, **headers}, 1)  # warm-up
             # Argon2 makes every password request cost ~tens of ms: a shorter run suffices.
-            with Profiler(service.pid, options.profile_dir, f"dashboard-{mode.split()[0]}"):
-                results[mode] = wrk(
+            with Profiler(service.pid, options.profile_dir, f"dashboard-{_slug(mode)}"):
+                results[mode] = cpu.wrk(
                     service_url + path,
                     {**ocs, **headers},
                     seconds / 2 if "password" in mode else seconds,
@@ -104,9 +164,9 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
     with bare:
         bare.wait_http(bare_url + "/healthz")
         wrk(bare_url + path, ocs, 1)
-        baseline = wrk(bare_url + path, ocs, seconds)
+        baseline = CpuPerRequest({"bare": bare.pid}).wrk(bare_url + path, ocs, seconds)
 
-    rows = [Row(db, "dashboard: bare Starlette", baseline.figure(), note=_errors(baseline))]
+    rows = [Row(db, "dashboard: bare Starlette", baseline.figure(), note=_note(baseline))]
     bearer = results["bearer (session JWT)"]
     for mode, result in results.items():
         ratio = result.rps / baseline.rps if baseline.rps else 0.0
@@ -116,7 +176,7 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
             result.figure(),
             baseline=f"bare {baseline.rps:,.0f} req/s",
             ratio=pct(ratio),
-            note=_errors(result),
+            note=_note(result),
         )
         if mode.startswith("bearer"):
             # Issue 15's target (it was 50% before the process-per-core default).
@@ -130,8 +190,10 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
     return rows
 
 
-def _errors(result: WrkResult) -> str:
-    return f"{result.errors} errors of {result.requests:,} requests" if result.errors else ""
+def _note(result: WrkResult) -> str:
+    cpu = [f"{name} {us:,.0f} us" for name, us in result.cpu_us.items()]
+    errors = [f"{result.errors} errors of {result.requests:,} requests"] if result.errors else []
+    return "; ".join([*(["CPU per request: " + ", ".join(cpu)] if cpu else []), *errors])
 
 
 def wrk_available() -> bool:

@@ -4,6 +4,7 @@ rows read as the model reads them."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from sqlalchemy import bindparam, inspect, select
@@ -83,3 +84,54 @@ async def test_lookups_in_parallel_see_a_revocation_at_once(
     async with server.db.write() as db:
         await revoke_session(db, claims.session_id)
     assert all(principal is None for principal in await many())
+
+
+async def test_lookups_arriving_together_each_get_their_own_answer(
+    server: RunningServer, users: UserFactory
+) -> None:
+    """Lookups of many callers at once (on PostgreSQL, answered in batches by one statement):
+    each gets the row of its own key, or None, exactly as when it comes alone."""
+    created = [await users.create() for _ in range(4)]
+    async with server.db.write() as db:
+        disabled = await db.get(User, created[3].id)
+        assert disabled is not None
+        disabled.disabled = True
+    key = server.services.config.jwt_key
+
+    def calls() -> list[Any]:
+        out: list[Any] = []
+        for user in created:
+            out.append(principal_from_jwt(server.db, user.token, key=key))
+            out.append(principal_from_api_token(server.db, user.api_token))
+            out.append(principal_from_basic(server.db, user.email, user.api_token))
+            out.append(principal_from_basic(server.db, user.email, created[0].api_token))
+            out.append(principal_from_basic(server.db, "x" + user.email, user.api_token))
+        return out
+
+    def ids(principals: list[Principal | None]) -> list[str | None]:
+        return [p.user.id if p is not None else None for p in principals]
+
+    alone = ids([await call for call in calls()])
+    together = ids(await asyncio.gather(*calls(), *calls()))
+    assert together == alone * 2
+    for i, user in enumerate(created[:3]):  # token, API token, basic with their own token
+        assert alone[i * 5 : i * 5 + 3] == [user.id] * 3
+    assert alone[3] == created[0].id  # the first user's own token
+    assert alone[8] is alone[13] is None  # another user's token: not theirs (nor a password)
+    assert alone[15:] == [None] * 5  # disabled: no credential of theirs counts
+
+
+async def test_a_longer_value_never_matches_a_shorter_key(
+    server: RunningServer, users: UserFactory
+) -> None:
+    """An e-mail one character longer than a stored e-mail of the column's full length is not
+    that user (PostgreSQL's cast to VARCHAR(n) would cut it down to the stored one)."""
+    length = User.__table__.c.email.type.length
+    email = "a" * (length - len("@example.com")) + "@example.com"
+    created = await users.create(email=email)
+    assert await principal_from_basic(server.db, email, created.api_token) is not None
+    assert await principal_from_basic(server.db, email + "m", created.api_token) is None
+    together = await asyncio.gather(
+        *(principal_from_basic(server.db, email + "m", created.api_token) for _ in range(8))
+    )
+    assert together == [None] * 8

@@ -39,7 +39,7 @@ class VerifiedCredentials:
 
     def _mac(self, *parts: str) -> bytes:
         message = "\0".join(parts).encode("utf-8", "surrogatepass")
-        return hmac.new(self._key, message, hashlib.sha256).digest()
+        return hmac.digest(self._key, message, hashlib.sha256)  # one-shot: half hmac.new's CPU
 
     def hit(self, email: str, password: str, user_id: str, password_hash: str) -> bool:
         """Whether this password was verified for this user against this very hash."""

@@ -12,12 +12,16 @@ Checking a connection out of SQLAlchemy's pool and back costs more than the stat
 one SQLite connection used synchronously on the loop's thread (each lookup runs start to end
 without yielding, so one connection serves all of them), or a small asyncpg pool. Read-only
 by construction: the SQLite connection is `query_only`, and a `Lookup` is a SELECT.
+
+On PostgreSQL a lookup with parameters is answered in batches with the same lookup of the
+other requests waiting at that moment (`lookup_batches`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +32,7 @@ from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
 from sqlalchemy.engine import Dialect, make_url
 
 from controlcenter.config import check_database_url
+from controlcenter.db.lookup_batches import LookupBatches, batched_statement
 from controlcenter.db.sqlite_driver import BUSY_TIMEOUT_MS
 
 POSTGRES_LOOKUP_CONNECTIONS = 10
@@ -64,12 +69,22 @@ class Lookup:
     def __init__(self, statement: Select[Any]) -> None:
         self.statement = statement
         self._compiled: dict[str, CompiledLookup] = {}
+        self._batched: dict[str, CompiledLookup | None] = {}
 
     def compiled(self, dialect: Dialect) -> CompiledLookup:
         found = self._compiled.get(dialect.name)
         if found is None:
             found = self._compiled[dialect.name] = _compile(self.statement, dialect)
         return found
+
+    def batched(self, dialect: Dialect) -> CompiledLookup | None:
+        """The statement for many keys at once (`lookup_batches`), None without parameters."""
+        if dialect.name not in self._batched:
+            statement = batched_statement(self.statement)
+            self._batched[dialect.name] = (
+                None if statement is None else _compile(statement, dialect)
+            )
+        return self._batched[dialect.name]
 
 
 def _compile(statement: Select[Any], dialect: Dialect) -> CompiledLookup:
@@ -103,10 +118,17 @@ class Lookups:
         self._sqlite: sqlite3.Connection | None = None
         self._postgres: Any = None  # asyncpg.Pool, created on first use in the running loop
         self._opening = asyncio.Lock()
+        self._batches: weakref.WeakKeyDictionary[Lookup, LookupBatches] = (
+            weakref.WeakKeyDictionary()
+        )
 
     async def one(self, lookup: Lookup, **parameters: Any) -> Row | None:
         """The first row of `lookup` with its named parameters, each column read as the model
         reads it, or None."""
+        if self._sqlite_path is None:
+            batches = self._batches.get(lookup) or self._postgres_batches(lookup)
+            if batches is not None:
+                return await batches.one(parameters)
         compiled = lookup.compiled(self._dialect)
         values = compiled.parameters(parameters)
         if self._sqlite_path is not None:
@@ -120,6 +142,20 @@ class Lookups:
             record = await pool.fetchrow(compiled.sql, *values)
             row = tuple(record) if record is not None else None
         return compiled.row(row) if row is not None else None
+
+    def _postgres_batches(self, lookup: Lookup) -> LookupBatches | None:
+        compiled = lookup.batched(self._dialect)
+        if compiled is None:
+            return None
+
+        async def fetch(arrays: dict[str, Any]) -> list[Row]:
+            pool = self._postgres or await self._open_postgres()
+            records = await pool.fetch(compiled.sql, *compiled.parameters(arrays))
+            return [compiled.row(tuple(record)) for record in records]
+
+        names = tuple(name for name in compiled.order if name not in compiled.fixed)
+        batches = self._batches[lookup] = LookupBatches(names, fetch)
+        return batches
 
     def _sqlite_connection(self) -> sqlite3.Connection:
         if self._sqlite is None:
