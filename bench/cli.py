@@ -27,6 +27,8 @@ from bench.results import Row, table
 from bench.system import machine
 
 Section = Callable[[Deployment, Options], list[Row]]
+# Wall seconds by what took them ("sqlite chat", "postgres start-up"), printed at the end.
+Times = dict[str, float]
 
 SECTIONS: dict[str, Section] = {
     "dashboard": dashboard.run,
@@ -58,8 +60,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def run_sections(db_kind: str, args: argparse.Namespace) -> list[Row]:
+def run_sections(db_kind: str, args: argparse.Namespace) -> tuple[list[Row], Times]:
+    """Each section alone, one after the other: two measured at once would share the cores."""
     rows: list[Row] = []
+    times: Times = {}
     for name in args.sections:
         started = time.monotonic()
         print(f"bench: {db_kind} {name} ...", flush=True)
@@ -70,11 +74,13 @@ def run_sections(db_kind: str, args: argparse.Namespace) -> list[Row]:
         except Exception as exc:
             traceback.print_exc()
             rows.append(Row(db_kind, name, "n/a", note=f"failed: {exc!r}"[:300]))
-        print(f"bench: {db_kind} {name} done in {time.monotonic() - started:.0f}s", flush=True)
-    return rows
+        times[f"{db_kind} {name}"] = time.monotonic() - started
+        print(f"bench: {db_kind} {name} done in {times[f'{db_kind} {name}']:.0f}s", flush=True)
+    return rows, times
 
 
-def run_postgres(args: argparse.Namespace) -> list[Row]:
+def run_postgres(args: argparse.Namespace) -> tuple[list[Row], Times]:
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-pg-") as tmp:
         out = Path(tmp) / "rows.json"
         argv = [str(ROOT / "scripts" / "with-postgres.sh"), PYTHON, "-m", "bench"]
@@ -83,10 +89,16 @@ def run_postgres(args: argparse.Namespace) -> list[Row]:
             argv.append("--quick")
         if args.profile:
             argv += ["--profile", str(Path(args.profile).resolve())]
-        done = subprocess.run(argv, cwd=ROOT, check=False, timeout=900)
+        # A deadline for a hung child only: a loaded machine stretches the sections a lot.
+        done = subprocess.run(argv, cwd=ROOT, check=False, timeout=3600)
         if done.returncode != 0 or not out.exists():
-            return [Row("postgres", "all", "n/a", note=f"child exited {done.returncode}")]
-        return [Row.from_json(r) for r in json.loads(out.read_text())]
+            failed = Row("postgres", "all", "n/a", note=f"child exited {done.returncode}")
+            return [failed], {"postgres (failed)": time.monotonic() - started}
+        child = json.loads(out.read_text())
+    times: Times = child["times"]
+    # The server's start and stop, and the child's own: what the sections do not account for.
+    times["postgres start-up"] = time.monotonic() - started - sum(times.values())
+    return [Row.from_json(r) for r in child["rows"]], times
 
 
 def record(rows: list[Row], args: argparse.Namespace) -> None:
@@ -107,17 +119,23 @@ def record(rows: list[Row], args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     if args.child_json:
-        rows = run_sections(args.db, args)
-        Path(args.child_json).write_text(json.dumps([r.to_json() for r in rows]))
+        rows, times = run_sections(args.db, args)
+        child = {"rows": [r.to_json() for r in rows], "times": times}
+        Path(args.child_json).write_text(json.dumps(child))
         return
     started = time.monotonic()
-    rows = []
+    runs = []
     if args.db in ("sqlite", "both"):
-        rows += run_sections("sqlite", args)
+        runs.append(run_sections("sqlite", args))
     if args.db in ("postgres", "both"):
-        rows += run_postgres(args)
+        runs.append(run_postgres(args))
+    rows = [row for run_rows, _ in runs for row in run_rows]
+    times = {what: seconds for _, run_times in runs for what, seconds in run_times.items()}
     print()
     print(table(rows))
-    print(f"\nbench: {time.monotonic() - started:.0f}s in all")
+    print()
+    for what, seconds in times.items():
+        print(f"bench: {what}: {seconds:.0f}s")
+    print(f"bench: {time.monotonic() - started:.0f}s in all")
     if args.record:
         record(rows, args)

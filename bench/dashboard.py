@@ -121,7 +121,7 @@ def _basic(user: str, secret: str) -> str:
 
 
 def run(deployment: Deployment, options: Options) -> list[Row]:
-    seconds = 3 if options.quick else 8
+    seconds = 3 if options.quick else 5
     db = deployment.db_kind
     (account,) = asyncio.run(
         seed_accounts(deployment.database_url, deployment.secret_key, "dash", 1)

@@ -21,6 +21,10 @@ from controlcenter.cli import cpu_count
 # passes them (host, port, workers, log level, proxy headers).
 WORKERS = cpu_count()
 LOG_LEVEL = "warning"
+# SIGTERM to SIGKILL when a section is done with the service or the bare app: nothing is measured
+# after, and a graceful stop would wait out the outbox's 5 s CRM calls or the last streams'
+# drain (10 s of the onboarding section's 133 s).
+STOP_GRACE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,8 @@ class Deployment:
         # BENCH_WORKERS asks for a number (to compare with a single process).
         if os.environ.get("BENCH_WORKERS"):
             argv += ["--workers", os.environ["BENCH_WORKERS"]]
-        return Proc("service", argv, self.env(extra_env)), f"http://127.0.0.1:{port}"
+        service = Proc("service", argv, self.env(extra_env), grace_s=STOP_GRACE_S)
+        return service, f"http://127.0.0.1:{port}"
 
 
 def bare_app(path: str, body: str) -> tuple[Proc, str]:
@@ -77,4 +82,4 @@ def bare_app(path: str, body: str) -> tuple[Proc, str]:
     argv += ["--port", str(port), "--workers", str(WORKERS), "--log-level", LOG_LEVEL]
     argv += ["--proxy-headers"]
     env = {"BENCH_BARE_PATH": path, "BENCH_BARE_BODY": body}
-    return Proc("bare", argv, env), f"http://127.0.0.1:{port}"
+    return Proc("bare", argv, env, grace_s=STOP_GRACE_S), f"http://127.0.0.1:{port}"

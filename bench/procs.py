@@ -37,8 +37,16 @@ def free_port() -> int:
 class Proc:
     """One subprocess whose stdout/stderr go to files (read back on failure)."""
 
-    def __init__(self, name: str, argv: Sequence[str], env: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        *,
+        grace_s: float = 10.0,
+    ):
         self.name = name
+        self.grace_s = grace_s  # from SIGTERM to SIGKILL in stop()
         self.argv = list(argv)
         self.env = {**os.environ, **(env or {})}
         self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in stop()
@@ -71,8 +79,12 @@ class Proc:
         text = Path(self._log.name).read_text(errors="replace")
         return text[-tail:]
 
-    def wait_http(self, url: str, timeout: float = 60.0) -> None:
-        """Return once `url` answers (any status); fail with the process's output otherwise."""
+    def wait_http(self, url: str, timeout: float = 180.0) -> None:
+        """Return once `url` answers (any status); fail with the process's output otherwise.
+
+        The deadline is generous because a loaded machine stretches `serve`'s start (about 8 s
+        of CPU for the supervisor and two workers) well past a minute; it costs nothing when
+        the service answers sooner."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert self.popen is not None
@@ -101,14 +113,14 @@ class Proc:
             used = now
         raise TimeoutError(f"{self.name} still busy after {timeout}s:\n{self.output()}")
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM, then after `timeout` SIGKILL to the whole group (a worker still draining
+    def stop(self) -> None:
+        """SIGTERM, then after `grace_s` SIGKILL to the whole group (a worker still draining
         its open streams included)."""
         if self.popen is not None:
             if self.popen.poll() is None:
                 self.popen.send_signal(signal.SIGTERM)
                 with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.popen.wait(timeout)
+                    self.popen.wait(self.grace_s)
             _kill_group(self.popen)
         self._log.close()
         Path(self._log.name).unlink(missing_ok=True)
