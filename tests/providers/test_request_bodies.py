@@ -292,9 +292,22 @@ def test_the_cache_is_bounded() -> None:
 
 def test_body_around_writes_the_keys_in_order() -> None:
     body = Body.around({"a": 1}, {"z": "é", "b": [1]})
-    assert body.with_messages([{"role": "user"}]) == (
+    assert bytes(body.with_messages([{"role": "user"}])) == (
         '{"a":1,"messages":[{"role":"user"}],"z":"é","b":[1]}'.encode()
     )
-    assert Body.around({}, {}).with_messages([]) == b'{"messages":[]}'
+    assert bytes(Body.around({}, {}).with_messages([])) == b'{"messages":[]}'
     with pytest.raises(ValueError):
         Body.around({}, {}).with_messages([float("nan")])  # as the SDKs: allow_nan=False
+
+
+async def test_a_call_holds_the_shared_parts_never_a_joined_copy() -> None:
+    """A call in flight keeps its body for the SDK's retries: the fixed parts are the cached
+    objects themselves, and each pass over the body sends all of it again."""
+    fixed = Body.around({"a": 1}, {"tools": ["x" * 1000]})
+    body = fixed.with_messages([{"role": "user"}])
+    assert body.parts[0] is fixed.head and body.parts[2] is fixed.tail
+    joined = b'{"a":1,"messages":[{"role":"user"}],"tools":["' + b"x" * 1000 + b'"]}'
+    assert bytes(body) == joined
+    assert body.headers == {"Content-Length": str(len(joined))}
+    for _ in range(2):
+        assert b"".join([part async for part in body]) == joined

@@ -18,7 +18,7 @@ from anthropic.types import (
 
 from controlcenter.llm.types import AssistantTurn, ProviderReply, ToolCall, ToolSpec, Turn, UserTurn
 from controlcenter.providers.base import ProviderError
-from controlcenter.providers.body import Body
+from controlcenter.providers.body import Body, Parts
 from controlcenter.providers.history import (
     UNREADABLE_MESSAGE,
     has_text,
@@ -50,12 +50,14 @@ class AnthropicProvider(SdkProvider[anthropic.AsyncAnthropic, MessageParam]):
             {"max_tokens": self._max_tokens}, {"model": self._model, **_options(system, tools)}
         )
 
-    async def _post(self, client: anthropic.AsyncAnthropic, body: bytes) -> ProviderReply:
+    async def _post(self, client: anthropic.AsyncAnthropic, body: Parts) -> ProviderReply:
         # The raw answer (the SDK's documented `cast_to=httpx.Response`): retries, status
         # errors and timeouts stay the SDK's, but the reply is read from its JSON here, for
         # the four fields the chat uses, instead of as a `Message` built with `construct_type`
         # for every block, which cost more than the rest of the reply's handling (py-spy).
-        raw = await client.post(PATH, cast_to=httpx2.Response, content=body)
+        raw = await client.post(
+            PATH, cast_to=httpx2.Response, content=body, options={"headers": body.headers}
+        )
         data = raw.json()  # not JSON at all: ProviderError through sdk_errors
         if not isinstance(data, dict):
             raise ProviderError(UNREADABLE_MESSAGE, None)

@@ -11,7 +11,7 @@ the same order (tests/providers/test_request_bodies.py compares them).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,8 +43,39 @@ class Body:
         tail = b"," + encode(after)[1:] if after else b"}"
         return cls(head, tail)
 
-    def with_messages(self, messages: Sequence[object]) -> bytes:
-        return self.head + encode(messages) + self.tail
+    def with_messages(self, messages: Sequence[object]) -> Parts:
+        return Parts((self.head, encode(messages), self.tail))
+
+
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """One call's body as the shared bytes around its own: sent part after part, never joined.
+
+    A call waiting for the model (30 s and more) holds its body for the SDK's retries; joined,
+    that is a ~24 KB copy of the tool list per call in flight, the largest thing a held chat
+    kept (tracemalloc, BENCHMARKS.md "Memory per held stream"). The parts are the fixed ones
+    of `BodyCache`, shared by every call, and the call's encoded messages.
+
+    httpx sends an async iterable as chunks unless the request says its length, so `headers`
+    gives the Content-Length the joined bytes would get: the request on the wire is the same.
+    Iterable again and again (not a generator), so each retry sends the same bytes.
+    """
+
+    parts: tuple[bytes, ...]
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self.parts)
+
+    def __len__(self) -> int:
+        return sum(map(len, self.parts))
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for part in self.parts:
+            yield part
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Content-Length": str(len(self))}
 
 
 class BodyCache:

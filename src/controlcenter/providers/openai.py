@@ -16,7 +16,7 @@ from openai.types.chat import (
 
 from controlcenter.llm.types import AssistantTurn, ProviderReply, ToolCall, ToolSpec, Turn, UserTurn
 from controlcenter.providers.base import ProviderError
-from controlcenter.providers.body import Body
+from controlcenter.providers.body import Body, Parts
 from controlcenter.providers.history import (
     UNREADABLE_MESSAGE,
     has_text,
@@ -44,12 +44,17 @@ class OpenAIProvider(SdkProvider[openai.AsyncOpenAI, ChatCompletionMessageParam]
             {"model": self._model}, {"max_completion_tokens": self._max_tokens, **_options(tools)}
         )
 
-    async def _post(self, client: openai.AsyncOpenAI, body: bytes) -> ProviderReply:
+    async def _post(self, client: openai.AsyncOpenAI, body: Parts) -> ProviderReply:
         # `security`: the credentials `create` asks for, the API key as a bearer token only
         # (`post`'s default also allows the admin key of OPENAI_ADMIN_KEY where there is no API
         # key; the pooled clients always have one, but the request stays create's own).
         completion = await client.post(
-            PATH, cast_to=ChatCompletion, content=body, options={"security": {"bearer_auth": True}}
+            PATH,
+            cast_to=ChatCompletion,
+            # Joined: this SDK retries only a body of bytes, a list or a seekable file (its
+            # `_RequestBodyReplay`), and would give up retrying an iterable of parts.
+            content=bytes(body),
+            options={"security": {"bearer_auth": True}},
         )
         if not isinstance(completion, ChatCompletion):  # the SDK hands a non-JSON body back as text
             raise ProviderError(UNREADABLE_MESSAGE, None)

@@ -23,7 +23,7 @@ import httpx2
 from controlcenter.common.secrets import redact
 from controlcenter.llm.types import ProviderReply, ToolSpec, Turn
 from controlcenter.providers.base import ProviderError
-from controlcenter.providers.body import Body, BodyCache
+from controlcenter.providers.body import Body, BodyCache, Parts
 from controlcenter.providers.clients import SHARD_LIMITS, K, PooledClients
 from controlcenter.providers.history import (
     CONNECTION_MESSAGE,
@@ -123,8 +123,9 @@ class SdkProvider(ABC, Generic[K, M]):
         """The body's parts around `messages`: the same on every call of a chat."""
 
     @abstractmethod
-    async def _post(self, client: K, body: bytes) -> ProviderReply:
-        """Send the encoded body with the SDK's `post` and read its reply."""
+    async def _post(self, client: K, body: Parts) -> ProviderReply:
+        """Send the encoded body with the SDK's `post` (its headers in the request options)
+        and read its reply."""
 
     @abstractmethod
     async def _stream(
