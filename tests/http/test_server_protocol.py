@@ -11,6 +11,7 @@ import pytest
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
+from controlcenter.cli.proxies import proxy_options
 from controlcenter.web.server_protocol import CoalescedWrites, ServiceProtocol
 from tests.fakes.server import listening_socket
 
@@ -108,10 +109,17 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+# uvicorn's own keep-alive timeout, which `serve` raises (cli/proxies.py).
+UVICORN_KEEP_ALIVE_S = 5
+
+
 @pytest.fixture
 async def port() -> AsyncIterator[int]:
+    """The app under the options `serve` gives uvicorn."""
     sock = listening_socket("127.0.0.1", 0)
-    config: Any = uvicorn.Config(app, http=ServiceProtocol, log_level="warning", lifespan="off")
+    config: Any = uvicorn.Config(
+        app, http=ServiceProtocol, log_level="warning", lifespan="off", **proxy_options()
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
@@ -147,4 +155,17 @@ async def test_a_streamed_part_is_not_held_back(port: int) -> None:
     assert (await read_until(reader, b"first|")).startswith(b"HTTP/1.1 200 OK\r\n")
     released.set()
     assert b"second" in await read_until(reader, b"0\r\n\r\n")
+    writer.close()
+
+
+async def test_an_idle_connection_outlives_uvicorns_keep_alive(port: int) -> None:
+    """A proxy or client reusing a connection idle for longer than uvicorn's 5 s is answered:
+    with uvicorn's default the service would have closed it, and a request sent as it closes
+    fails."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /one HTTP/1.1\r\nHost: x\r\n\r\n")
+    await read_until(reader, b"/one")
+    await asyncio.sleep(UVICORN_KEEP_ALIVE_S + 1)
+    writer.write(b"GET /two HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert (await read_until(reader, b"/two")).startswith(b"HTTP/1.1 200 OK\r\n")
     writer.close()
