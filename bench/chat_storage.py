@@ -17,8 +17,8 @@ Storage costs the difference between the last and the first. Each level runs in 
 (`ROUNDS`): in a round each path's chats run in turn, in one process, each path first in turn
 (a shared machine's state drifts: taking turns keeps it alike for the three; measured one
 after another in separate processes, x300's difference came out negative). Storage is the mean
-of the rounds' differences, with its standard error; the rounds stop once that error leaves
-the verdict clear (`CLEAR`).
+of the rounds' differences, with its standard error; the rounds stop once that error is small
+enough (`CLEAR`, `PRECISE`).
 """
 
 from __future__ import annotations
@@ -67,10 +67,12 @@ ANSWER = "Here is what I found."
 CHAT_CPU_S = 0.030
 TARGET_SHARE = 0.05
 # Rounds by level, at most; x1 is a few ms a chat, so more of them. They stop sooner, after a
-# multiple of three (each path first as often as the others), once the verdict stands clear of
-# the noise: the mean further from the target than CLEAR standard errors.
+# multiple of three (each path first as often as the others), once the standard error says
+# enough: the mean further from the target than CLEAR standard errors (the verdict stands), or
+# the error under PRECISE of the target (the figure is known to within a tenth of it).
 ROUNDS = {1: 15, 100: 6, 300: 3}
 CLEAR = 2.0
+PRECISE = 0.1
 
 
 def _bursts(message_id: str) -> list[list[str]]:
@@ -173,7 +175,7 @@ async def _rounds(url: str, user_id: str, chats: int, limit: float) -> dict[str,
                 spent[tag].append((time.process_time() - cpu) / chats)
             if (r + 1) % 3 == 0:
                 mean, error = _storage(spent["a"], spent["u"])
-                if abs(limit - mean) > CLEAR * error:
+                if abs(limit - mean) > CLEAR * error or error < PRECISE * limit:
                     break
     return spent
 
