@@ -17,7 +17,8 @@ Storage costs the difference between the last and the first. Each level runs in 
 (`ROUNDS`): in a round each path's chats run in turn, in one process, each path first in turn
 (a shared machine's state drifts: taking turns keeps it alike for the three; measured one
 after another in separate processes, x300's difference came out negative). Storage is the mean
-of the rounds' differences, with its standard error.
+of the rounds' differences, with its standard error; the rounds stop once that error is small
+enough (`CLEAR`, `PRECISE`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from bench.chat import CPU_PER_CHAT
 from bench.deploy import Deployment, Options
 from bench.results import Row, ms, pct
 from bench.seed import seed_accounts
+from bench.timeline import step
 from controlcenter.chat import run_store
 from controlcenter.chat.conversations import (
     add_assistant_message,
@@ -64,7 +66,13 @@ ANSWER = "Here is what I found."
 # 2026-11-23, after the chat controls), named as such in the row.
 CHAT_CPU_S = 0.030
 TARGET_SHARE = 0.05
-ROUNDS = {1: 15, 100: 5, 300: 3}  # by level; x1 is a few ms a chat, so more of them
+# Rounds by level, at most; x1 is a few ms a chat, so more of them. They stop sooner, after a
+# multiple of three (each path first as often as the others), once the standard error says
+# enough: the mean further from the target than CLEAR standard errors (the verdict stands), or
+# the error under PRECISE of the target (the figure is known to within a tenth of it).
+ROUNDS = {1: 15, 100: 6, 300: 3}
+CLEAR = 2.0
+PRECISE = 0.1
 
 
 def _bursts(message_id: str) -> list[list[str]]:
@@ -146,8 +154,9 @@ async def _run_by_run(
     await run_store.append_events(db, message_id, [(n + 1, complete)], status=run_store.DONE)
 
 
-async def _rounds(url: str, user_id: str, chats: int) -> dict[str, list[float]]:
-    """Each path's CPU per chat with `chats` at once, round by round, the paths in turn."""
+async def _rounds(url: str, user_id: str, chats: int, limit: float) -> dict[str, list[float]]:
+    """Each path's CPU per chat with `chats` at once, round by round, the paths in turn, until
+    the storage's verdict against `limit` (CPU per chat) is clear or `ROUNDS` are done."""
     paths = {"u": _user_message, "b": _run_by_run, "a": _with_writer}
     spent: dict[str, list[float]] = {tag: [] for tag in paths}
     async with _parts(url) as parts:
@@ -164,6 +173,10 @@ async def _rounds(url: str, user_id: str, chats: int) -> dict[str, list[float]]:
                     )
                 )
                 spent[tag].append((time.process_time() - cpu) / chats)
+            if (r + 1) % 3 == 0:
+                mean, error = _storage(spent["a"], spent["u"])
+                if abs(limit - mean) > CLEAR * error or error < PRECISE * limit:
+                    break
     return spent
 
 
@@ -192,13 +205,14 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
     (user,) = asyncio.run(seed_accounts(url, deployment.secret_key, "store", 1))
     rows = []
     for chats in (1, 100, 300):
-        spent = asyncio.run(_rounds(url, user.id, chats))
+        measured = CPU_PER_CHAT.get((deployment.db_kind, chats))
+        whole = measured or CHAT_CPU_S
+        with step(f"storage x{chats}"):
+            spent = asyncio.run(_rounds(url, user.id, chats, TARGET_SHARE * whole))
         alone = statistics.mean(spent["u"])
         before, _ = _storage(spent["b"], spent["u"])
         after, error = _storage(spent["a"], spent["u"])
-        spread = f" ± {ms(error)}, mean of {ROUNDS[chats]} rounds"
-        measured = CPU_PER_CHAT.get((deployment.db_kind, chats))
-        whole = measured or CHAT_CPU_S
+        spread = f" ± {ms(error)}, mean of {len(spent['a'])} rounds"
         of = f"this run's chat x{chats}, {ms(whole)}" if measured else f"a chat's ~{ms(whole)}"
         rows.append(
             Row(

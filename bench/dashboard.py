@@ -18,11 +18,13 @@ import asyncpg  # type: ignore[import-untyped]
 import httpx
 from sqlalchemy.engine import make_url
 
+from bench.chat import _serving as chat_service
 from bench.deploy import Deployment, Options, bare_app
 from bench.procs import Profiler, cpu_seconds
 from bench.results import Row, ms, pct
 from bench.seed import seed_accounts
 from bench.system import ensure_debian_tool
+from bench.timeline import step
 
 LUA = Path(__file__).with_name("report.lua")
 CONNECTIONS = 64
@@ -134,11 +136,10 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
         "basic + API token": {"Authorization": _basic(account.email, account.api_token)},
         "basic + password": {"Authorization": _basic(account.email, account.password)},
     }
-    service, service_url = deployment.service()
     results: dict[str, WrkResult] = {}
-    with service:
-        service.wait_http(service_url + "/healthz")
-        service.wait_settled()
+    # The service the chat sections use next (cli.GROUPS), started, warmed up and idle; the
+    # chat's fakes and users do not take part in a dashboard request.
+    with chat_service(deployment) as (service, service_url, _, _):
         pids = {"service": service.pid}
         if db == "postgres":
             pids["PostgreSQL"] = postgres_server_pid(deployment.database_url)
@@ -162,7 +163,8 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
                 )
     bare, bare_url = bare_app(path, body)
     with bare:
-        bare.wait_http(bare_url + "/healthz")
+        with step("bare app answered"):
+            bare.wait_http(bare_url + "/healthz")
         wrk(bare_url + path, ocs, 1)
         baseline = CpuPerRequest({"bare": bare.pid}).wrk(bare_url + path, ocs, seconds)
 

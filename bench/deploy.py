@@ -7,8 +7,10 @@ import os
 import secrets
 import tempfile
 from collections.abc import Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cryptography.fernet import Fernet
 from tests.dbtools import reset_postgres
@@ -40,6 +42,10 @@ class Deployment:
     var_dir: Path
     secret_key: str = field(default_factory=lambda: secrets.token_urlsafe(48))
     fernet_key: str = field(default_factory=lambda: Fernet.generate_key().decode())
+    # What sections of one group (cli.GROUPS) share, by name: a started service and its fakes,
+    # entered on `resources` and stopped by `close()` once the group's last section is done.
+    shared: dict[str, Any] = field(default_factory=dict)
+    resources: ExitStack = field(default_factory=ExitStack)
 
     @classmethod
     def create(cls, db_kind: str, postgres_url: str | None = None) -> Deployment:
@@ -52,6 +58,10 @@ class Deployment:
             url = postgres_url
             asyncio.run(reset_postgres(url))
         return cls(db_kind=db_kind, database_url=url, var_dir=var_dir)
+
+    def close(self) -> None:
+        self.shared.clear()
+        self.resources.close()
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         return {

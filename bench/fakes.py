@@ -17,10 +17,13 @@ import json
 import signal
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 from bench.procs import PYTHON, Proc
+from bench.timeline import step
 
 LLM_API_KEY = "sk-ant-api03-bench-" + "k" * 40
 BENCH_TOOL = "echo_text"  # a cheap tool of the fake MCP server
@@ -131,7 +134,14 @@ class FakeProc(Proc):
         self.info: dict[str, Any] = {}
 
     def start(self) -> FakeProc:
+        return self.launch().ready()
+
+    def launch(self) -> FakeProc:
         super().start()
+        return self
+
+    def ready(self) -> FakeProc:
+        """Wait until it serves; `info` is then what it wrote."""
         deadline = time.monotonic() + 30
         while not self.info_file.exists():
             assert self.popen is not None
@@ -145,6 +155,20 @@ class FakeProc(Proc):
         """What the fake counted, once it has stopped (the CRM's refusals)."""
         path = Path(f"{self.info_file}.stats")
         return json.loads(path.read_text()) if path.exists() else {}
+
+
+@contextmanager
+def running(*fakes: FakeProc) -> Iterator[None]:
+    """The fakes started together (their imports overlap), each serving before the block, all
+    stopped after it."""
+    with ExitStack() as stack:
+        with step(" and ".join(f.name for f in fakes) + " started"):
+            for fake in fakes:
+                stack.callback(fake.stop)
+                fake.launch()
+            for fake in fakes:
+                fake.ready()
+        yield
 
 
 if __name__ == "__main__":
