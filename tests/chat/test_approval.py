@@ -74,6 +74,18 @@ async def approving(client: httpx.AsyncClient, users: UserFactory) -> None:
     assert answer.status_code == 200
 
 
+@pytest.fixture
+def approval_timeout(server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Sets how long the service waits for an answer (the policy's 10 minutes otherwise)."""
+
+    def set_to(seconds: float) -> None:
+        monkeypatch.setattr(
+            server.services, "chat", replace(server.services.chat, approval_timeout_s=seconds)
+        )
+
+    return set_to
+
+
 async def start_until_approval(
     client: httpx.AsyncClient, llm: Llm, user: AppUser
 ) -> tuple[str, list[Frame]]:
@@ -153,16 +165,13 @@ async def test_a_denied_write_does_not_run_and_the_model_reads_why(
 
 async def test_no_answer_in_time_is_a_denial(
     client: httpx.AsyncClient,
-    server: RunningServer,
     llm: Llm,
     user: AppUser,
     register_tools: Any,
     approving: None,
-    monkeypatch: pytest.MonkeyPatch,
+    approval_timeout: Any,
 ) -> None:
-    monkeypatch.setattr(
-        server.services, "chat", replace(server.services.chat, approval_timeout_s=0.3)
-    )
+    approval_timeout(0.3)
     calls: list[str] = []
     register_tools(tools(calls))
     message_id, _ = await start_until_approval(client, llm, user)
@@ -195,19 +204,16 @@ EAGER_ROUNDS = 25
 
 async def test_an_answer_sent_the_moment_the_approval_event_arrives_is_never_missed(
     client: httpx.AsyncClient,
-    server: RunningServer,
     llm: Llm,
     user: AppUser,
     register_tools: Any,
     approving: None,
-    monkeypatch: pytest.MonkeyPatch,
+    approval_timeout: Any,
 ) -> None:
     """The client approves as soon as it reads `tool_approval_required`, before the chat may
     have started waiting: the answer is taken (200) and the write runs. A lost or unheard
     answer would be a 404 here, or a denial once the (shortened) timeout passes."""
-    monkeypatch.setattr(
-        server.services, "chat", replace(server.services.chat, approval_timeout_s=10.0)
-    )
+    approval_timeout(10.0)
     calls: list[str] = []
     register_tools(tools(calls))
     for n in range(EAGER_ROUNDS):

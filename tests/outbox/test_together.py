@@ -28,6 +28,7 @@ from tests.outbox.operator import (
     COMPLETE_TAG,
     HIGH_GCI_TAG,
     REFERRAL_KEY,
+    Operator,
     operator_location,
     save_settings,
 )
@@ -45,12 +46,21 @@ async def _save_jobs(server: RunningServer, user_id: str, gci: str) -> list[str]
     ]
 
 
+async def _operator(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm, *, without: str = ""
+) -> Operator:
+    """The operator's location, its settings saved by a super administrator (`without` one)."""
+    op = operator_location(fake_crm)
+    admin = await users.create("super_admin")
+    settings = {k: v for k, v in op.settings().items() if k != without}
+    await save_settings(server.services, settings, admin.id)
+    return op
+
+
 async def test_a_saves_three_jobs_are_one_upsert_and_one_tags_call(
     server: RunningServer, users: UserFactory, fake_crm: FakeCrm
 ) -> None:
-    op = operator_location(fake_crm)
-    admin = await users.create("super_admin")
-    await save_settings(server.services, op.settings(), admin.id)
+    op = await _operator(server, users, fake_crm)
     user = await broker(server, users, gciLast12Months="$250k+", yearsInBusiness="5-10")
     kept = {"id": op.field_ids[REFERRAL_KEY], "field_value": "Conference"}
     existing = fake_crm.add_contact(
@@ -88,9 +98,7 @@ async def test_the_latest_answer_wins_over_the_value_a_job_carried(
     server: RunningServer, users: UserFactory, fake_crm: FakeCrm
 ) -> None:
     """As one job at a time: the sync, reading the record when it runs, leaves the latest."""
-    op = operator_location(fake_crm)
-    admin = await users.create("super_admin")
-    await save_settings(server.services, op.settings(), admin.id)
+    op = await _operator(server, users, fake_crm)
     user = await broker(server, users, gciLast12Months="$50k")  # saved again since
     await _save_jobs(server, user.id, "$250k+")
     assert await worker_for(server).run_once() == 3
@@ -102,10 +110,7 @@ async def test_the_latest_answer_wins_over_the_value_a_job_carried(
 async def test_a_job_missing_its_tag_setting_waits_alone(
     server: RunningServer, users: UserFactory, fake_crm: FakeCrm
 ) -> None:
-    op = operator_location(fake_crm)
-    admin = await users.create("super_admin")
-    settings = {k: v for k, v in op.settings().items() if k != "tagHighGCI"}
-    await save_settings(server.services, settings, admin.id)
+    op = await _operator(server, users, fake_crm, without="tagHighGCI")
     user = await broker(server, users, gciLast12Months="$250k+")
     complete, high, sync = await _save_jobs(server, user.id, "$250k+")
     assert await worker_for(server).run_once() == 3
@@ -125,9 +130,7 @@ async def test_a_job_missing_its_tag_setting_waits_alone(
 async def test_a_429_gives_every_job_of_the_batch_back_without_an_attempt(
     server: RunningServer, users: UserFactory, fake_crm: FakeCrm
 ) -> None:
-    op = operator_location(fake_crm)
-    admin = await users.create("super_admin")
-    await save_settings(server.services, op.settings(), admin.id)
+    op = await _operator(server, users, fake_crm)
     user = await broker(server, users, gciLast12Months="$250k+")
     jobs = await _save_jobs(server, user.id, "$250k+")
     fake_crm.rate_limit(1, retry_after="30")
@@ -200,9 +203,7 @@ async def test_outcomes_that_end_together_share_one_write_transaction(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """On SQLite each write transaction waits for the one write lock beside the saves."""
-    op = operator_location(fake_crm)
-    admin = await users.create("super_admin")
-    await save_settings(server.services, op.settings(), admin.id)
+    await _operator(server, users, fake_crm)
     user = await broker(server, users, gciLast12Months="$250k+")
     jobs = await _save_jobs(server, user.id, "$250k+")
     opened: list[str] = []
