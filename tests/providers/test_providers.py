@@ -528,6 +528,9 @@ async def test_calls_past_a_pools_share_open_another_pool_and_never_wait(
         assert len(pools) == 3
         assert [pool.in_flight for pool in pools] == [0, 0, 0]
         assert provider._clients.get(fake.api_key)._client is pools[0].http
+        # one TLS context (its CA bundle, ~830 KiB) for all the pools, not one each
+        contexts = {id(pool.http._transport._pool._ssl_context) for pool in pools}
+        assert len(contexts) == 1
     finally:
         await close_providers(built)
 

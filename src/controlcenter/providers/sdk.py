@@ -67,9 +67,13 @@ class SdkProvider(ABC, Generic[K, M]):
     ) -> None:
         self._model = options.model
         self._max_tokens = options.max_tokens
+        # One TLS context for all the pools: each pool building its own (httpx's `verify=True`)
+        # loaded the system's CA bundle again, ~830 KiB per pool, and a pool opens per
+        # SHARD_CALLS calls in flight: ~6.5 KiB per held chat (BENCHMARKS.md, "branch mem3").
+        tls = httpx2.create_ssl_context()
         self._clients = PooledClients(
             sdk,
-            lambda: http(limits=SHARD_LIMITS, timeout=options.timeout_s),
+            lambda: http(limits=SHARD_LIMITS, timeout=options.timeout_s, verify=tls),
             base_url=options.base_url,
             timeout_s=options.timeout_s,
             max_retries=options.max_retries,
