@@ -40,6 +40,8 @@ FIELDS = (
     "channelsSelected",
     "systemsToConnect",
 )
+# The record as the API answers it (CONTRACT 6), in its order, by the model's attribute names.
+RECORD = ("id", "userId", *FIELDS, "createdAt", "updatedAt")
 
 
 class Onboarding(Base):

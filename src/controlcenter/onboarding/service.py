@@ -7,14 +7,15 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Insert, Row, Table, bindparam, select, update
+from sqlalchemy import Column, Insert, Table, bindparam, inspect, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from controlcenter.auth.models import User
 from controlcenter.db import Database, new_id, utcnow
+from controlcenter.db.lookups import Lookup
 from controlcenter.onboarding.crm_sync import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
-from controlcenter.onboarding.models import ARRAY_FIELDS, FIELDS, Onboarding
+from controlcenter.onboarding.models import ARRAY_FIELDS, FIELDS, RECORD, Onboarding
 from controlcenter.onboarding.schemas import OnboardingInput
 from controlcenter.outbox.enqueue import enqueue_all, job_values
 
@@ -27,15 +28,23 @@ _USER_LOCKED = _USER.with_for_update()
 _SET_BROKERAGE = (
     update(User).where(User.id == bindparam("user_id")).values(brokerage=bindparam("brokerage"))
 )
+# The read and the upsert answer the record's columns in `RECORD`'s order, so the answer is built
+# from the row as it comes: no ORM object, whose instrumented attributes cost more than the row.
+_COLUMNS: tuple[Column[Any], ...] = tuple(inspect(Onboarding).columns[name] for name in RECORD)
+# A per-request read, like the session check before it: compiled once, on the lookups' own
+# connections (`db.lookups`), not a session and a pooled connection.
+_READ = Lookup(select(*_COLUMNS).where(_TABLE.c.user_id == bindparam("user_id")))
+
+StoredRecord = dict[str, Any]  # the record's stored values by `RECORD`'s names
 
 
 class UserGoneError(Exception):
     """The session's user was deleted between authentication and the write."""
 
 
-async def get_onboarding(db: Database, user_id: str) -> Onboarding | None:
-    async with db.read() as session:
-        return await session.scalar(select(Onboarding).where(Onboarding.userId == user_id))
+async def get_onboarding(db: Database, user_id: str) -> StoredRecord | None:
+    row = await db.lookup(_READ, user_id=user_id)
+    return dict(zip(RECORD, row, strict=True)) if row is not None else None
 
 
 def encode_array(values: list[str]) -> str:
@@ -47,7 +56,7 @@ def is_high_gci(gci: str) -> bool:
     return any(marker in gci for marker in HIGH_GCI_MARKERS)
 
 
-async def save_onboarding(db: Database, user_id: str, data: OnboardingInput) -> Onboarding:
+async def save_onboarding(db: Database, user_id: str, data: OnboardingInput) -> StoredRecord:
     """Create or update the record with the given fields only, all in one transaction.
 
     The record, the user's brokerage and the outbox jobs commit together or not at all.
@@ -90,7 +99,7 @@ async def save_onboarding(db: Database, user_id: str, data: OnboardingInput) -> 
         row = (await connection.execute(upsert, record)).one()
         # A save is an event (it tags and syncs the user) even when no answer changed.
         await enqueue_all(connection, jobs)
-    return _record(row)
+    return dict(zip(RECORD, row, strict=True))
 
 
 @lru_cache(maxsize=256)
@@ -106,16 +115,4 @@ def _upsert(is_sqlite: bool, given: tuple[str, ...]) -> Insert:
     return statement.on_conflict_do_update(
         index_elements=[_TABLE.c.user_id],
         set_={**changed, "updated_at": statement.excluded.updated_at},
-    ).returning(*_TABLE.c)
-
-
-def _record(row: Row[Any]) -> Onboarding:
-    """The saved record as the model, from the columns the upsert returned."""
-    columns = row._mapping
-    return Onboarding(
-        id=columns[_TABLE.c.id],
-        userId=columns[_TABLE.c.user_id],
-        createdAt=columns[_TABLE.c.created_at],
-        updatedAt=columns[_TABLE.c.updated_at],
-        **{name: columns[_TABLE.c[name]] for name in FIELDS},
-    )
+    ).returning(*_COLUMNS)
