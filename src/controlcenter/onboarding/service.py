@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Column, Insert, Table, bindparam, inspect, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from controlcenter.auth.models import User
 from controlcenter.db import Database, new_id, utcnow
 from controlcenter.db.lookups import Lookup
+from controlcenter.onboarding import postgres_save
 from controlcenter.onboarding.crm_sync import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
 from controlcenter.onboarding.models import ARRAY_FIELDS, FIELDS, RECORD, Onboarding
 from controlcenter.onboarding.schemas import OnboardingInput
@@ -24,7 +25,6 @@ _TABLE: Table = Onboarding.__table__  # type: ignore[assignment]  # declared as 
 # Built once: a statement built per call costs more Python than running it (SQLAlchemy builds
 # its cache key and, for ON CONFLICT, the `excluded` columns again each time).
 _USER = select(User.brokerage).where(User.id == bindparam("user_id"))
-_USER_LOCKED = _USER.with_for_update()
 _SET_BROKERAGE = (
     update(User).where(User.id == bindparam("user_id")).values(brokerage=bindparam("brokerage"))
 )
@@ -83,34 +83,55 @@ async def save_onboarding(db: Database, user_id: str, data: OnboardingInput) -> 
     if is_high_gci(gci):
         jobs.append(job_values(TAG_HIGH_GCI, {"userId": user_id, "gci": gci}, now))
     jobs.append(job_values(SYNC_USER, {"userId": user_id}, now))
-    upsert = _upsert(db.is_sqlite, tuple(values))
-    record = {"id": new_id(), "user_id": user_id, "created_at": now, "updated_at": now, **values}
-    # Locking the user row serialises concurrent saves of one user on PostgreSQL and keeps the
-    # user from being deleted under the save (SQLite writes are serialised already).
-    user_query = _USER if db.is_sqlite else _USER_LOCKED
-    async with db.write() as session:
-        connection = await session.connection()
-        user = (await connection.execute(user_query, {"user_id": user_id})).first()
-        if user is None:
-            raise UserGoneError(user_id)
-        if brokerage and user.brokerage != brokerage:
-            # Only a change is written (as the ORM did), so `updated_at` moves only then.
-            await connection.execute(_SET_BROKERAGE, {"user_id": user_id, "brokerage": brokerage})
-        row = (await connection.execute(upsert, record)).one()
-        # A save is an event (it tags and syncs the user) even when no answer changed.
-        await enqueue_all(connection, jobs)
+    record_id = new_id()
+    if db.is_sqlite:
+        row = await _save_sqlite(db, user_id, brokerage, record_id, now, values, jobs)
+    else:
+        async with db.write_driver() as driver:
+            sql = postgres_save.statement(tuple(values), tuple(jobs[0]))
+            arguments = postgres_save.parameters(
+                user_id, brokerage or None, now, record_id, values, jobs
+            )
+            row = await driver.fetchrow(sql, *arguments)
+    if row is None:
+        raise UserGoneError(user_id)
     return dict(zip(RECORD, row, strict=True))
 
 
+async def _save_sqlite(
+    db: Database,
+    user_id: str,
+    brokerage: str | None,
+    record_id: str,
+    now: datetime,
+    values: dict[str, Any],
+    jobs: list[dict[str, Any]],
+) -> Sequence[Any] | None:
+    """The save as a transaction of three or four statements (SQLite writes are serialised, so
+    the user's row needs no lock); the record's row, or None when the user is gone."""
+    record = {"id": record_id, "user_id": user_id, "created_at": now, "updated_at": now, **values}
+    async with db.write() as session:
+        connection = await session.connection()
+        user = (await connection.execute(_USER, {"user_id": user_id})).first()
+        if user is None:
+            return None
+        if brokerage and user.brokerage != brokerage:
+            # Only a change is written (as the ORM did), so `updated_at` moves only then.
+            await connection.execute(_SET_BROKERAGE, {"user_id": user_id, "brokerage": brokerage})
+        row = (await connection.execute(_upsert(tuple(values)), record)).one()
+        # A save is an event (it tags and syncs the user) even when no answer changed.
+        await enqueue_all(connection, jobs)
+    return row
+
+
 @lru_cache(maxsize=256)
-def _upsert(is_sqlite: bool, given: tuple[str, ...]) -> Insert:
+def _upsert(given: tuple[str, ...]) -> Insert:
     """One statement that creates the user's record or updates the `given` fields (and
     `updated_at`) of the existing one, answering the whole record. `id` and `created_at` are
     kept on update; concurrent first saves end in one record (the unique `user_id`). Kept per
     set of given fields (a form sends the same few sets); the values are bound parameters."""
-    insert = sqlite_insert if is_sqlite else pg_insert
     columns = ("id", "user_id", "created_at", "updated_at", *given)
-    statement = insert(_TABLE).values({name: bindparam(name) for name in columns})
+    statement = sqlite_insert(_TABLE).values({name: bindparam(name) for name in columns})
     changed = {name: statement.excluded[name] for name in given}
     return statement.on_conflict_do_update(
         index_elements=[_TABLE.c.user_id],
