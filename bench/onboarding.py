@@ -3,7 +3,9 @@
 Each POST writes the record and its outbox jobs; the worker of `controlcenter serve` delivers
 them to the fake CRM (its own process) while the load goes on. The baseline, measured in the
 same run at the same concurrency, is GET /api/v1/onboarding: the same session check and
-one read, without the write.
+one read, without the write. Both loads run on 16 connections opened before anything is
+measured (`KeptAlive`), and the row prints the service's CPU per request, the trustworthy
+figure on a shared machine (BENCHMARKS.md, branch onb3).
 """
 
 from __future__ import annotations
