@@ -6,6 +6,8 @@ import asyncio
 import json
 import re
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -196,26 +198,56 @@ async def test_a_save_is_one_write_transaction(
     client: httpx.AsyncClient, server: RunningServer, users: UserFactory, monkeypatch: Any
 ) -> None:
     """Record, brokerage and jobs in one transaction: on SQLite each write transaction takes
-    the database's one write lock, which the other saves and the outbox wait for."""
+    the database's one write lock, which the other saves and the outbox wait for. On
+    PostgreSQL the save is one statement on the driver's connection, which is in autocommit:
+    each statement there is a transaction of its own, so they are counted."""
     user = await users.create()
     opened: list[str] = []
-    write = server.db.write
 
-    def counted() -> Any:
-        # Only the request's own: the chat's liveness task writes now and then in the same app.
-        caller = sys._getframe(1)
-        while caller is not None and caller.f_code.co_name != "save_onboarding":
-            caller = caller.f_back
-        if caller is not None:
-            opened.append(caller.f_code.co_filename)
-        return write()
+    def counted(name: str) -> Any:
+        unit = getattr(server.db, name)
 
-    monkeypatch.setattr(server.db, "write", counted)
+        def open_unit() -> Any:
+            # Only the request's own: the chat's liveness task writes now and then in the app.
+            caller = sys._getframe(1)
+            while caller is not None and caller.f_code.co_name != "save_onboarding":
+                caller = caller.f_back
+            if caller is None:
+                return unit()
+            if name == "write" or server.db.is_sqlite:  # a transaction of its own
+                opened.append(name)
+                return unit()
+            return _statements_counted(unit(), opened)
+
+        return open_unit
+
+    for name in ("write", "write_driver"):
+        monkeypatch.setattr(server.db, name, counted(name))
     body = {**FULL, "brokerageName": "Acme Realty"}
     for _ in range(2):  # the first save creates the record, the second updates it
         response = await client.post(URL, json=body, headers=user.headers)
         assert response.status_code == 200
     assert len(opened) == 2
+
+
+@asynccontextmanager
+async def _statements_counted(unit: Any, opened: list[str]) -> AsyncIterator[Any]:
+    """`Database.write_driver`'s connection, each statement sent on it added to `opened`."""
+    async with unit as driver:
+
+        class Counting:
+            def __getattr__(self, attribute: str) -> Any:
+                found = getattr(driver, attribute)
+                if attribute not in ("execute", "executemany", "fetch", "fetchrow", "fetchval"):
+                    return found
+
+                def statement(*args: Any, **kwargs: Any) -> Any:
+                    opened.append(attribute)
+                    return found(*args, **kwargs)
+
+                return statement
+
+        yield Counting()
 
 
 async def test_an_unchanged_brokerage_is_not_written_again(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Boolean, ForeignKey, String, Text
+from sqlalchemy import Boolean, Column, ForeignKey, String, Text, inspect
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlcenter.db import Base, UTCDateTime, new_id, utcnow
@@ -40,6 +41,8 @@ FIELDS = (
     "channelsSelected",
     "systemsToConnect",
 )
+# The record as the API answers it (CONTRACT 6), in its order, by the model's attribute names.
+RECORD = ("id", "userId", *FIELDS, "createdAt", "updatedAt")
 
 
 class Onboarding(Base):
@@ -66,3 +69,9 @@ class Onboarding(Base):
     updatedAt: Mapped[datetime] = mapped_column(
         "updated_at", UTCDateTime(), default=utcnow, onupdate=utcnow
     )
+
+
+# `RECORD`'s columns, which the read and the upsert answer in that order.
+RECORD_COLUMNS: tuple[Column[Any], ...] = tuple(
+    inspect(Onboarding).columns[name] for name in RECORD
+)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -16,7 +17,7 @@ from pydantic import (
 from typing_extensions import TypedDict
 
 from controlcenter.common.times import iso
-from controlcenter.onboarding.models import ARRAY_FIELDS, BOOLEAN_FIELDS, FIELDS, Onboarding
+from controlcenter.onboarding.models import ARRAY_FIELDS, BOOLEAN_FIELDS, FIELDS
 from controlcenter.web.openapi_doc import schema_extra
 from controlcenter.web.validation import STORABLE
 
@@ -67,15 +68,10 @@ class OnboardingInput(TypedDict, total=False):
 ONBOARDING_INPUT: TypeAdapter[OnboardingInput] = TypeAdapter(OnboardingInput)
 
 
-def record(row: Onboarding) -> dict[str, Any]:
-    """`{id, userId, <13 fields in SPEC order>, createdAt, updatedAt}`; unset fields are null."""
-    return {
-        "id": row.id,
-        "userId": row.userId,
-        **{name: getattr(row, name) for name in FIELDS},
-        "createdAt": iso(row.createdAt),
-        "updatedAt": iso(row.updatedAt),
-    }
+def record(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """`{id, userId, <13 fields in SPEC order>, createdAt, updatedAt}` from the stored values
+    by `RECORD`'s names (already in that order); unset fields are null."""
+    return {**stored, "createdAt": iso(stored["createdAt"]), "updatedAt": iso(stored["updatedAt"])}
 
 
 def _stored_type(name: str) -> Any:

@@ -4,38 +4,36 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Insert, Row, Table, bindparam, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Table, bindparam, select
 
-from controlcenter.auth.models import User
 from controlcenter.db import Database, new_id, utcnow
+from controlcenter.db.lookups import Lookup
+from controlcenter.onboarding import postgres_save, sqlite_save
 from controlcenter.onboarding.crm_sync import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
-from controlcenter.onboarding.models import ARRAY_FIELDS, FIELDS, Onboarding
+from controlcenter.onboarding.models import ARRAY_FIELDS, FIELDS, RECORD, RECORD_COLUMNS, Onboarding
 from controlcenter.onboarding.schemas import OnboardingInput
-from controlcenter.outbox.enqueue import enqueue_all, job_values
+from controlcenter.outbox.enqueue import job_values
 
 HIGH_GCI_MARKERS = ("100", "250")
 _TABLE: Table = Onboarding.__table__  # type: ignore[assignment]  # declared as a Table
-# Built once: a statement built per call costs more Python than running it (SQLAlchemy builds
-# its cache key and, for ON CONFLICT, the `excluded` columns again each time).
-_USER = select(User.brokerage).where(User.id == bindparam("user_id"))
-_USER_LOCKED = _USER.with_for_update()
-_SET_BROKERAGE = (
-    update(User).where(User.id == bindparam("user_id")).values(brokerage=bindparam("brokerage"))
-)
+# The read and the upsert answer `RECORD_COLUMNS`, so the answer is built from the row as it
+# comes: no ORM object, whose instrumented attributes cost more than the row. The read is a
+# per-request one, like the session check before it: compiled once, on the lookups' own
+# connections (`db.lookups`), not a session and a pooled connection.
+_READ = Lookup(select(*RECORD_COLUMNS).where(_TABLE.c.user_id == bindparam("user_id")))
+
+StoredRecord = dict[str, Any]  # the record's stored values by `RECORD`'s names
 
 
 class UserGoneError(Exception):
     """The session's user was deleted between authentication and the write."""
 
 
-async def get_onboarding(db: Database, user_id: str) -> Onboarding | None:
-    async with db.read() as session:
-        return await session.scalar(select(Onboarding).where(Onboarding.userId == user_id))
+async def get_onboarding(db: Database, user_id: str) -> StoredRecord | None:
+    row = await db.lookup(_READ, user_id=user_id)
+    return dict(zip(RECORD, row, strict=True)) if row is not None else None
 
 
 def encode_array(values: list[str]) -> str:
@@ -47,15 +45,17 @@ def is_high_gci(gci: str) -> bool:
     return any(marker in gci for marker in HIGH_GCI_MARKERS)
 
 
-async def save_onboarding(db: Database, user_id: str, data: OnboardingInput) -> Onboarding:
+async def save_onboarding(db: Database, user_id: str, data: OnboardingInput) -> StoredRecord:
     """Create or update the record with the given fields only, all in one transaction.
 
     The record, the user's brokerage and the outbox jobs commit together or not at all.
 
     Everything that needs no database (the stored values, the jobs, the statements) is built
-    before the transaction begins, and the transaction is three or four Core statements on its
-    connection, not ORM objects and a unit-of-work flush: on SQLite it holds the database's one
-    write lock, which every other save and the outbox worker wait for (docs/onboarding-settings.md).
+    before the transaction begins, and the transaction runs in the driver's SQL on the driver's
+    own connection, without SQLAlchemy's session and statement objects: on SQLite it holds the
+    database's one write lock, which every other save and the outbox worker wait for
+    (`sqlite_save`); on PostgreSQL it is one statement, one round trip (`postgres_save`;
+    docs/onboarding-settings.md).
     """
     given: Mapping[str, object] = data
     now = utcnow()
@@ -74,48 +74,18 @@ async def save_onboarding(db: Database, user_id: str, data: OnboardingInput) -> 
     if is_high_gci(gci):
         jobs.append(job_values(TAG_HIGH_GCI, {"userId": user_id, "gci": gci}, now))
     jobs.append(job_values(SYNC_USER, {"userId": user_id}, now))
-    upsert = _upsert(db.is_sqlite, tuple(values))
-    record = {"id": new_id(), "user_id": user_id, "created_at": now, "updated_at": now, **values}
-    # Locking the user row serialises concurrent saves of one user on PostgreSQL and keeps the
-    # user from being deleted under the save (SQLite writes are serialised already).
-    user_query = _USER if db.is_sqlite else _USER_LOCKED
-    async with db.write() as session:
-        connection = await session.connection()
-        user = (await connection.execute(user_query, {"user_id": user_id})).first()
-        if user is None:
-            raise UserGoneError(user_id)
-        if brokerage and user.brokerage != brokerage:
-            # Only a change is written (as the ORM did), so `updated_at` moves only then.
-            await connection.execute(_SET_BROKERAGE, {"user_id": user_id, "brokerage": brokerage})
-        row = (await connection.execute(upsert, record)).one()
-        # A save is an event (it tags and syncs the user) even when no answer changed.
-        await enqueue_all(connection, jobs)
-    return _record(row)
-
-
-@lru_cache(maxsize=256)
-def _upsert(is_sqlite: bool, given: tuple[str, ...]) -> Insert:
-    """One statement that creates the user's record or updates the `given` fields (and
-    `updated_at`) of the existing one, answering the whole record. `id` and `created_at` are
-    kept on update; concurrent first saves end in one record (the unique `user_id`). Kept per
-    set of given fields (a form sends the same few sets); the values are bound parameters."""
-    insert = sqlite_insert if is_sqlite else pg_insert
-    columns = ("id", "user_id", "created_at", "updated_at", *given)
-    statement = insert(_TABLE).values({name: bindparam(name) for name in columns})
-    changed = {name: statement.excluded[name] for name in given}
-    return statement.on_conflict_do_update(
-        index_elements=[_TABLE.c.user_id],
-        set_={**changed, "updated_at": statement.excluded.updated_at},
-    ).returning(*_TABLE.c)
-
-
-def _record(row: Row[Any]) -> Onboarding:
-    """The saved record as the model, from the columns the upsert returned."""
-    columns = row._mapping
-    return Onboarding(
-        id=columns[_TABLE.c.id],
-        userId=columns[_TABLE.c.user_id],
-        createdAt=columns[_TABLE.c.created_at],
-        updatedAt=columns[_TABLE.c.updated_at],
-        **{name: columns[_TABLE.c[name]] for name in FIELDS},
-    )
+    record_id = new_id()
+    # The driver's own connection: on SQLite a transaction (this process's turn, then BEGIN
+    # IMMEDIATE), on PostgreSQL autocommit, so there the save is one statement.
+    async with db.write_driver() as driver:
+        if db.is_sqlite:
+            row = await sqlite_save.save(driver, user_id, brokerage, now, record_id, values, jobs)
+        else:
+            sql = postgres_save.statement(tuple(values), tuple(jobs[0]))
+            arguments = postgres_save.parameters(
+                user_id, brokerage or None, now, record_id, values, jobs
+            )
+            row = await driver.fetchrow(sql, *arguments)
+    if row is None:
+        raise UserGoneError(user_id)
+    return dict(zip(RECORD, row, strict=True))
