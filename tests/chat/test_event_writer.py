@@ -340,13 +340,17 @@ async def test_a_connection_the_server_dropped_is_replaced_and_nothing_is_lost(
     user = await users.create()
     writer = EventWriter(db, signals, window_s=0.01)
     (run,) = await _started(db, signals, writer, user.id, "dropped", 1)
-    await _written(signals, run, "before")
-    async with db.write() as session:  # the backend whose last statement was the writer's
+    async with db.read() as session:
+        since = await session.scalar(text("SELECT clock_timestamp()"))
+    await _written(signals, run, "before")  # the writer's statement, on its connection
+    async with db.write() as session:  # other tests' and processes' connections are left be
         ended = await session.scalar(
             text(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                " WHERE query LIKE '%INSERT INTO chat_events%' AND pid <> pg_backend_pid()"
-            )
+                " WHERE query_start >= :since AND query LIKE '%INSERT INTO chat_events%'"
+                " AND pid <> pg_backend_pid()"
+            ),
+            {"since": since},
         )
     assert ended == 1
     await _written(signals, run, "after")
