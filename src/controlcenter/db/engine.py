@@ -168,33 +168,22 @@ class Database:
         so the caller writes one statement (data-modifying CTEs for several changes); while
         the held one is in use, another caller gets a pooled connection of its own."""
         if self._write_lock is None:
-            driver = await self._held.take()
-            if driver is None:  # in use: PostgreSQL takes a pooled connection meanwhile
-                async with self._pooled_driver() as pooled:
-                    yield pooled
+            if self._held.in_use:  # PostgreSQL: a pooled connection meanwhile
+                async with self._pooled_driver() as driver:
+                    yield driver
                 return
+            async with self._held.use() as driver:
+                yield driver
+            return
+        # SQLite: this process's writers take turns, so the held connection is always free.
+        async with self._writer(), self._held.use() as driver:
+            await self._holding_write_lock(partial(self._driver_immediate, driver))
             try:
                 yield driver
+                await driver.commit()
             except BaseException:
-                await self._held.give_back(failed=True)
+                await driver.rollback()
                 raise
-            await self._held.give_back(failed=False)
-            return
-        async with self._writer():
-            driver = await self._held.take()
-            assert driver is not None  # never in use here: this process's writers take turns
-            try:
-                await self._holding_write_lock(partial(self._driver_immediate, driver))
-                try:
-                    yield driver
-                    await driver.commit()
-                except BaseException:
-                    await driver.rollback()
-                    raise
-            except BaseException:
-                await self._held.give_back(failed=True)
-                raise
-            await self._held.give_back(failed=False)
 
     @asynccontextmanager
     async def _pooled_driver(self) -> AsyncIterator[Any]:

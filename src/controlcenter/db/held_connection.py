@@ -10,6 +10,8 @@ the pool's own (made with the engine's settings and `connect` events) and goes b
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -18,40 +20,33 @@ from sqlalchemy.util import greenlet_spawn
 
 
 class HeldConnection:
-    """The driver's connection under one held pooled connection, for one user at a time
-    (`take`, then `give_back`: a lock and a context manager cost a lone chat's writer more
-    than the check)."""
+    """The driver's connection under one held pooled connection, for one user at a time."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
         self._held: PoolProxiedConnection | None = None
-        self._in_use = False
+        self.in_use = False  # a caller that must not wait takes a pooled connection instead
 
-    async def take(self) -> Any | None:
-        """The driver's connection (an aiosqlite-style one, or asyncpg's); None while another
-        caller has it."""
-        if self._in_use:
-            return None
-        self._in_use = True
+    @asynccontextmanager
+    async def use(self) -> AsyncIterator[Any]:
+        """The driver's connection (an aiosqlite-style one, or asyncpg's), when not `in_use`.
+        Whatever escapes the block (the database refused, the connection was lost, a
+        statement was cut by a cancel) drops it (invalidated): its state is unknown, and the
+        next use opens another."""
+        assert not self.in_use
+        self.in_use = True
         try:
             if self._held is not None and _closed(self._held.driver_connection):
                 await self._drop()  # closed by the server meanwhile
             if self._held is None:
                 self._held = await self._engine.raw_connection()
-        except BaseException:
-            self._in_use = False
-            raise
-        return self._held.driver_connection
-
-    async def give_back(self, *, failed: bool) -> None:
-        """After `take`. `failed`: something went wrong while it was used (the database
-        refused, the connection was lost, a statement was cut by a cancel): its state is
-        unknown, so it is dropped (invalidated) and the next `take` opens another."""
-        try:
-            if failed:
+            try:
+                yield self._held.driver_connection
+            except BaseException:
                 await self._drop()
+                raise
         finally:
-            self._in_use = False
+            self.in_use = False
 
     async def _drop(self) -> None:
         held, self._held = self._held, None
