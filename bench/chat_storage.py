@@ -107,6 +107,8 @@ async def _user_message(
 ) -> None:
     started = await start_turn(db, user_id=user_id, conversation_id=None, message=QUESTION)
     assert started is not None
+    # A chat sends message_start with storage or without: its JSON is not storage's.
+    event_data(message_start(started.conversation_id, message_id))
     # The chat's pauses for its provider, as in the other paths: waking after a pause costs a
     # lone chat ~0.7 ms of CPU each (cold caches), which is not its storage's.
     for _ in _bursts(message_id):

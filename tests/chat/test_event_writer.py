@@ -5,12 +5,12 @@ loses nothing of the others, and what is pending at shutdown is written. On both
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from functools import partial
 from typing import Any
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import event, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -28,19 +28,27 @@ EVENTS = 25
 
 
 class Commits:
-    """The write transactions while only the writer writes: each takes a connection from the
-    pool (the writer's run in the driver's own SQL and never pass SQLAlchemy's commit)."""
+    """The write transactions while only the writer writes: each opens through the database's
+    `write()` (a session) or `write_driver()` (the writer's runs, in the driver's own SQL on
+    a connection the database holds, so neither a pool checkout nor SQLAlchemy's commit tells
+    them)."""
 
     def __init__(self, db: Database) -> None:
         self.count = 0
-        event.listen(db.engine.sync_engine, "checkout", self._count)
         self._db = db
+        for name in ("write", "write_driver"):
+            setattr(db, name, self._counted(getattr(db, name)))
 
-    def _count(self, *connection: Any) -> None:
-        self.count += 1
+    def _counted(self, opens: Callable[[], Any]) -> Callable[[], Any]:
+        def counted() -> Any:
+            self.count += 1
+            return opens()
+
+        return counted
 
     def close(self) -> None:
-        event.remove(self._db.engine.sync_engine, "checkout", self._count)
+        for name in ("write", "write_driver"):
+            delattr(self._db, name)
 
 
 @pytest.fixture
@@ -285,3 +293,69 @@ async def test_the_last_events_are_not_stored_when_the_caller_s_rows_are_refused
         )
     assert [n for n, _ in await run_store.events_after(db, run.message_id, 0)] == [1]
     assert await run_store.run_owner_status(db, run.message_id) == (user.id, run_store.RUNNING)
+
+
+async def _written(signals: Signals, run: RunRecord, delta: str) -> None:
+    """One event recorded, once the writer has stored it (readers are woken then)."""
+    with signals.watch(run.message_id) as woken:
+        woken.clear()
+        run.record(event_data(content_delta(delta)))
+        await asyncio.wait_for(woken.wait(), 5)
+
+
+async def test_the_writer_keeps_its_connection_between_windows(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    """A lone chat's writer wakes once per burst of events: taking a pooled connection and
+    giving it back each time cost more CPU than its statements (BENCHMARKS.md, branch
+    store3). Ten windows, one checkout at most (the first, if the connection is new)."""
+    db, signals = parts
+    user = await users.create()
+    writer = EventWriter(db, signals, window_s=0.01)
+    (run,) = await _started(db, signals, writer, user.id, "held", 1)
+    checkouts: list[object] = []
+
+    def seen(*connection: object) -> None:
+        checkouts.append(connection)
+
+    event.listen(db.engine.sync_engine, "checkout", seen)
+    try:
+        for i in range(10):
+            await _written(signals, run, f"window {i}")
+    finally:
+        event.remove(db.engine.sync_engine, "checkout", seen)
+    assert len(checkouts) <= 1, len(checkouts)
+    assert [n for n, _ in await run_store.events_after(db, run.message_id, 0)] == list(range(1, 12))
+
+
+async def test_a_connection_the_server_dropped_is_replaced_and_nothing_is_lost(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    """PostgreSQL closes the writer's held connection (a restart, an administrator's
+    `pg_terminate_backend`): the batch that meets it is written again on a new connection,
+    every event stored once and in order."""
+    db, signals = parts
+    if db.is_sqlite:
+        pytest.skip("no server closes a SQLite connection")
+    user = await users.create()
+    writer = EventWriter(db, signals, window_s=0.01)
+    (run,) = await _started(db, signals, writer, user.id, "dropped", 1)
+    async with db.read() as session:
+        since = await session.scalar(text("SELECT clock_timestamp()"))
+    await _written(signals, run, "before")  # the writer's statement, on its connection
+    async with db.write() as session:  # other tests' and processes' connections are left be
+        ended = await session.scalar(
+            text(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE query_start >= :since AND query LIKE '%INSERT INTO chat_events%'"
+                " AND pid <> pg_backend_pid()"
+            ),
+            {"since": since},
+        )
+    assert ended == 1
+    await _written(signals, run, "after")
+    await asyncio.wait_for(run.finish(run_store.DONE), 10)
+    stored = await run_store.events_after(db, run.message_id, 0)
+    assert [n for n, _ in stored] == [1, 2, 3]
+    assert stored[-1][1] == event_data(content_delta("after"))
+    assert await run_store.run_owner_status(db, run.message_id) == (user.id, run_store.DONE)

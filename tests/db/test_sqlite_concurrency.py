@@ -17,7 +17,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 
 from controlcenter.db import Database
 from controlcenter.db.sqlite_driver import BUSY_TIMEOUT_MS
@@ -205,18 +205,23 @@ async def test_processes_take_turns_before_asking_sqlite(
     not by retrying BEGIN IMMEDIATE, and is let in right after the other's commit; a failed
     transaction gives its turn back. Both write paths take turns (`write` and
     `write_driver`). Two `Database`s on one file stand for two processes (each opens the
-    turn's file: two lock owners, as two processes are). Each attempt at BEGIN IMMEDIATE takes
-    a connection from the pool first (the driver's BEGIN never passes SQLAlchemy's cursor
-    events), so the second's checkouts count its attempts."""
+    turn's file: two lock owners, as two processes are). The second's attempts at BEGIN
+    IMMEDIATE are counted where each path makes them (`write_driver`'s connection is held,
+    not taken from the pool, and its BEGIN never passes SQLAlchemy's events)."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'turns.db'}"
     first, second = Database(url), Database(url)
     await create_schema(first)
     attempts: list[object] = []
 
-    def seen(*connection: object) -> None:
-        attempts.append(connection)
+    def counted(begin: Callable[..., Awaitable[object]]) -> Callable[..., Awaitable[object]]:
+        def attempt(*args: object) -> Awaitable[object]:
+            attempts.append(args)
+            return begin(*args)
 
-    event.listen(second.engine.sync_engine, "checkout", seen)
+        return attempt
+
+    for name in ("_session_immediate", "_driver_immediate"):  # one call per attempt
+        setattr(second, name, counted(getattr(second, name)))
     loop = asyncio.get_running_loop()
     holding = asyncio.Event()
     release = asyncio.Event()

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 
 from sqlalchemy import DateTime, MetaData, event
@@ -38,6 +39,7 @@ from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.types import TypeDecorator
 
+from controlcenter.db.held_connection import HeldConnection
 from controlcenter.db.lookups import POSTGRES_LOOKUP_CONNECTIONS, Lookup, Lookups
 from controlcenter.db.sqlite_driver import BUSY_TIMEOUT_MS, inline_creator
 from controlcenter.db.write_turn import WriteTurn
@@ -115,6 +117,7 @@ class Database:
         if self.is_sqlite:
             _tune_sqlite(self.engine)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._held = HeldConnection(self.engine)  # `write_driver`'s
         # One writer at a time inside this process: queue in asyncio instead of in
         # SQLite's sleeping busy handler; between processes, an advisory lock (`write_turn`).
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
@@ -154,36 +157,46 @@ class Database:
         SQLAlchemy statement, result, session or transaction object, whose bookkeeping cost
         more than the statements of the chat's event writer (a three-row insert: ~0.3 ms of
         CPU through a SQLAlchemy connection, ~0.13 ms through this on SQLite; ~0.7 against
-        ~0.2 ms on PostgreSQL, which also saves the round trips of BEGIN and COMMIT).
+        ~0.2 ms on PostgreSQL, which also saves the round trips of BEGIN and COMMIT). The
+        connection is one this process holds (`held_connection`), not taken from the pool
+        and given back each time.
 
         SQLite: an aiosqlite-style connection (`sqlite_driver.InlineConnection`, or
         aiosqlite's) in a transaction begun as `write()` begins its own (this process's turn,
         then BEGIN IMMEDIATE), committed when the block ends, rolled back on any exception.
         PostgreSQL: asyncpg's connection in autocommit: each statement is its own transaction,
-        so the caller writes one statement (data-modifying CTEs for several changes)."""
+        so the caller writes one statement (data-modifying CTEs for several changes); while
+        the held one is in use, another caller gets a pooled connection of its own."""
         if self._write_lock is None:
-            async with self.engine.connect() as connection:
-                driver = await driver_of(connection)
-                try:
+            if self._held.in_use:  # PostgreSQL: a pooled connection meanwhile
+                async with self._pooled_driver() as driver:
                     yield driver
-                except BaseException as exc:
-                    if driver.is_closed() or isinstance(exc, asyncio.CancelledError):
-                        # Lost, or cut in the middle of a statement: not for the next user.
-                        await connection.invalidate()
-                    raise
+                return
+            async with self._held.use() as driver:
+                yield driver
             return
-        async with self._writer():
-            connection = await self._holding_write_lock(self._driver_immediate)
+        # SQLite: this process's writers take turns, so the held connection is always free.
+        async with self._writer(), self._held.use() as driver:
+            await self._holding_write_lock(partial(self._driver_immediate, driver))
             try:
-                driver = await driver_of(connection)
-                try:
-                    yield driver
-                except BaseException:
-                    await driver.rollback()
-                    raise
+                yield driver
                 await driver.commit()
-            finally:
-                await connection.close()
+            except BaseException:
+                await driver.rollback()
+                raise
+
+    @asynccontextmanager
+    async def _pooled_driver(self) -> AsyncIterator[Any]:
+        """PostgreSQL: the driver's connection of a pooled connection, for one statement."""
+        async with self.engine.connect() as connection:
+            driver = await driver_of(connection)
+            try:
+                yield driver
+            except BaseException as exc:
+                if driver.is_closed() or isinstance(exc, asyncio.CancelledError):
+                    # Lost, or cut in the middle of a statement: not for the next user.
+                    await connection.invalidate()
+                raise
 
     @asynccontextmanager
     async def _writer(self) -> AsyncIterator[None]:
@@ -213,20 +226,14 @@ class Database:
             raise
         return session
 
-    async def _driver_immediate(self) -> AsyncConnection:
-        """A pooled connection whose driver connection began BEGIN IMMEDIATE."""
-        connection = await self.engine.connect()
+    async def _driver_immediate(self, driver: Any) -> None:
+        """BEGIN IMMEDIATE on the driver's connection, failing at once while another process
+        writes (`_holding_write_lock` tries again)."""
+        await _driver_statement(driver, BUSY_TIMEOUT_OFF)
         try:
-            driver = await driver_of(connection)
-            await _driver_statement(driver, BUSY_TIMEOUT_OFF)
-            try:
-                await _driver_statement(driver, "BEGIN IMMEDIATE")
-            finally:
-                await _driver_statement(driver, BUSY_TIMEOUT_ON)
-        except BaseException:
-            await connection.close()
-            raise
-        return connection
+            await _driver_statement(driver, "BEGIN IMMEDIATE")
+        finally:
+            await _driver_statement(driver, BUSY_TIMEOUT_ON)
 
     async def _holding_write_lock(self, begin: Callable[[], Awaitable[T]]) -> T:
         """What `begin` opens, once it holds SQLite's write lock (BEGIN IMMEDIATE); while
@@ -251,6 +258,7 @@ class Database:
         return await self._lookups.one(lookup, **parameters)
 
     async def dispose(self) -> None:
+        await self._held.close()
         await self._lookups.close()
         await self.engine.dispose()
         if self._turn is not None:
