@@ -27,6 +27,7 @@ from controlcenter.chat.service import ChatParts
 from controlcenter.chat.stream import ChatRuns
 from controlcenter.chat.ui_router import router as ui_chat_router
 from controlcenter.common import collector
+from controlcenter.common.async_library import declared_asyncio
 from controlcenter.common.logs import configure_logging, get_logger
 from controlcenter.config import Config
 from controlcenter.crm.rate_limit import LocationRateLimiter, RateLimit
@@ -147,7 +148,8 @@ def create_app(
         liveness = asyncio.create_task(running.run()) if running is not None else None
         collector.settle()  # last: start-up's objects are the server's for its whole life
         try:
-            yield
+            with declared_asyncio():
+                yield
         finally:
             if worker is not None:
                 await worker.stop()

@@ -94,6 +94,25 @@ def test_entries_expire() -> None:
     assert not cache.hit("a@example.com", "pw", "u1", "hash")
 
 
+def test_a_long_running_process_keeps_at_most_max_entries() -> None:
+    # A service answering scripts of many accounts for weeks: the cache is bounded, and the
+    # newest entries are the ones kept.
+    cache = VerifiedCredentials(max_entries=100)
+    for n in range(1_000):
+        cache.remember(f"user{n}@example.com", "pw", f"u{n}", "hash")
+    assert len(cache) == 100
+    assert cache.hit("user999@example.com", "pw", "u999", "hash")
+    assert not cache.hit("user0@example.com", "pw", "u0", "hash")
+
+
+async def test_a_failed_verification_leaves_nobody_waiting() -> None:
+    cache = VerifiedCredentials()
+    with pytest.raises(RuntimeError):
+        async with cache.verifying("a@example.com", "pw"):
+            raise RuntimeError("the database went away")
+    await asyncio.wait_for(cache.settled("a@example.com", "pw"), timeout=1)
+
+
 async def test_password_reset_elsewhere_counts_at_once(
     server: RunningServer, other: Database, users: UserFactory
 ) -> None:
