@@ -306,7 +306,21 @@ def _client(
     if done.returncode != 0:
         raise RuntimeError(f"chat client failed:\n{done.stderr[-3000:]}")
     records: list[dict[str, Any]] = json.loads(out.read_text())
+    print(f"bench:     {_spread(records)}", flush=True)
     return records
+
+
+def _spread(records: list[dict[str, Any]]) -> str:
+    """When the chats started, got their headers and ended, from the first start: where a
+    client's wall time went (the ramp, the chats, the drain)."""
+    first = min((r["start"] for r in records if "start" in r), default=0.0)
+
+    def span(key: str) -> str:
+        times = [r[key] - first for r in records if key in r]
+        return f"{min(times):.1f}-{max(times):.1f}" if times else "none"
+
+    spans = {"starts": "start", "headers": "headers", "ends": "end"}
+    return "from the first start (s): " + ", ".join(f"{n} {span(k)}" for n, k in spans.items())
 
 
 def _rows(db: str, levels: list[Level]) -> list[Row]:

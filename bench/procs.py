@@ -27,6 +27,11 @@ BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# Every started Proc by pid, with its name, until it is stopped: each step of the timeline
+# prints what these used of the CPU (timeline.step).
+RUNNING: dict[int, str] = {}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -72,6 +77,7 @@ class Proc:
             # resets).
             start_new_session=True,
         )
+        RUNNING[self.popen.pid] = self.name
         return self
 
     def output(self, tail: int = 4000) -> str:
@@ -117,6 +123,7 @@ class Proc:
         """SIGTERM, then after `grace_s` SIGKILL to the whole group (a worker still draining
         its open streams included)."""
         if self.popen is not None:
+            RUNNING.pop(self.popen.pid, None)
             if self.popen.poll() is None:
                 self.popen.send_signal(signal.SIGTERM)
                 with contextlib.suppress(subprocess.TimeoutExpired):
