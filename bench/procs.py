@@ -107,18 +107,22 @@ class Proc:
                     time.sleep(0.05)
         raise TimeoutError(f"{self.name} did not answer {url} in {timeout}s:\n{self.output()}")
 
-    def wait_settled(self, timeout: float = 120.0, busy: float = 0.05) -> None:
-        """Return once the process tree is idle (under `busy` of a core over a second).
+    def wait_settled(
+        self, timeout: float = 120.0, busy: float = 0.05, window_s: float = 0.5
+    ) -> None:
+        """Return once the process tree is idle (under `busy` of a core over `window_s`).
 
         The first answer comes from whichever worker started first; the others may still be
-        importing for seconds, and that CPU would count as the first level's.
+        importing for seconds, and that CPU would count as the first level's. Half a second
+        tells a worker that works (an import or a load is most of a core) from an idle one (the
+        outbox's polls, a few ms); a whole second cost each of the run's ~12 waits 0.5 s more.
         """
         deadline = time.monotonic() + timeout
         used = cpu_seconds(self.pid)
         while time.monotonic() < deadline:
-            time.sleep(1.0)
+            time.sleep(window_s)
             now = cpu_seconds(self.pid)
-            if now - used < busy:
+            if now - used < busy * window_s:
                 return
             used = now
         raise TimeoutError(f"{self.name} still busy after {timeout}s:\n{self.output()}")
