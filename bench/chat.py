@@ -28,7 +28,16 @@ from typing import Any
 
 from bench.deploy import WORKERS, Deployment, Options
 from bench.fakes import HOLD_MARKER, HOLD_S, FakeProc, running
-from bench.procs import PYTHON, ROOT, Proc, Profiler, RssSampler, cpu_seconds, rss_kib
+from bench.procs import (
+    PYTHON,
+    ROOT,
+    Proc,
+    Profiler,
+    RssSampler,
+    cpu_seconds,
+    precise_cpu_seconds,
+    rss_kib,
+)
 from bench.results import Row, ms, pct
 from bench.seed import save_settings, seed_accounts
 from bench.timeline import step
@@ -66,15 +75,16 @@ CLOSE_CALL = 0.9
 # The service's CPU per chat by (database, level), as this run measured it: the whole that
 # chat_storage's figures are a share of, when that section runs after this one.
 CPU_PER_CHAT: dict[tuple[str, int], float] = {}
-# x1's CPU: a lone chat is ~20-40 ms of CPU, read as 10 ms clock ticks of each of serve's
-# processes, so one chat's figure was off by up to the whole. This many lone chats, one a
-# second (each alone), less what the idle service uses over as long.
-LONE_CHATS = 20
+# x1's CPU: a lone chat is ~20-40 ms of CPU. This many lone chats, one a second (each alone),
+# less what the idle service uses over as long, read in nanoseconds (`precise_cpu_seconds`):
+# read as 10 ms clock ticks of each of serve's processes, the figure needed 20 lone chats and
+# 10 s of idle to be within ~3 ms. Three runs of 10 on the loaded machine: 29.3, 31.3, 32.3 ms.
+LONE_CHATS = 10
 LONE_RATE = 1.0
 # The idle service's CPU is measured over this long at most and scaled to the lone chats' time:
-# a steady trickle (the outbox's poll each second), so 10 s of it tell the rate to within
-# 3 ms of CPU per lone chat (10 ms ticks of three processes), for half the wait.
-LONE_IDLE_S = 10.0
+# a steady trickle (the outbox's poll each second, ~8 ms of CPU a second in all), which 5 s
+# read to within ~10% (38, 45, 38 ms in three reads): under 1 ms per lone chat.
+LONE_IDLE_S = 5.0
 # Open streams: how many are held open at once (by --quick).
 OPEN_STREAMS = {False: 10_000, True: 2_000}
 STREAMS_SAMPLE_S = 0.25  # RSS samples while they are held (each reads every process's /proc)
@@ -225,13 +235,13 @@ def _started(deployment: Deployment) -> Iterator[tuple[Proc, str, Path, Path]]:
 
 def _lone_cpu(pid: int, url: str, tokens: Path, work: Path) -> float:
     """The service's CPU time of one lone chat (`LONE_CHATS`)."""
-    started, before = time.monotonic(), cpu_seconds(pid)
+    started, before = time.monotonic(), precise_cpu_seconds(pid)
     _client(url, tokens, LONE_CHATS, work, rate=LONE_RATE, name="lone")
-    busy, took = cpu_seconds(pid) - before, time.monotonic() - started
+    busy, took = precise_cpu_seconds(pid) - before, time.monotonic() - started
     idle_s = min(took, LONE_IDLE_S)
-    before = cpu_seconds(pid)
+    before = precise_cpu_seconds(pid)
     time.sleep(idle_s)
-    idle = (cpu_seconds(pid) - before) * took / idle_s
+    idle = (precise_cpu_seconds(pid) - before) * took / idle_s
     return (busy - idle) / LONE_CHATS
 
 
