@@ -89,11 +89,11 @@ LONE_IDLE_S = 5.0
 OPEN_STREAMS = {False: 10_000, True: 2_000}
 STREAMS_SAMPLE_S = 0.25  # RSS samples while they are held (each reads every process's /proc)
 # The held streams' client, lean: its CPU shares the two cores with the service's and sets the
-# pace of the 10,000 streams' ramp (47 s of CPU against the service's 112 s in a full run).
+# pace of the 10,000 streams' ramp (47 s of CPU beside the service's 112 s in one run).
 # Pools of 10 chats, not 100 (each pool walks its connections at every request and response's
-# end), on uvloop's event loop: 4.3 ms of the client's CPU per stream -> 2.8 ms (quick runs,
-# 2,000 streams, one run each on the loaded machine). The chat levels keep the client as it was,
-# so their figures stay comparable.
+# end), on uvloop's event loop: 4.5-4.9 ms of the client's CPU per stream -> 2.7 ms (quick runs,
+# 2,000 streams, A/B twice in turn; the memory per stream the same). The chat levels keep the
+# client as it was, so their figures stay comparable.
 LEAN_PER_POOL = 10
 
 
