@@ -9,8 +9,9 @@ run's log then reads as a timeline (start-ups, seeding, warm-ups, settling, load
 what deciding what to cut needs; the CPU says whether a step waited or worked, and for whom
 (on 2 cores a step whose CPU is about twice its wall time is bound by the cores, whatever the
 other engineers' load did to its wall time). "bench" is this process and the processes it
-has waited for (the chat clients, wrk); the others are the running `Proc`s with their
-children (serve's workers).
+has waited for (the chat clients, wrk; a `Proc` stopped within the step would count there
+too, so no step encloses a stop); the others are the running `Proc`s with their children
+(serve's workers).
 """
 
 from __future__ import annotations
