@@ -28,7 +28,16 @@ from typing import Any
 
 from bench.deploy import WORKERS, Deployment, Options
 from bench.fakes import HOLD_MARKER, HOLD_S, FakeProc, running
-from bench.procs import PYTHON, ROOT, Proc, Profiler, RssSampler, cpu_seconds, rss_kib
+from bench.procs import (
+    PYTHON,
+    ROOT,
+    Proc,
+    Profiler,
+    RssSampler,
+    cpu_seconds,
+    precise_cpu_seconds,
+    rss_kib,
+)
 from bench.results import Row, ms, pct
 from bench.seed import save_settings, seed_accounts
 from bench.timeline import step
@@ -66,18 +75,26 @@ CLOSE_CALL = 0.9
 # The service's CPU per chat by (database, level), as this run measured it: the whole that
 # chat_storage's figures are a share of, when that section runs after this one.
 CPU_PER_CHAT: dict[tuple[str, int], float] = {}
-# x1's CPU: a lone chat is ~20-40 ms of CPU, read as 10 ms clock ticks of each of serve's
-# processes, so one chat's figure was off by up to the whole. This many lone chats, one a
-# second (each alone), less what the idle service uses over as long.
-LONE_CHATS = 20
+# x1's CPU: a lone chat is ~20-40 ms of CPU. This many lone chats, one a second (each alone),
+# less what the idle service uses over as long, read in nanoseconds (`precise_cpu_seconds`):
+# read as 10 ms clock ticks of each of serve's processes, the figure needed 20 lone chats and
+# 10 s of idle to be within ~3 ms. Three runs of 10 on the loaded machine: 29.3, 31.3, 32.3 ms.
+LONE_CHATS = 10
 LONE_RATE = 1.0
 # The idle service's CPU is measured over this long at most and scaled to the lone chats' time:
-# a steady trickle (the outbox's poll each second), so 10 s of it tell the rate to within
-# 3 ms of CPU per lone chat (10 ms ticks of three processes), for half the wait.
-LONE_IDLE_S = 10.0
+# a steady trickle (the outbox's poll each second, ~8 ms of CPU a second in all), which 5 s
+# read to within ~10% (38, 45, 38 ms in three reads): under 1 ms per lone chat.
+LONE_IDLE_S = 5.0
 # Open streams: how many are held open at once (by --quick).
 OPEN_STREAMS = {False: 10_000, True: 2_000}
 STREAMS_SAMPLE_S = 0.25  # RSS samples while they are held (each reads every process's /proc)
+# The held streams' client, lean: its CPU shares the two cores with the service's and sets the
+# pace of the 10,000 streams' ramp (47 s of CPU beside the service's 112 s in one run).
+# Pools of 10 chats, not 100 (each pool walks its connections at every request and response's
+# end), on uvloop's event loop: 4.5-4.9 ms of the client's CPU per stream -> 2.7 ms (quick runs,
+# 2,000 streams, A/B twice in turn; the memory per stream the same). The chat levels keep the
+# client as it was, so their figures stay comparable.
+LEAN_PER_POOL = 10
 
 
 @dataclass
@@ -218,13 +235,13 @@ def _started(deployment: Deployment) -> Iterator[tuple[Proc, str, Path, Path]]:
 
 def _lone_cpu(pid: int, url: str, tokens: Path, work: Path) -> float:
     """The service's CPU time of one lone chat (`LONE_CHATS`)."""
-    started, before = time.monotonic(), cpu_seconds(pid)
+    started, before = time.monotonic(), precise_cpu_seconds(pid)
     _client(url, tokens, LONE_CHATS, work, rate=LONE_RATE, name="lone")
-    busy, took = cpu_seconds(pid) - before, time.monotonic() - started
+    busy, took = precise_cpu_seconds(pid) - before, time.monotonic() - started
     idle_s = min(took, LONE_IDLE_S)
-    before = cpu_seconds(pid)
+    before = precise_cpu_seconds(pid)
     time.sleep(idle_s)
-    idle = (cpu_seconds(pid) - before) * took / idle_s
+    idle = (precise_cpu_seconds(pid) - before) * took / idle_s
     return (busy - idle) / LONE_CHATS
 
 
@@ -289,6 +306,7 @@ def _client(
     message: str | None = None,
     tools: int | None = None,
     name: str | None = None,
+    lean: bool = False,
 ) -> list[dict[str, Any]]:
     out = work / f"chat-{name or chats}.json"
     # Time enough for every chat to arrive, be held, and finish.
@@ -301,12 +319,28 @@ def _client(
         argv += ["--message", message]
     if tools is not None:
         argv += ["--tools", str(tools)]
+    if lean:
+        argv += ["--per-pool", str(LEAN_PER_POOL), "--uvloop"]
     with step(f"chat client {out.stem} (its start, the chats, their drain)"):
         done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=limit_s + 60)
     if done.returncode != 0:
         raise RuntimeError(f"chat client failed:\n{done.stderr[-3000:]}")
     records: list[dict[str, Any]] = json.loads(out.read_text())
+    print(f"bench:     {_spread(records)}", flush=True)
     return records
+
+
+def _spread(records: list[dict[str, Any]]) -> str:
+    """When the chats started, got their headers and ended, from the first start: where a
+    client's wall time went (the ramp, the chats, the drain)."""
+    first = min((r["start"] for r in records if "start" in r), default=0.0)
+
+    def span(key: str) -> str:
+        times = [r[key] - first for r in records if key in r]
+        return f"{min(times):.1f}-{max(times):.1f}" if times else "none"
+
+    spans = {"starts": "start", "headers": "headers", "ends": "end"}
+    return "from the first start (s): " + ", ".join(f"{n} {span(k)}" for n, k in spans.items())
 
 
 def _rows(db: str, levels: list[Level]) -> list[Row]:
@@ -392,7 +426,9 @@ def run_streams(deployment: Deployment, options: Options) -> list[Row]:
             RssSampler(service.pid, interval=STREAMS_SAMPLE_S) as sampler,
             Profiler(service.pid, options.profile_dir, f"streams-{streams}"),
         ):
-            records = _client(url, tokens, streams, work, message=f"{HOLD_MARKER} wait", tools=0)
+            records = _client(
+                url, tokens, streams, work, message=f"{HOLD_MARKER} wait", tools=0, lean=True
+            )
         cpu = cpu_seconds(service.pid) - cpu_before
     held = Level(streams, records, sampler.samples, idle, cpu)
     return [_streams_row(deployment.db_kind, held)]

@@ -1,7 +1,7 @@
 """The chat load: N concurrent chats from one client process with httpx + httpx-sse.
 
     python -m bench.chat_client --url URL --tokens FILE --chats N --out FILE [--rate R]
-        [--message TEXT] [--tools N]
+        [--message TEXT] [--tools N] [--per-pool N] [--uvloop]
 
 Each chat is one POST with its own stream, sent by a task of its own. Closed loop (no --rate):
 all start together. Open loop (--rate R): one starts every 1/R s, whether or not the earlier
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import uvloop
 from httpx_sse import aconnect_sse
 
 CHAT_PATH = "/api/v1/control-center/chat"
@@ -80,9 +81,10 @@ async def run(
     rate: float | None = None,
     message: str = DEFAULT_MESSAGE,
     tools: int = EXPECTED_TOOL_CALLS,
+    per_pool: int = CHATS_PER_POOL,
 ) -> list[dict[str, Any]]:
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-    # One pool per CHATS_PER_POOL chats: httpcore's pool walks all its connections on every
+    # One pool per `per_pool` chats: httpcore's pool walks all its connections on every
     # request and every response's end, so one pool of 10,000 streams spent this process's CPU
     # (two cores shared with the service) on that walk, and half the streams were never sent.
     # One TLS context for all (unused on 127.0.0.1): each pool loading the CA bundle again took
@@ -90,7 +92,7 @@ async def run(
     tls = ssl.create_default_context()
     pools = [
         httpx.AsyncClient(base_url=url, limits=limits, timeout=limit_s, verify=tls)
-        for _ in range(max(1, -(-chats // CHATS_PER_POOL)))
+        for _ in range(max(1, -(-chats // per_pool)))
     ]
     async with contextlib.AsyncExitStack() as stack:
         for pool in pools:
@@ -104,7 +106,7 @@ async def run(
         for i in range(chats):
             if rate is not None:  # the i-th arrival at its time, late ones at once
                 await asyncio.sleep(max(0.0, first + i / rate - time.monotonic()))
-            http = pools[i // CHATS_PER_POOL]
+            http = pools[i // per_pool]
             chat = one_chat(http, tokens[i % len(tokens)], i, message, tools, records[i])
             tasks.append(asyncio.create_task(chat))
         _, late = await asyncio.wait(tasks, timeout=limit_s)
@@ -128,8 +130,12 @@ def main() -> None:
     parser.add_argument("--rate", type=float, help="open loop: chats started per second")
     parser.add_argument("--message", default=DEFAULT_MESSAGE)
     parser.add_argument("--tools", type=int, default=EXPECTED_TOOL_CALLS, help="tool results")
+    parser.add_argument("--per-pool", type=int, default=CHATS_PER_POOL, help="chats per pool")
+    parser.add_argument("--uvloop", action="store_true", help="uvloop's event loop")
     args = parser.parse_args()
     tokens = json.loads(Path(args.tokens).read_text())
+    if args.uvloop:
+        uvloop.install()
     records = asyncio.run(
         run(
             args.url,
@@ -139,6 +145,7 @@ def main() -> None:
             rate=args.rate,
             message=args.message,
             tools=args.tools,
+            per_pool=args.per_pool,
         )
     )
     Path(args.out).write_text(json.dumps(records))

@@ -27,6 +27,11 @@ BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# Every started Proc by pid, with its name, until it is stopped: each step of the timeline
+# prints what these used of the CPU (timeline.step).
+RUNNING: dict[int, str] = {}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -72,6 +77,7 @@ class Proc:
             # resets).
             start_new_session=True,
         )
+        RUNNING[self.popen.pid] = self.name
         return self
 
     def output(self, tail: int = 4000) -> str:
@@ -86,29 +92,37 @@ class Proc:
         of CPU for the supervisor and two workers) well past a minute; it costs nothing when
         the service answers sooner."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.popen is not None
-            if self.popen.poll() is not None:
-                raise RuntimeError(f"{self.name} exited early:\n{self.output()}")
-            try:
-                httpx.get(url, timeout=1.0)
-                return
-            except httpx.TransportError:
-                time.sleep(0.05)
+        # One client for every attempt: `httpx.get` builds a client, and its TLS context, each
+        # time, ~25 ms of CPU an attempt: 2.4-2.8 s of the bench's CPU per start-up, on the
+        # cores the service was starting on.
+        with httpx.Client(timeout=1.0) as http:
+            while time.monotonic() < deadline:
+                assert self.popen is not None
+                if self.popen.poll() is not None:
+                    raise RuntimeError(f"{self.name} exited early:\n{self.output()}")
+                try:
+                    http.get(url)
+                    return
+                except httpx.TransportError:
+                    time.sleep(0.05)
         raise TimeoutError(f"{self.name} did not answer {url} in {timeout}s:\n{self.output()}")
 
-    def wait_settled(self, timeout: float = 120.0, busy: float = 0.05) -> None:
-        """Return once the process tree is idle (under `busy` of a core over a second).
+    def wait_settled(
+        self, timeout: float = 120.0, busy: float = 0.05, window_s: float = 0.5
+    ) -> None:
+        """Return once the process tree is idle (under `busy` of a core over `window_s`).
 
         The first answer comes from whichever worker started first; the others may still be
-        importing for seconds, and that CPU would count as the first level's.
+        importing for seconds, and that CPU would count as the first level's. Half a second
+        tells a worker that works (an import or a load is most of a core) from an idle one (the
+        outbox's polls, a few ms); a whole second cost each of the run's ~12 waits 0.5 s more.
         """
         deadline = time.monotonic() + timeout
         used = cpu_seconds(self.pid)
         while time.monotonic() < deadline:
-            time.sleep(1.0)
+            time.sleep(window_s)
             now = cpu_seconds(self.pid)
-            if now - used < busy:
+            if now - used < busy * window_s:
                 return
             used = now
         raise TimeoutError(f"{self.name} still busy after {timeout}s:\n{self.output()}")
@@ -117,6 +131,7 @@ class Proc:
         """SIGTERM, then after `grace_s` SIGKILL to the whole group (a worker still draining
         its open streams included)."""
         if self.popen is not None:
+            RUNNING.pop(self.popen.pid, None)
             if self.popen.poll() is None:
                 self.popen.send_signal(signal.SIGTERM)
                 with contextlib.suppress(subprocess.TimeoutExpired):
@@ -220,6 +235,21 @@ def cpu_seconds(pid: int) -> float:
             continue  # ended while we looked
         ticks += int(fields[11]) + int(fields[12])  # utime, stime
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def precise_cpu_seconds(pid: int) -> float:
+    """`cpu_seconds` in nanoseconds rather than 10 ms ticks: the run time of every thread of
+    `pid` and the processes below it (/proc's schedstat). A thread that has ended takes its
+    time with it, so this is for windows over which the threads stay: serve's 11 threads (three
+    processes) were the same before and after its lone chats and its idle seconds."""
+    nanoseconds = 0
+    for each in process_tree(pid):
+        for task in Path(f"/proc/{each}/task").glob("*/schedstat"):
+            try:
+                nanoseconds += int(task.read_text().split()[0])
+            except OSError:
+                continue  # ended while we looked
+    return nanoseconds / 1e9
 
 
 class Profiler:

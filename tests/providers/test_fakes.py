@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -78,6 +79,20 @@ async def test_anthropic_accepts_a_valid_tool_exchange(
     assert data["model"] == "claude-sonnet-5-5"
     assert set(data["usage"]) == {"input_tokens", "output_tokens"}
     assert fake_anthropic.invalid == []
+
+
+@pytest.mark.parametrize("tools_first", [True, False])
+async def test_anthropic_counts_a_quarter_of_the_body_with_its_tool_list(
+    http: httpx.AsyncClient, fake_anthropic: FakeAnthropic, tools_first: bool
+) -> None:
+    # The fake serialises the tool list once and counts the rest around it: the count must
+    # stay the whole body's, wherever the list sits in it.
+    tools = [anthropic_tool({"type": "object", "properties": {"q": {"type": "string"}}})]
+    body = anthropic_body([user(text("Find Acme"))])
+    body = {"tools": tools, **body} if tools_first else {**body, "tools": tools}
+    fake_anthropic.script(Reply(text="Done"))
+    response = await post_anthropic(http, fake_anthropic, body)
+    assert response.json()["usage"]["input_tokens"] == len(json.dumps(body)) // 4
 
 
 @pytest.mark.parametrize(
