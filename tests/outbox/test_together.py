@@ -19,8 +19,8 @@ from controlcenter.onboarding.crm_sync import (
     TAG_HIGH_GCI,
     TAG_ONBOARDING_COMPLETE,
 )
-from controlcenter.outbox.enqueue import enqueue_all, job_values
-from controlcenter.outbox.models import DONE, PENDING
+from controlcenter.outbox.enqueue import job_values
+from controlcenter.outbox.models import DONE, PENDING, OutboxJob
 from tests.conftest import RunningServer, UserFactory
 from tests.fakes.crm import FakeCrm
 from tests.outbox.conftest import add_job, get_job
@@ -153,7 +153,7 @@ async def test_a_claim_takes_the_jobs_due_at_the_moment_of_its_last_whole(
         for n in range(2)
     ]
     async with server.db.write() as session:
-        await enqueue_all(await session.connection(), [job for save in saves for job in save])
+        session.add_all([OutboxJob(**job) for save in saves for job in save])
     worker = worker_for(server)
     claimed = await worker.claim(4)  # the first save and one job of the second: all of it
     assert len(claimed) == 6

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 from structlog.contextvars import get_contextvars
 
 from controlcenter.db import new_id, utcnow
@@ -15,7 +13,6 @@ from controlcenter.outbox.kinds import JobKind
 from controlcenter.outbox.models import PENDING, OutboxJob
 
 REQUEST_ID = "requestId"
-_INSERT = insert(OutboxJob)  # built once: its cache key is then computed once
 
 
 def enqueue(db: AsyncSession, kind: JobKind, payload: dict[str, Any]) -> OutboxJob:
@@ -30,7 +27,8 @@ def enqueue(db: AsyncSession, kind: JobKind, payload: dict[str, Any]) -> OutboxJ
 
 
 def job_values(kind: JobKind, payload: dict[str, Any], now: datetime) -> dict[str, Any]:
-    """The columns of a new pending job (`enqueue`, `enqueue_all`): refuses an undeclared kind."""
+    """The columns of a new pending job (`enqueue`; the onboarding save inserts them in its own
+    statement): refuses an undeclared kind."""
     if not isinstance(kind, JobKind):
         raise ValueError(f"unknown outbox job kind: {kind}")
     # The request that caused the job, so that its delivery's records carry the same id.
@@ -45,15 +43,3 @@ def job_values(kind: JobKind, payload: dict[str, Any], now: datetime) -> dict[st
         "created_at": now,
         "updated_at": now,
     }
-
-
-async def enqueue_all(db: AsyncConnection, jobs: Sequence[dict[str, Any]]) -> None:
-    """Insert jobs built by `job_values` in one statement, inside the caller's transaction.
-
-    For a hot path: one executemany on the transaction's connection instead of an ORM object
-    per job and a unit-of-work flush, so the write transaction (and, on SQLite, the database's
-    one write lock) is held for less time. Same durability as `enqueue`: the jobs commit or
-    roll back with the caller's data.
-    """
-    if jobs:
-        await db.execute(_INSERT, list(jobs))
