@@ -50,13 +50,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     database fixture build on it), or says so with `@pytest.mark.database`. The others (the
     fakes' strictness, the providers, the CRM tools, the layout and reference checks, the CLI
     on its own SQLite file) run the same code on either database, so the SQLite pass has
-    already run them; they are deselected here, and pytest reports how many.
+    already run them; they are deselected here, and pytest reports how many. The SQLite pass
+    deselects the tests marked `postgresql_only` the same way.
     """
-    if _database_kind() != "postgresql":
-        return
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     for item in items:
+        if _database_kind() != "postgresql":
+            # What only a server can do (close a connection under the service) has no SQLite case.
+            (drop if item.get_closest_marker("postgresql_only") else keep).append(item)
+            continue
         uses = "database_url" in getattr(item, "fixturenames", ())
         (keep if uses or item.get_closest_marker("database") else drop).append(item)
     if drop:

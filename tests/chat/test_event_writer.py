@@ -328,6 +328,7 @@ async def test_the_writer_keeps_its_connection_between_windows(
     assert [n for n, _ in await run_store.events_after(db, run.message_id, 0)] == list(range(1, 12))
 
 
+@pytest.mark.postgresql_only
 async def test_a_connection_the_server_dropped_is_replaced_and_nothing_is_lost(
     parts: tuple[Database, Signals], users: UserFactory
 ) -> None:
@@ -335,8 +336,6 @@ async def test_a_connection_the_server_dropped_is_replaced_and_nothing_is_lost(
     `pg_terminate_backend`): the batch that meets it is written again on a new connection,
     every event stored once and in order."""
     db, signals = parts
-    if db.is_sqlite:
-        pytest.skip("no server closes a SQLite connection")
     user = await users.create()
     writer = EventWriter(db, signals, window_s=0.01)
     (run,) = await _started(db, signals, writer, user.id, "dropped", 1)
