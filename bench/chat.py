@@ -76,10 +76,11 @@ CLOSE_CALL = 0.9
 # chat_storage's figures are a share of, when that section runs after this one.
 CPU_PER_CHAT: dict[tuple[str, int], float] = {}
 # x1's CPU: a lone chat is ~20-40 ms of CPU. This many lone chats, one a second (each alone),
-# less what the idle service uses over as long, read in nanoseconds (`precise_cpu_seconds`):
-# read as 10 ms clock ticks of each of serve's processes, the figure needed 20 lone chats and
-# 10 s of idle to be within ~3 ms. Three runs of 10 on the loaded machine: 29.3, 31.3, 32.3 ms.
-LONE_CHATS = 10
+# less what the idle service uses over as long, read in nanoseconds (`precise_cpu_seconds`;
+# the 10 ms ticks read the same within 1-3%). 20, not 10: two runs of each in turn on a quiet
+# machine read 34.0 and 30.5 ms per chat from 10, 24.6 and 29.7 from 20 (the first seconds
+# after the warm-up cost more), and chat_storage's x1 share is a share of this figure.
+LONE_CHATS = 20
 LONE_RATE = 1.0
 # The idle service's CPU is measured over this long at most and scaled to the lone chats' time:
 # a steady trickle (the outbox's poll each second, ~8 ms of CPU a second in all), which 5 s
