@@ -15,8 +15,6 @@ and no row is answered.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -24,6 +22,7 @@ from sqlalchemy import JSON, Table, inspect
 from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 
 from controlcenter.onboarding.models import RECORD, Onboarding
+from controlcenter.onboarding.save_values import SaveValues
 from controlcenter.outbox.models import OutboxJob
 
 _DIALECT = PGDialect_asyncpg()  # type: ignore[no-untyped-call]  # SQLAlchemy's own
@@ -78,17 +77,10 @@ SELECT * FROM saved
 """  # noqa: S608
 
 
-def parameters(
-    user_id: str,
-    brokerage: str | None,
-    now: datetime,
-    record_id: str,
-    values: Mapping[str, Any],
-    jobs: Sequence[Mapping[str, Any]],
-) -> list[Any]:
-    """The parameters of `statement(tuple(values), tuple(jobs[0]))`, in its order."""
-    arrays = [[_bound(name, job[name]) for job in jobs] for name in jobs[0]]
-    return [user_id, brokerage, now, record_id, *values.values(), *arrays]
+def parameters(save: SaveValues) -> list[Any]:
+    """The parameters of `statement(tuple(save.values), tuple(save.jobs[0]))`, in its order."""
+    arrays = [[_bound(name, job[name]) for job in save.jobs] for name in save.jobs[0]]
+    return [save.user_id, save.brokerage, save.now, save.record_id, *save.values.values(), *arrays]
 
 
 def _bound(column: str, value: Any) -> Any:

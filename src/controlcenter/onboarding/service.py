@@ -13,6 +13,7 @@ from controlcenter.db.lookups import Lookup
 from controlcenter.onboarding import postgres_save, sqlite_save
 from controlcenter.onboarding.crm_sync import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
 from controlcenter.onboarding.models import ARRAY_FIELDS, FIELDS, RECORD, RECORD_COLUMNS, Onboarding
+from controlcenter.onboarding.save_values import SaveValues
 from controlcenter.onboarding.schemas import OnboardingInput
 from controlcenter.outbox.enqueue import job_values
 
@@ -74,18 +75,15 @@ async def save_onboarding(db: Database, user_id: str, data: OnboardingInput) -> 
     if is_high_gci(gci):
         jobs.append(job_values(TAG_HIGH_GCI, {"userId": user_id, "gci": gci}, now))
     jobs.append(job_values(SYNC_USER, {"userId": user_id}, now))
-    record_id = new_id()
+    save = SaveValues(user_id, brokerage or None, now, new_id(), values, jobs)
     # The driver's own connection: on SQLite a transaction (this process's turn, then BEGIN
     # IMMEDIATE), on PostgreSQL autocommit, so there the save is one statement.
     async with db.write_driver() as driver:
         if db.is_sqlite:
-            row = await sqlite_save.save(driver, user_id, brokerage, now, record_id, values, jobs)
+            row = await sqlite_save.save(driver, save)
         else:
             sql = postgres_save.statement(tuple(values), tuple(jobs[0]))
-            arguments = postgres_save.parameters(
-                user_id, brokerage or None, now, record_id, values, jobs
-            )
-            row = await driver.fetchrow(sql, *arguments)
+            row = await driver.fetchrow(sql, *postgres_save.parameters(save))
     if row is None:
         raise UserGoneError(user_id)
     return dict(zip(RECORD, row, strict=True))

@@ -13,8 +13,7 @@ exactly as through SQLAlchemy.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -23,6 +22,7 @@ from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
 
 from controlcenter.auth.models import User
 from controlcenter.onboarding.models import RECORD_COLUMNS, Onboarding
+from controlcenter.onboarding.save_values import SaveValues
 from controlcenter.outbox.models import OutboxJob
 
 _DIALECT = SQLiteDialect_pysqlite()
@@ -78,30 +78,25 @@ def _insert_jobs(columns: tuple[str, ...]) -> tuple[str, tuple[Callable[[Any], A
     return sql, tuple(_bind(_JOBS_TABLE, name) for name in columns)
 
 
-async def save(
-    driver: Any,
-    user_id: str,
-    brokerage: str | None,
-    now: datetime,
-    record_id: str,
-    values: Mapping[str, Any],
-    jobs: Sequence[Mapping[str, Any]],
-) -> tuple[Any, ...] | None:
+async def save(driver: Any, save: SaveValues) -> tuple[Any, ...] | None:
     """The save in the transaction `driver` (`Database.write_driver`'s) is in: the record's
     row in `RECORD`'s order, or None when the user is gone (nothing written)."""
-    user = await _statement(driver, _USER, (user_id,))
+    user = await _statement(driver, _USER, (save.user_id,))
     if user is None:
         return None
-    if brokerage and user[0] != brokerage:
+    if save.brokerage and user[0] != save.brokerage:
         # Only a change is written, so `users.updated_at` moves only then.
-        await _statement(driver, _SET_BROKERAGE, (brokerage, _USER_STAMP(now), user_id))
-    sql, binds = _upsert(tuple(values))
-    stamp = _RECORD_STAMP(now)
-    given = (bind(value) for bind, value in zip(binds, values.values(), strict=True))
-    row = await _statement(driver, sql, (record_id, user_id, stamp, stamp, *given))
+        arguments = (save.brokerage, _USER_STAMP(save.now), save.user_id)
+        await _statement(driver, _SET_BROKERAGE, arguments)
+    sql, binds = _upsert(tuple(save.values))
+    stamp = _RECORD_STAMP(save.now)
+    given = (bind(value) for bind, value in zip(binds, save.values.values(), strict=True))
+    row = await _statement(driver, sql, (save.record_id, save.user_id, stamp, stamp, *given))
     assert row is not None  # an upsert always answers its row
-    sql, binds = _insert_jobs(tuple(jobs[0]))
-    rows = [tuple(bind(job[name]) for bind, name in zip(binds, job, strict=True)) for job in jobs]
+    sql, binds = _insert_jobs(tuple(save.jobs[0]))
+    rows = [
+        tuple(bind(job[name]) for bind, name in zip(binds, job, strict=True)) for job in save.jobs
+    ]
     await (await driver.executemany(sql, rows)).close()
     return tuple(
         read(value) if value is not None else None for read, value in zip(_READS, row, strict=True)
