@@ -358,3 +358,90 @@ async def test_a_connection_the_server_dropped_is_replaced_and_nothing_is_lost(
     assert [n for n, _ in stored] == [1, 2, 3]
     assert stored[-1][1] == event_data(content_delta("after"))
     assert await run_store.run_owner_status(db, run.message_id) == (user.id, run_store.DONE)
+
+
+async def test_answers_ending_while_one_is_written_share_the_next_transaction(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    """A group commit of the runs' last writes: the first is written at once; those asked
+    while it is under way wait for it and go together in the next transaction, each with its
+    own events, end and rows."""
+    db, signals = parts
+    user = await users.create()
+    writer = EventWriter(db, signals, window_s=30.0)  # the window alone would write nothing
+    first, *others = await _started(db, signals, writer, user.id, "group", 20)
+    for run in (first, *others):
+        run.record(event_data(content_delta(f"{run.message_id} pending")))
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def held(session: AsyncSession) -> None:
+        entered.set()
+        await release.wait()
+        await _approval_added(session, first.message_id)
+
+    last = event_data(content_delta("last"))
+    commits = Commits(db)
+    try:
+        ending = [asyncio.create_task(first.finish_with(last, run_store.DONE, held))]
+        await asyncio.wait_for(entered.wait(), 5)
+        ending += [
+            asyncio.create_task(
+                run.finish_with(
+                    last, run_store.DONE, partial(_approval_added, message_id=run.message_id)
+                )
+            )
+            for run in others
+        ]
+        await asyncio.sleep(0.1)
+        assert not any(task.done() for task in ending)
+        release.set()
+        assert await asyncio.wait_for(asyncio.gather(*ending), 10) == [3] * 20
+    finally:
+        commits.close()
+    assert commits.count == 2
+    for run in (first, *others):
+        stored = await run_store.events_after(db, run.message_id, 0)
+        assert [n for n, _ in stored] == [1, 2, 3] and stored[-1][1] == last
+        assert await run_store.run_owner_status(db, run.message_id) == (user.id, run_store.DONE)
+        assert await _approvals(db, run.message_id) == 1
+
+
+async def test_an_answer_refused_in_a_shared_transaction_fails_alone(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    db, signals = parts
+    user = await users.create()
+    writer = EventWriter(db, signals, window_s=0.1)
+    runs = await _started(db, signals, writer, user.id, "alone", 5)
+    bad = runs[2]
+
+    async def refused(session: AsyncSession) -> None:
+        raise RuntimeError("the database refused")
+
+    last = event_data(content_delta("last"))
+    for run in runs:
+        run.record(event_data(content_delta("pending")))
+    results = await asyncio.gather(
+        *(
+            run.finish_with(
+                last,
+                run_store.DONE,
+                refused if run is bad else partial(_approval_added, message_id=run.message_id),
+            )
+            for run in runs
+        ),
+        return_exceptions=True,
+    )
+    assert [isinstance(r, RuntimeError) for r in results] == [False, False, True, False, False]
+    for run in runs:
+        if run is not bad:
+            assert [n for n, _ in await run_store.events_after(db, run.message_id, 0)] == [1, 2, 3]
+            assert await run_store.run_owner_status(db, run.message_id) == (
+                user.id,
+                run_store.DONE,
+            )
+    # The refused run's pending event is the writer's again, and its end is the caller's.
+    assert bad.record(last) == 3
+    await asyncio.wait_for(bad.finish(run_store.DONE), 5)
+    assert [n for n, _ in await run_store.events_after(db, bad.message_id, 0)] == [1, 2, 3]
+    assert await run_store.run_owner_status(db, bad.message_id) == (user.id, run_store.DONE)

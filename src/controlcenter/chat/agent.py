@@ -19,11 +19,11 @@ from controlcenter.chat.context_budget import fit
 from controlcenter.chat.conversations import (
     ASSISTANT,
     StoredText,
+    TurnStart,
     add_assistant_message,
     assistant_message,
     new_message_id,
     replace_interrupted,
-    start_turn,
 )
 from controlcenter.chat.policy import DEFAULT_CONTEXT_TOKEN_BUDGET
 from controlcenter.chat.recorder import RunRecord
@@ -148,12 +148,8 @@ async def _process(
     # Before anything is saved: a key that cannot travel in a header fails every call.
     check_credential(API_KEY_SETTINGS[turn.provider], turn.api_key)
     message_id = new_message_id()
-    started = await start_turn(
-        db,
-        user_id=turn.user.id,
-        conversation_id=turn.conversation_id,
-        message=turn.message,
-        answer_id=message_id,
+    started = await runs.starts.start(
+        TurnStart(turn.user.id, turn.conversation_id, turn.message, answer_id=message_id)
     )
     if started is None:
         channel.send(events.error(CONVERSATION_NOT_FOUND))

@@ -7,11 +7,13 @@ from __future__ import annotations
 import secrets
 import string
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
-from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy import Table, and_, delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -19,7 +21,8 @@ from controlcenter.chat import run_store
 from controlcenter.chat.events import event_data, message_start
 from controlcenter.chat.models import Conversation, Message
 from controlcenter.common.logs import get_logger
-from controlcenter.db import Database, utcnow
+from controlcenter.db import Database, new_id, utcnow
+from controlcenter.db.group_commit import GroupCommit
 from controlcenter.web.pagination import DEFAULT_LIMIT, Cursor
 from controlcenter.web.validation import text_problem
 
@@ -51,6 +54,16 @@ class StartedTurn:
     history: tuple[StoredText, ...]  # the stored messages before this one, empty ones left out
 
 
+@dataclass(frozen=True)
+class TurnStart:
+    """What `start_turn` is asked."""
+
+    user_id: str
+    conversation_id: Any  # the request's raw value
+    message: str
+    answer_id: str | None = None
+
+
 async def start_turn(
     db: Database,
     *,
@@ -62,41 +75,82 @@ async def start_turn(
     """Steps 1-3 in one transaction: create or load the conversation, then save the user
     message; in the same transaction, the run of the answer `answer_id` (if given) with its
     first event, message_start (CONTRACT 11), so that starting a chat costs one write, not
-    two. None when
-    the conversation is not the caller's (nothing is saved then).
+    two. None when the conversation is not the caller's (nothing is saved then).
 
     `conversation_id` is the request's raw value: absent (None) creates a conversation; any
     other value that does not name one of the caller's conversations is "not found".
     """
     async with db.write() as session:
-        if conversation_id is None:
-            conversation = Conversation(user_id=user_id, title=message[:TITLE_LENGTH])
-            session.add(conversation)
-            await session.flush()
-            history: tuple[StoredText, ...] = ()
-        else:
-            if not isinstance(conversation_id, str):
-                return None
-            found = await _owned(session, user_id, conversation_id)
-            if found is None:
-                return None
-            conversation = found
-            history = await _history(session, conversation.id)
-        now = utcnow()
-        session.add(
-            Message(
-                id=new_message_id(),
-                conversation_id=conversation.id,
-                role=USER,
-                content=message,
-                created_at=now,
-            )
+        (started,) = await _start_all(
+            db, session, [TurnStart(user_id, conversation_id, message, answer_id)]
         )
-        conversation.updated_at = now
-        if answer_id is not None:
-            first = event_data(message_start(conversation.id, answer_id))
-            await run_store.insert_run(db, session, answer_id, user_id, (1, first))
-        return StartedTurn(conversation_id=conversation.id, history=history)
+        return started
+
+
+class TurnStarts:
+    """`start_turn` for the chats of a process, many in one transaction when they start
+    together (`db.group_commit`): 10,000 chats arriving at once took their turns at the
+    database one after the other, ~9 ms each on SQLite's one writer."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._grouped: GroupCommit[TurnStart, StartedTurn | None] = GroupCommit(
+            db, partial(_start_all, db), "chat-turn-starts"
+        )
+
+    async def start(self, start: TurnStart) -> StartedTurn | None:
+        return await self._grouped.submit(start)
+
+
+async def _start_all(
+    db: Database, session: AsyncSession, starts: Sequence[TurnStart]
+) -> list[StartedTurn | None]:
+    """`start_turn` for each of `starts` within the caller's transaction. The rows are built
+    anew on every call (a shared transaction that failed is tried again one start at a time)
+    and written together: the conversations in one insert, the messages in one, the runs
+    with their first events in one statement."""
+    now = utcnow()
+    started = [await _start_one(session, start, now) for start in starts]
+    runs = [
+        run_store.NewRun(
+            start.answer_id,
+            start.user_id,
+            (1, event_data(message_start(turn.conversation_id, start.answer_id))),
+        )
+        for start, turn in zip(starts, started, strict=True)
+        if turn is not None and start.answer_id is not None
+    ]
+    await run_store.insert_runs(db, session, runs)
+    return started
+
+
+async def _start_one(session: AsyncSession, start: TurnStart, now: datetime) -> StartedTurn | None:
+    conversation_id = start.conversation_id
+    if conversation_id is None:
+        conversation = Conversation(
+            id=new_id(), user_id=start.user_id, title=start.message[:TITLE_LENGTH], created_at=now
+        )
+        session.add(conversation)
+        history: tuple[StoredText, ...] = ()
+    else:
+        if not isinstance(conversation_id, str):
+            return None
+        found = await _owned(session, start.user_id, conversation_id)
+        if found is None:
+            return None
+        conversation = found
+        history = await _history(session, conversation.id)
+    session.add(
+        Message(
+            id=new_message_id(),
+            conversation_id=conversation.id,
+            role=USER,
+            content=start.message,
+            created_at=now,
+        )
+    )
+    conversation.updated_at = now
+    return StartedTurn(conversation_id=conversation.id, history=history)
 
 
 def assistant_message(
@@ -119,15 +173,38 @@ def assistant_message(
         tool_results=tool_results or None,
         usage=usage,
         created_at=utcnow(),
+        interrupted=False,
     )
 
 
 async def add_assistant_message(session: AsyncSession, row: Message) -> None:
     """Save `row` (from `assistant_message`) within the caller's transaction; the database
-    refuses it (IntegrityError) when another process closed the answer (`replace_interrupted`)."""
-    session.add(row)
+    refuses it (IntegrityError, at once or at the transaction's flush) when another process
+    closed the answer (`replace_interrupted`).
+
+    Written as statements, not by adding `row` to the session: a batch of answers that is
+    refused is written again one by one (`EventWriter.end_with`), and a row the session had
+    flushed keeps the sequence number of the insert that was rolled back."""
+    await session.execute(insert(_MESSAGES).values(_stored(row)))
     await _touch(session, row.conversation_id, row.created_at)
-    await session.flush()  # the refusal, if any, inside the caller's `try`
+
+
+_MESSAGES = cast(Table, Message.__table__)
+_CONVERSATIONS = cast(Table, Conversation.__table__)
+
+
+def _stored(row: Message) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "conversation_id": row.conversation_id,
+        "role": row.role,
+        "content": row.content,
+        "tool_calls": row.tool_calls,
+        "tool_results": row.tool_results,
+        "usage": row.usage,
+        "created_at": row.created_at,
+        "interrupted": False,
+    }
 
 
 async def replace_interrupted(db: Database, row: Message) -> bool:
@@ -167,9 +244,9 @@ async def save_assistant_message(db: Database, row: Message) -> Message:
 
 
 async def _touch(session: AsyncSession, conversation_id: str, now: datetime) -> None:
-    conversation = await session.get(Conversation, conversation_id)
-    if conversation is not None:
-        conversation.updated_at = now
+    await session.execute(
+        update(_CONVERSATIONS).where(_CONVERSATIONS.c.id == conversation_id).values(updated_at=now)
+    )
 
 
 async def list_conversations(

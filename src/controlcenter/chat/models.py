@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, false
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, false, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlcenter.db import Base, UTCDateTime, new_id, utcnow
@@ -41,11 +41,27 @@ class Message(Base):
     interrupted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
+# The condition of `ix_chat_runs_stops_asked`, written the same in the poll's query: SQLite uses
+# a partial index only for a query whose WHERE holds the index's terms as written.
+STOPS_ASKED = "stop_requested AND status = 'running'"
+
+
 class ChatRun(Base):
     """One assistant message's run (CONTRACT 11): who owns it, whether it still runs, whether
     a stop was asked for (from any process), and what it used."""
 
     __tablename__ = "chat_runs"
+    # SQLite's processes poll for stops (nothing notifies them): this index holds only the
+    # running runs a stop was asked for, so a poll reads those few rows whatever the number
+    # of runs (an IN list of every running id cost ~7% of the CPU with 10,000 streams open).
+    __table_args__ = (
+        Index(
+            "ix_chat_runs_stops_asked",
+            "message_id",
+            sqlite_where=text(STOPS_ASKED),
+            postgresql_where=text(STOPS_ASKED),
+        ),
+    )
 
     message_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)

@@ -11,8 +11,9 @@ a message id can always find the message; a run's end is awaited until it is sto
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
+from dataclasses import dataclass
 from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -22,12 +23,24 @@ from controlcenter.chat.run_store import RunEnd, RunUsage, StoredEvent
 from controlcenter.chat.signals import Signals
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database
+from controlcenter.db.group_commit import GroupCommit
 
 log = get_logger(__name__)
 
 T = TypeVar("T")
 WINDOW_S = 0.05  # how long events wait to share a transaction; the live stream never waits
 RETRY_MAX_S = 1.0  # the longest pause between attempts while the database refuses
+
+
+@dataclass(slots=True)
+class _Closing:
+    """A run's last write (`EventWriter.end_with`)."""
+
+    message_id: str
+    last: list[StoredEvent]
+    end: RunEnd
+    also: Callable[[AsyncSession], Awaitable[None]]
+    pending: list[StoredEvent] | None = None  # its events taken from the window, once
 
 
 class EventWriter:
@@ -45,6 +58,8 @@ class EventWriter:
         # last write (`end_with`) waits for it, so that its events commit in order.
         self._writing: set[str] = set()
         self._written: asyncio.Future[None] | None = None
+        # The runs' last writes (`end_with`), in shared transactions.
+        self._closings = GroupCommit(db, self._close, "chat-run-ends", before=self._take_pending)
 
     def add(self, message_id: str, event: StoredEvent) -> None:
         self._events.setdefault(message_id, []).append(event)
@@ -69,26 +84,41 @@ class EventWriter:
         """The run's pending events, its `last` events and its end, written in the caller's
         transaction `also` (the assistant message's): a chat's last two transactions made
         one. Returns once they are stored; raises what the database raised, and then nothing
-        of `last` or `end` is stored and the pending events are this writer's again."""
-        while message_id in self._writing and self._written is not None:
-            await asyncio.shield(self._written)  # its earlier events commit first
-        pending = self._events.pop(message_id, [])
+        of `last` or `end` is stored and the pending events are this writer's again.
+
+        The ends of many runs share transactions (`db.group_commit`): a thousand answers
+        ending together cost tens of transactions, not a thousand taking turns at the
+        database; a lone answer is written at once."""
+        closing = _Closing(message_id, last, end, also)
+        try:
+            await self._closings.submit(closing)
+        except Exception:  # refused: not written (a cancelled caller's write may still be)
+            if closing.pending:
+                self._events[message_id] = closing.pending + self._events.get(message_id, [])
+                self._kick()
+            raise
+        self._signals.wake(message_id)
+
+    async def _take_pending(self, batch: Sequence[_Closing]) -> None:
+        """Before the runs' last transaction: their events in a batch being written commit
+        first, and the events still waiting for the window go with the last ones."""
+        runs = {closing.message_id for closing in batch}
+        while runs & self._writing and self._written is not None:
+            await asyncio.shield(self._written)
+        for closing in batch:
+            if closing.pending is None:  # taken once: a batch that failed is tried one by one
+                closing.pending = self._events.pop(closing.message_id, [])
         if self._task is not None and not (self._events or self._ends or self._writing):
             # It only waits out its window, for these events: they go with this write.
             self._task.cancel()
             self._task = None
-        try:
-            async with self._db.write() as session:
-                await also(session)
-                await run_store.write_in(
-                    self._db, session, {message_id: pending + last}, {message_id: end}
-                )
-        except BaseException:
-            if pending:
-                self._events[message_id] = pending + self._events.get(message_id, [])
-                self._kick()
-            raise
-        self._signals.wake(message_id)
+
+    async def _close(self, session: AsyncSession, batch: Sequence[_Closing]) -> list[None]:
+        for closing in batch:
+            await closing.also(session)
+        events = {c.message_id: (c.pending or []) + c.last for c in batch}
+        await run_store.write_in(self._db, session, events, {c.message_id: c.end for c in batch})
+        return [None] * len(batch)
 
     def _kick(self) -> None:
         if self._task is None:

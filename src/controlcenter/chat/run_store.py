@@ -18,7 +18,7 @@ from sqlalchemy import Table, delete, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import Select, Update
 
-from controlcenter.chat.models import ChatApproval, ChatEvent, ChatRun
+from controlcenter.chat.models import STOPS_ASKED, ChatApproval, ChatEvent, ChatRun
 from controlcenter.db import Database, driver_of, utcnow
 
 RUNNING = "running"
@@ -78,24 +78,40 @@ class StopAnswer(Enum):
 async def create_run(db: Database, message_id: str, user_id: str, first: StoredEvent) -> None:
     """The run's row and its first event (message_start), in one transaction."""
     async with db.write() as session:
-        await insert_run(db, session, message_id, user_id, first)
+        await insert_runs(db, session, [NewRun(message_id, user_id, first)])
 
 
-async def insert_run(
-    db: Database, session: AsyncSession, message_id: str, user_id: str, first: StoredEvent
-) -> None:
-    """`create_run` within the caller's transaction, in the driver's SQL (once per chat)."""
+@dataclass(frozen=True)
+class NewRun:
+    message_id: str
+    user_id: str
+    first: StoredEvent  # message_start
+
+
+async def insert_runs(db: Database, session: AsyncSession, runs: Sequence[NewRun]) -> None:
+    """`create_run` for many runs within the caller's transaction, in the driver's SQL: one
+    statement on PostgreSQL, two on SQLite, however many runs (the chats that start
+    together)."""
+    if not runs:
+        return
     driver = await _joined(session)
     # The timestamp as SQLAlchemy would bind it (SQLite keeps it as text in its own format).
     dialect = db.engine.dialect
     created_at = _CREATED_AT.dialect_impl(dialect).bind_processor(dialect)
     now = utcnow()
-    run = (message_id, user_id, RUNNING, created_at(now) if created_at else now)
+    when = created_at(now) if created_at else now
+    rows = [(run.message_id, run.user_id, RUNNING, when) for run in runs]
+    events = [(run.message_id, *run.first) for run in runs]
     if not db.is_sqlite:
-        await driver.execute(_POSTGRES_INSERT_RUN, *run, *first, EVENTS_CHANNEL)
+        ids = [run.message_id for run in runs]
+        await driver.execute(
+            _POSTGRES_INSERT_RUNS, ids, [run.user_id for run in runs], RUNNING, when,
+            *_columns(events, 3)[1:], EVENTS_CHANNEL,
+        )  # fmt: skip
         return
-    await _sqlite_statement(driver, _SQLITE_INSERT_RUN, run)
-    await _sqlite_statement(driver, _SQLITE_INSERT_EVENTS, (message_id, *first))
+    for sql, parameters in ((_SQLITE_INSERT_RUN, rows), (_SQLITE_INSERT_EVENTS, events)):
+        cursor = await driver.executemany(sql, parameters)
+        await cursor.close()
 
 
 async def append_events(
@@ -152,15 +168,16 @@ _SQLITE_INSERT_RUN = (
     "INSERT INTO chat_runs (message_id, user_id, status, created_at, stop_requested,"
     " input_tokens, output_tokens, provider_calls, tool_calls) VALUES (?, ?, ?, ?, 0, 0, 0, 0, 0)"
 )
-_POSTGRES_INSERT_RUN = """
+_POSTGRES_INSERT_RUNS = """
 WITH run AS (
     INSERT INTO chat_runs (message_id, user_id, status, created_at, stop_requested,
         input_tokens, output_tokens, provider_calls, tool_calls)
-    VALUES ($1::text, $2, $3, $4, false, 0, 0, 0, 0)
+    SELECT m, u, $3, $4, false, 0, 0, 0, 0 FROM unnest($1::text[], $2::text[]) AS r(m, u)
 ), first AS (
-    INSERT INTO chat_events (message_id, n, data) VALUES ($1::text, $5, $6)
+    INSERT INTO chat_events (message_id, n, data)
+    SELECT * FROM unnest($1::text[], $5::int[], $6::text[])
 )
-SELECT pg_notify($7, $1::text)
+SELECT pg_notify($7, m) FROM unnest($1::text[]) AS m
 """
 # PostgreSQL: the events, the ends and the notifications in one statement (one round trip, its
 # own transaction in autocommit); the notifications are delivered at its commit.
@@ -207,11 +224,6 @@ async def _write_rows(
         if parameters:
             cursor = await driver.executemany(sql, parameters)
             await cursor.close()
-
-
-async def _sqlite_statement(driver: Any, sql: str, parameters: Sequence[Any]) -> None:
-    cursor = await driver.execute(sql, parameters)
-    await cursor.close()
 
 
 def _columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
@@ -273,15 +285,14 @@ async def request_stop(db: Database, message_id: str, user_id: str) -> StopAnswe
     return StopAnswer.NOT_RUNNING if owned_by == user_id else StopAnswer.NOT_FOUND
 
 
-async def stops_asked(db: Database, message_ids: Sequence[str]) -> list[str]:
-    """Which of these runs a stop was asked for (polled on SQLite, where nothing notifies)."""
+async def stops_asked(db: Database) -> list[str]:
+    """The running runs a stop was asked for, of every process (polled on SQLite, where
+    nothing notifies): the few rows of a partial index, however many runs there are."""
     async with db.read() as session:
-        rows = await session.scalars(
-            select(ChatRun.message_id).where(
-                ChatRun.message_id.in_(message_ids), ChatRun.stop_requested.is_(True)
-            )
-        )
-        return list(rows)
+        return list(await session.scalars(_STOPS_ASKED))
+
+
+_STOPS_ASKED = select(ChatRun.message_id).where(text(STOPS_ASKED))
 
 
 async def ask_approval(db: Database, message_id: str, tool_call_id: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat import run_store
+from controlcenter.chat.conversations import TurnStarts
 from controlcenter.chat.events import Event, event_data, frame_of
 from controlcenter.chat.recorder import EventWriter, RunRecord
 from controlcenter.chat.signals import Signals
@@ -113,6 +114,7 @@ class ChatRuns:
         self._running: dict[str, RunRecord] = {}
         self.signals = Signals(db, on_stop=self.stop_here, on_approval=self.poke_here)
         self.writer = EventWriter(db, self.signals)
+        self.starts = TurnStarts(db)  # the user's message and the run, in shared transactions
         self._poller: asyncio.Task[None] | None = None
         self._next_prune = 0.0
 
@@ -148,15 +150,13 @@ class ChatRuns:
         try:
             while self._running:
                 await asyncio.sleep(STOP_POLL_S)
-                ids = [i for i, run in self._running.items() if not run.stopped]
-                if ids:
-                    try:
-                        asked = await run_store.stops_asked(self._db, ids)
-                    except Exception as exc:
-                        log.warning("chat stop flags unreadable", error=type(exc).__name__)
-                        continue
-                    for message_id in asked:
-                        self.stop_here(message_id)
+                try:
+                    asked = await run_store.stops_asked(self._db)
+                except Exception as exc:
+                    log.warning("chat stop flags unreadable", error=type(exc).__name__)
+                    continue
+                for message_id in asked:  # any process's: those running elsewhere are no-ops
+                    self.stop_here(message_id)
         finally:
             self._poller = None
 
