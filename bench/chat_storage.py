@@ -2,12 +2,14 @@
 chat figures), measured alone so that the noise of a whole chat does not hide it.
 
 In the bench process itself, against the run's database: N chats at once, each saving the
-user's message and starting its run (`conversations.start_turn`), then sending the events of
+user's message and starting its run (`conversations.TurnStarts`), then sending the events of
 the chat section's chat (message_start, three provider replies 200 ms apart, with two tool
 calls and their results between them), saving the assistant message, sending message_complete
 and ending the run, as the service does. Three paths, each its process CPU time per chat:
 - the user's message and the assistant's alone, with the chat's pauses for its provider
-  between them (what a chat wrote before its events were stored);
+  between them (what a chat would write if its events were not stored), the chats that start
+  or end together in shared transactions as in the service (`db.group_commit`), so that the
+  difference is the storage's, not the group commit's;
 - run by run, as before the process-wide writer: the run's own transaction, then each burst
   and the end in one transaction each (`run_store.append_events`);
 - the service's path: the run in the user message's transaction, the events by the
@@ -27,9 +29,12 @@ import asyncio
 import math
 import statistics
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from functools import partial
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from bench.chat import CPU_PER_CHAT
 from bench.deploy import Deployment, Options
@@ -38,6 +43,8 @@ from bench.seed import seed_accounts
 from bench.timeline import step
 from controlcenter.chat import run_store
 from controlcenter.chat.conversations import (
+    TurnStart,
+    TurnStarts,
     add_assistant_message,
     assistant_message,
     save_assistant_message,
@@ -51,11 +58,13 @@ from controlcenter.chat.events import (
     tool_call_start,
     tool_result,
 )
+from controlcenter.chat.models import Message
 from controlcenter.chat.recorder import EventWriter, RunRecord
 from controlcenter.chat.run_store import RunUsage
 from controlcenter.chat.schemas import message_json
 from controlcenter.chat.signals import Signals
 from controlcenter.db import Database
+from controlcenter.db.group_commit import GroupCommit
 from controlcenter.llm.types import ToolCall, ToolResult
 
 REPLY_GAP_S = 0.2  # the chat section's provider delay
@@ -87,25 +96,44 @@ def _bursts(message_id: str) -> list[list[str]]:
     return [tool, tool, [event_data(content_delta(ANSWER))]]
 
 
-Chat = Callable[[Database, Signals, EventWriter, str, str], Awaitable[None]]
+@dataclass(frozen=True)
+class Parts:
+    """What a process of the service holds for its chats: the database, the wake-ups, the event
+    writer, the starts' group commit, and one for the answers saved without their events."""
+
+    db: Database
+    signals: Signals
+    writer: EventWriter
+    starts: TurnStarts
+    answers: GroupCommit[Message, None]
+
+
+Chat = Callable[[Parts, str, str], Awaitable[None]]
+
+
+def _answer(conversation_id: str, message_id: str) -> Message:
+    return assistant_message(
+        conversation_id=conversation_id, message_id=message_id, content=ANSWER,
+        tool_calls=[], tool_results=[], usage=RunUsage(30, 10, 3, 2).json(),
+    )  # fmt: skip
 
 
 async def _save_answer(db: Database, conversation_id: str, message_id: str) -> str:
-    """The assistant message saved as the agent saves it; message_complete's JSON."""
-    message = await save_assistant_message(
-        db,
-        assistant_message(
-            conversation_id=conversation_id, message_id=message_id, content=ANSWER,
-            tool_calls=[], tool_results=[], usage=RunUsage(30, 10, 3, 2).json(),
-        ),
-    )  # fmt: skip
+    """The assistant message saved in a transaction of its own; message_complete's JSON."""
+    message = await save_assistant_message(db, _answer(conversation_id, message_id))
     return event_data(message_complete(message_json(message)))
 
 
-async def _user_message(
-    db: Database, signals: Signals, writer: EventWriter, user_id: str, message_id: str
-) -> None:
-    started = await start_turn(db, user_id=user_id, conversation_id=None, message=QUESTION)
+async def _add_answers(session: AsyncSession, rows: Sequence[Message]) -> list[None]:
+    for row in rows:
+        await add_assistant_message(session, row)
+    return [None] * len(rows)
+
+
+async def _user_message(parts: Parts, user_id: str, message_id: str) -> None:
+    """The two messages as the service saves them, the chats that start or end together in
+    shared transactions (`db.group_commit`), without the run or its events."""
+    started = await parts.starts.start(TurnStart(user_id, None, QUESTION))
     assert started is not None
     # A chat sends message_start with storage or without: its JSON is not storage's.
     event_data(message_start(started.conversation_id, message_id))
@@ -113,35 +141,30 @@ async def _user_message(
     # lone chat ~0.7 ms of CPU each (cold caches), which is not its storage's.
     for _ in _bursts(message_id):
         await asyncio.sleep(REPLY_GAP_S)
-    await _save_answer(db, started.conversation_id, message_id)
+    message = _answer(started.conversation_id, message_id)
+    await parts.answers.submit(message)
+    event_data(message_complete(message_json(message)))
 
 
-async def _with_writer(
-    db: Database, signals: Signals, writer: EventWriter, user_id: str, message_id: str
-) -> None:
-    started = await start_turn(
-        db, user_id=user_id, conversation_id=None, message=QUESTION, answer_id=message_id
-    )
+async def _with_writer(parts: Parts, user_id: str, message_id: str) -> None:
+    started = await parts.starts.start(TurnStart(user_id, None, QUESTION, answer_id=message_id))
     assert started is not None
-    run = RunRecord(db, signals, writer, message_id)
+    run = RunRecord(parts.db, parts.signals, parts.writer, message_id)
     run.began()
     for burst in _bursts(message_id):
         await asyncio.sleep(REPLY_GAP_S)
         for data in burst:
             run.record(data)
     # As the agent ends an answer: the message, the last events and the run's end in one
-    # transaction (`RunRecord.finish_with`).
-    message = assistant_message(
-        conversation_id=started.conversation_id, message_id=message_id, content=ANSWER,
-        tool_calls=[], tool_results=[], usage=RunUsage(30, 10, 3, 2).json(),
-    )  # fmt: skip
+    # transaction (`RunRecord.finish_with`), shared with the answers ending meanwhile.
+    message = _answer(started.conversation_id, message_id)
     complete = event_data(message_complete(message_json(message)))
     await run.finish_with(complete, run_store.DONE, partial(add_assistant_message, row=message))
 
 
-async def _run_by_run(
-    db: Database, signals: Signals, writer: EventWriter, user_id: str, message_id: str
-) -> None:
+async def _run_by_run(parts: Parts, user_id: str, message_id: str) -> None:
+    """As before the process-wide writer and the group commits: a transaction for each."""
+    db = parts.db
     started = await start_turn(db, user_id=user_id, conversation_id=None, message=QUESTION)
     assert started is not None
     first = (1, event_data(message_start(started.conversation_id, message_id)))
@@ -166,7 +189,7 @@ async def _rounds(url: str, user_id: str, chats: int, limit: float) -> dict[str,
         # opened: its paths warm them in turn, as before. The other levels' chats open many,
         # most of them cold either way: their paths warm up at once (in turn, the pauses for
         # the provider cost 1.2 s more per level).
-        warm = [chat(*parts, user_id, f"msg_0_warm{tag}{chats}") for tag, chat in paths.items()]
+        warm = [chat(parts, user_id, f"msg_0_warm{tag}{chats}") for tag, chat in paths.items()]
         if chats == 1:
             for one in warm:
                 await one
@@ -177,10 +200,7 @@ async def _rounds(url: str, user_id: str, chats: int, limit: float) -> dict[str,
             for tag, chat in order[r % 3 :] + order[: r % 3]:
                 cpu = time.process_time()
                 await asyncio.gather(
-                    *(
-                        chat(*parts, user_id, f"msg_1_{tag}{chats}r{r}x{i:05d}")
-                        for i in range(chats)
-                    )
+                    *(chat(parts, user_id, f"msg_1_{tag}{chats}r{r}x{i:05d}") for i in range(chats))
                 )
                 spent[tag].append((time.process_time() - cpu) / chats)
             if (r + 1) % 3 == 0:
@@ -191,12 +211,13 @@ async def _rounds(url: str, user_id: str, chats: int, limit: float) -> dict[str,
 
 
 @asynccontextmanager
-async def _parts(url: str) -> AsyncIterator[tuple[Database, Signals, EventWriter]]:
+async def _parts(url: str) -> AsyncIterator[Parts]:
     db = Database(url)
     signals = Signals(db, on_stop=lambda _: None)
     writer = EventWriter(db, signals)
+    answers = GroupCommit(db, _add_answers, "bench-answers")
     try:
-        yield db, signals, writer
+        yield Parts(db, signals, writer, TurnStarts(db), answers)
     finally:
         await writer.close(5.0)
         await signals.aclose()

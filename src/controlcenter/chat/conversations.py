@@ -13,7 +13,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, delete, insert, or_, select, update
+from sqlalchemy import Table, and_, bindparam, delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -185,12 +185,20 @@ async def add_assistant_message(session: AsyncSession, row: Message) -> None:
     Written as statements, not by adding `row` to the session: a batch of answers that is
     refused is written again one by one (`EventWriter.end_with`), and a row the session had
     flushed keeps the sequence number of the insert that was rolled back."""
-    await session.execute(insert(_MESSAGES).values(_stored(row)))
+    connection = await session.connection()
+    await connection.execute(_INSERT_MESSAGE, _stored(row))
     await _touch(session, row.conversation_id, row.created_at)
 
 
 _MESSAGES = cast(Table, Message.__table__)
 _CONVERSATIONS = cast(Table, Conversation.__table__)
+# Built once: a statement built per answer (and its cache key) cost more than running it.
+_INSERT_MESSAGE = insert(_MESSAGES)
+_TOUCH = (
+    update(_CONVERSATIONS)
+    .where(_CONVERSATIONS.c.id == bindparam("conversation"))
+    .values(updated_at=bindparam("now"))
+)
 
 
 def _stored(row: Message) -> dict[str, Any]:
@@ -244,9 +252,8 @@ async def save_assistant_message(db: Database, row: Message) -> Message:
 
 
 async def _touch(session: AsyncSession, conversation_id: str, now: datetime) -> None:
-    await session.execute(
-        update(_CONVERSATIONS).where(_CONVERSATIONS.c.id == conversation_id).values(updated_at=now)
-    )
+    connection = await session.connection()
+    await connection.execute(_TOUCH, {"conversation": conversation_id, "now": now})
 
 
 async def list_conversations(
