@@ -153,3 +153,48 @@ async def test_a_message_id_taken_by_a_finished_answer_is_still_refused(
     async with db.read() as session:
         stored = await session.scalar(select(Message).where(Message.id == answer_id))
     assert stored is not None and stored.content == "Done"
+
+
+async def test_what_the_answers_gain_after_their_first_write_is_saved_at_the_next_beat(
+    db: Database, users: UserFactory
+) -> None:
+    """Each running answer's row follows it (content, tool calls, results): what a process
+    that dies leaves of it; several answers' changes in one statement."""
+    started = [await _answer_started(db, users) for _ in range(3)]
+    liveness = Liveness(db, INTERVAL_S)
+    task = asyncio.create_task(liveness.run())
+    try:
+        answers = [liveness.started(c, a) for c, a in started]
+        for answer in answers:
+            answer.apply({"type": "content_delta", "delta": "First"})
+
+        async def all_written() -> bool:
+            return all([await _running_row(db, a) is not None for _, a in started])
+
+        await wait_for(all_written, within=10 + FLUSH_DELAY_S)
+        call = {"id": "toolu_1", "name": "echo_text", "arguments": {"text": "é"}}
+        result = {"toolCallId": "toolu_1", "success": True, "result": {"text": "é"}}
+        for answer in answers[:2]:
+            answer.apply({"type": "content_delta", "delta": " and more"})
+            answer.apply({"type": "tool_call_start", "toolCall": call})
+            answer.apply({"type": "tool_result", "toolResult": result})
+
+        async def saved() -> bool:
+            row = await _running_row(db, started[1][1])
+            return row is not None and row.content == "First and more"
+
+        await wait_for(saved, within=10)
+        for (_, answer_id), gained in zip(started, (True, True, False), strict=True):
+            row = await _running_row(db, answer_id)
+            assert row is not None
+            if gained:
+                assert (row.content, row.tool_calls, row.tool_results) == (
+                    "First and more",
+                    [call],
+                    [result],
+                )
+            else:
+                assert (row.content, row.tool_calls, row.tool_results) == ("First", None, None)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

@@ -21,9 +21,9 @@ import asyncio
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import Table, bindparam, delete, select, update
 
 from controlcenter.chat import events, run_store
 from controlcenter.chat.events import event_data
@@ -38,6 +38,18 @@ INTERRUPTED = "The answer was interrupted"
 ASSISTANT = "assistant"
 FLUSH_DELAY_S = 1.0
 STALE_INTERVALS = 3
+_RUNNING = cast(Table, RunningMessage.__table__)
+# One statement for every answer that changed (an update built per answer cost more than
+# running it, with thousands of answers under way).
+_SAVE_PROGRESS = (
+    update(_RUNNING)
+    .where(_RUNNING.c.message_id == bindparam("message"))
+    .values(
+        content=bindparam("content"),
+        tool_calls=bindparam("tool_calls"),
+        tool_results=bindparam("tool_results"),
+    )
+)
 
 
 @dataclass
@@ -168,14 +180,13 @@ class Liveness:
         changed = [answer for answer in self._written.values() if answer.changed]
         if not changed:
             return
+        for answer in changed:
+            answer.changed = False
         async with self._db.write() as session:
-            for answer in changed:
-                answer.changed = False
-                await session.execute(
-                    update(RunningMessage)
-                    .where(RunningMessage.message_id == answer.message_id)
-                    .values(**answer.values())
-                )
+            connection = await session.connection()
+            await connection.execute(
+                _SAVE_PROGRESS, [{"message": a.message_id, **a.values()} for a in changed]
+            )
 
     async def close_stale(self) -> int:
         """Close the answers whose process stopped beating; how many."""
