@@ -90,12 +90,10 @@ LONE_IDLE_S = 5.0
 OPEN_STREAMS = {False: 10_000, True: 2_000}
 STREAMS_SAMPLE_S = 0.25  # RSS samples while they are held (each reads every process's /proc)
 # The held streams' client, lean: its CPU shares the two cores with the service's and sets the
-# pace of the 10,000 streams' ramp (47 s of CPU beside the service's 112 s in one run).
-# Pools of 10 chats, not 100 (each pool walks its connections at every request and response's
-# end), on uvloop's event loop: 4.5-4.9 ms of the client's CPU per stream -> 2.7 ms (quick runs,
-# 2,000 streams, A/B twice in turn; the memory per stream the same). The chat levels keep the
-# client as it was, so their figures stay comparable.
-LEAN_PER_POOL = 10
+# pace of the 10,000 streams' ramp and ends. httpx with httpx-sse in pools of 10 chats on uvloop
+# cost ~3 ms of the client's CPU per stream (30 s for 10,000: 4.5-4.9 ms in pools of 100); each
+# chat now has a socket of its own with HTTP and SSE read by hand (`chat_client.one_raw_chat`).
+# The chat levels keep httpx, so their figures stay comparable.
 
 
 @dataclass
@@ -321,7 +319,7 @@ def _client(
     if tools is not None:
         argv += ["--tools", str(tools)]
     if lean:
-        argv += ["--per-pool", str(LEAN_PER_POOL), "--uvloop"]
+        argv += ["--raw", "--uvloop"]
     with step(f"chat client {out.stem} (its start, the chats, their drain)"):
         done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=limit_s + 60)
     if done.returncode != 0:

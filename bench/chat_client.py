@@ -1,7 +1,7 @@
 """The chat load: N concurrent chats from one client process with httpx + httpx-sse.
 
     python -m bench.chat_client --url URL --tokens FILE --chats N --out FILE [--rate R]
-        [--message TEXT] [--tools N] [--per-pool N] [--uvloop]
+        [--message TEXT] [--tools N] [--per-pool N] [--uvloop] [--raw]
 
 Each chat is one POST with its own stream, sent by a task of its own. Closed loop (no --rate):
 all start together. Open loop (--rate R): one starts every 1/R s, whether or not the earlier
@@ -51,25 +51,82 @@ async def one_chat(
                 record["error"] = f"HTTP {source.response.status_code}"
                 return
             async for event in source.aiter_sse():
-                data = json.loads(event.data)
-                kind = data.get("type")
-                if kind == "message_start":
-                    record["message_start"] = time.monotonic()
-                elif kind == "error":
-                    record["error"] = f"error event: {data.get('error')}"
+                if _event(json.loads(event.data), tools, record):
                     return
-                elif kind == "message_complete":
-                    record["complete"] = time.monotonic()
-                    message = data["message"]
-                    results = message.get("toolResults") or []
-                    if len(results) != tools or not all(r.get("success") for r in results):
-                        record["error"] = f"tool results: {results!r}"[:200]
         record["end"] = time.monotonic()
         if "complete" not in record and record["error"] is None:
             record["error"] = "stream ended without message_complete"
     except Exception as exc:  # every failure is a figure of the run, not a crash
         record["error"] = f"{type(exc).__name__}: {exc}"[:200]
         record["end"] = time.monotonic()
+
+
+async def one_raw_chat(
+    address: tuple[str, int],
+    token: str,
+    index: int,
+    message: str,
+    tools: int,
+    record: dict[str, Any],
+) -> None:
+    """`one_chat` on a socket of its own, HTTP/1.1 and SSE read by hand: the held streams'
+    client, whose CPU shares the two cores with the service and paces the 10,000 streams'
+    ramp and ends (httpx and httpx-sse: ~3 ms per stream)."""
+    record.update(start=time.monotonic(), error=None)
+    host, port = address
+    body = json.dumps({"message": f"{message} (chat {index})", "provider": "provider_a"})
+    request = (
+        f"POST {CHAT_PATH} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+        f"Accept: text/event-stream\r\nContent-Length: {len(body)}\r\n"
+        f"Connection: close\r\n\r\n{body}"
+    ).encode()
+    writer: asyncio.StreamWriter | None = None
+    try:
+        reader, writer = await asyncio.open_connection(host, port)
+        writer.write(request)
+        head = await reader.readuntil(b"\r\n\r\n")
+        record["headers"] = time.monotonic()
+        status = int(head.split(b" ", 2)[1])
+        if status != 200:
+            record["error"] = f"HTTP {status}"
+            return
+        if b"transfer-encoding: chunked" not in head.lower():
+            raise RuntimeError("expected a chunked SSE response")
+        pending = b""
+        while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+            pending += (await reader.readexactly(size + 2))[:-2]
+            *frames, pending = pending.split(b"\n\n")
+            for frame in frames:
+                for line in frame.split(b"\n"):
+                    if line.startswith(b"data: ") and _event(json.loads(line[6:]), tools, record):
+                        return
+        record["end"] = time.monotonic()
+        if "complete" not in record and record["error"] is None:
+            record["error"] = "stream ended without message_complete"
+    except Exception as exc:  # every failure is a figure of the run, not a crash
+        record["error"] = f"{type(exc).__name__}: {exc}"[:200]
+        record["end"] = time.monotonic()
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def _event(data: dict[str, Any], tools: int, record: dict[str, Any]) -> bool:
+    """One event into `record`, as `one_chat` reads it; True when the chat ends on it."""
+    kind = data.get("type")
+    if kind == "message_start":
+        record["message_start"] = time.monotonic()
+    elif kind == "error":
+        record["error"] = f"error event: {data.get('error')}"
+        record["end"] = time.monotonic()
+        return True
+    elif kind == "message_complete":
+        record["complete"] = time.monotonic()
+        results = data["message"].get("toolResults") or []
+        if len(results) != tools or not all(r.get("success") for r in results):
+            record["error"] = f"tool results: {results!r}"[:200]
+    return False
 
 
 async def run(
@@ -82,6 +139,7 @@ async def run(
     message: str = DEFAULT_MESSAGE,
     tools: int = EXPECTED_TOOL_CALLS,
     per_pool: int = CHATS_PER_POOL,
+    raw: bool = False,
 ) -> list[dict[str, Any]]:
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     # One pool per `per_pool` chats: httpcore's pool walks all its connections on every
@@ -92,7 +150,7 @@ async def run(
     tls = ssl.create_default_context()
     pools = [
         httpx.AsyncClient(base_url=url, limits=limits, timeout=limit_s, verify=tls)
-        for _ in range(max(1, -(-chats // per_pool)))
+        for _ in range(1 if raw else max(1, -(-chats // per_pool)))
     ]
     async with contextlib.AsyncExitStack() as stack:
         for pool in pools:
@@ -101,13 +159,18 @@ async def run(
         # connection): about 40 ms that a single chat's message_start counted as the service's.
         await pools[0].get("/healthz")
         tasks = []
+        address = (httpx.URL(url).host, httpx.URL(url).port or 80)
         records: list[dict[str, Any]] = [{} for _ in range(chats)]
         first = time.monotonic()
         for i in range(chats):
             if rate is not None:  # the i-th arrival at its time, late ones at once
                 await asyncio.sleep(max(0.0, first + i / rate - time.monotonic()))
-            http = pools[i // per_pool]
-            chat = one_chat(http, tokens[i % len(tokens)], i, message, tools, records[i])
+            token = tokens[i % len(tokens)]
+            chat = (
+                one_raw_chat(address, token, i, message, tools, records[i])
+                if raw
+                else one_chat(pools[i // per_pool], token, i, message, tools, records[i])
+            )
             tasks.append(asyncio.create_task(chat))
         _, late = await asyncio.wait(tasks, timeout=limit_s)
         for task in late:
@@ -132,6 +195,7 @@ def main() -> None:
     parser.add_argument("--tools", type=int, default=EXPECTED_TOOL_CALLS, help="tool results")
     parser.add_argument("--per-pool", type=int, default=CHATS_PER_POOL, help="chats per pool")
     parser.add_argument("--uvloop", action="store_true", help="uvloop's event loop")
+    parser.add_argument("--raw", action="store_true", help="HTTP and SSE read by hand")
     args = parser.parse_args()
     tokens = json.loads(Path(args.tokens).read_text())
     if args.uvloop:
@@ -146,6 +210,7 @@ def main() -> None:
             message=args.message,
             tools=args.tools,
             per_pool=args.per_pool,
+            raw=args.raw,
         )
     )
     Path(args.out).write_text(json.dumps(records))

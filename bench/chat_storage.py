@@ -152,6 +152,7 @@ async def _with_writer(parts: Parts, user_id: str, message_id: str) -> None:
     run = RunRecord(parts.db, parts.signals, parts.writer, message_id)
     run.began()
     for burst in _bursts(message_id):
+        run.waiting()  # as the agent does before each provider call
         await asyncio.sleep(REPLY_GAP_S)
         for data in burst:
             run.record(data)

@@ -82,6 +82,16 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     return url
 
 
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    """A `Database` of the test's own on the suite's database: what another process holds."""
+    database = Database(database_url)
+    try:
+        yield database
+    finally:
+        await database.dispose()
+
+
 @pytest.fixture(scope="session")
 def config_overrides(
     llm_config: dict[str, Any], crm_config: dict[str, Any], mcp_config: dict[str, Any]

@@ -445,3 +445,39 @@ async def test_an_answer_refused_in_a_shared_transaction_fails_alone(
     await asyncio.wait_for(bad.finish(run_store.DONE), 5)
     assert [n for n, _ in await run_store.events_after(db, bad.message_id, 0)] == [1, 2, 3]
     assert await run_store.run_owner_status(db, bad.message_id) == (user.id, run_store.DONE)
+
+
+async def test_a_run_about_to_wait_has_its_events_written_then_at_most_once_a_window(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    """`RunRecord.waiting` (the agent calls it before each provider call): the events pending
+    are written at once instead of after the window, unless a write began less than a window
+    ago, so that under load the writes stay a window apart."""
+    db, signals = parts
+    user = await users.create()
+    writer = EventWriter(db, signals, window_s=1.0)
+    (run,) = await _started(db, signals, writer, user.id, "soon", 1)
+
+    async def stored() -> list[int]:
+        return [n for n, _ in await run_store.events_after(db, run.message_id, 0)]
+
+    run.record(event_data(content_delta("first burst")))
+    await asyncio.sleep(0.05)  # the window has begun
+    started = asyncio.get_running_loop().time()
+    with signals.watch(run.message_id) as woken:
+        woken.clear()
+        run.waiting()
+        await asyncio.wait_for(woken.wait(), 5)
+    assert asyncio.get_running_loop().time() - started < 0.5  # not the 1 s window
+    assert await stored() == [1, 2]
+    # A write began just now: the next burst waits for its window, waiting() or not.
+    run.record(event_data(content_delta("second burst")))
+    await asyncio.sleep(0.05)
+    run.waiting()
+    await asyncio.sleep(0.3)
+    assert await stored() == [1, 2]
+    with signals.watch(run.message_id) as woken:
+        woken.clear()
+        await asyncio.wait_for(woken.wait(), 5)
+    assert await stored() == [1, 2, 3]
+    await asyncio.wait_for(run.finish(run_store.DONE), 5)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
@@ -27,15 +26,6 @@ from tests.conftest import UserFactory
 from tests.outbox.conftest import wait_for
 
 INTERVAL_S = 0.2
-
-
-@pytest.fixture
-async def db(database_url: str) -> AsyncIterator[Database]:
-    database = Database(database_url)
-    try:
-        yield database
-    finally:
-        await database.dispose()
 
 
 async def _answer_started(db: Database, users: UserFactory) -> tuple[str, str]:

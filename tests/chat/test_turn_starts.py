@@ -6,9 +6,7 @@ alone. On both databases."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
-import pytest
 from sqlalchemy import func, select
 
 from controlcenter.chat import run_store
@@ -17,15 +15,6 @@ from controlcenter.chat.models import Message
 from controlcenter.db import Database
 from tests.chat.test_event_writer import Commits
 from tests.conftest import UserFactory
-
-
-@pytest.fixture
-async def db(database_url: str) -> AsyncIterator[Database]:
-    database = Database(database_url)
-    try:
-        yield database
-    finally:
-        await database.dispose()
 
 
 async def _messages(db: Database, conversation_id: str) -> list[str]:

@@ -6,7 +6,7 @@ databases."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
@@ -21,15 +21,10 @@ from controlcenter.db.group_commit import GroupCommit
 _buckets = CrmRateBucket.__table__
 
 
-@pytest.fixture
-async def db(database_url: str) -> AsyncIterator[Database]:
-    database = Database(database_url)
-    try:
-        async with database.write() as session:
-            await session.execute(_buckets.delete())
-        yield database
-    finally:
-        await database.dispose()
+@pytest.fixture(autouse=True)
+async def no_buckets(db: Database) -> None:
+    async with db.write() as session:
+        await session.execute(_buckets.delete())
 
 
 class Writes:
@@ -39,6 +34,16 @@ class Writes:
         self.batches: list[list[str]] = []
         self.hold: asyncio.Event | None = None
         self.group: GroupCommit[str, int] = GroupCommit(db, self.write, "test-group")
+
+    async def first_under_way(self, key: str) -> asyncio.Task[int]:
+        """`key` submitted, once its transaction is open and held (until `hold` is set)."""
+        self.hold = asyncio.Event()
+        first = asyncio.create_task(self.group.submit(key))
+        for _ in range(100):
+            if self.batches:
+                break
+            await asyncio.sleep(0.01)
+        return first
 
     async def write(self, session: AsyncSession, keys: Sequence[str]) -> list[int]:
         self.batches.append(list(keys))
@@ -59,15 +64,11 @@ async def _stored(db: Database) -> list[str]:
 
 async def test_writes_arriving_during_one_share_the_next_transaction(db: Database) -> None:
     writes = Writes(db)
-    writes.hold = asyncio.Event()
-    first = asyncio.create_task(writes.group.submit("a"))
-    for _ in range(100):
-        if writes.batches:
-            break
-        await asyncio.sleep(0.01)
+    first = await writes.first_under_way("a")
     others = [asyncio.create_task(writes.group.submit(key)) for key in ("bb", "ccc", "dddd")]
     await asyncio.sleep(0.05)
     assert writes.batches == [["a"]] and not first.done()
+    assert writes.hold is not None
     writes.hold.set()
     assert await asyncio.wait_for(asyncio.gather(first, *others), 5) == [1, 2, 3, 4]
     assert writes.batches == [["a"], ["bb", "ccc", "dddd"]]
@@ -92,16 +93,12 @@ async def test_a_refused_write_fails_alone_and_the_others_are_stored(db: Databas
 
 async def test_a_caller_cancelled_before_its_transaction_is_left_out(db: Database) -> None:
     writes = Writes(db)
-    writes.hold = asyncio.Event()
-    first = asyncio.create_task(writes.group.submit("a"))
-    for _ in range(100):
-        if writes.batches:
-            break
-        await asyncio.sleep(0.01)
+    first = await writes.first_under_way("a")
     gone = asyncio.create_task(writes.group.submit("gone"))
     kept = asyncio.create_task(writes.group.submit("kept"))
     await asyncio.sleep(0.01)
     gone.cancel()
+    assert writes.hold is not None
     writes.hold.set()
     assert await asyncio.wait_for(asyncio.gather(first, kept), 5) == [1, 4]
     assert writes.batches == [["a"], ["kept"]]

@@ -251,3 +251,21 @@ async def test_processes_take_turns_before_asking_sqlite(
     finally:
         await first.dispose()
         await second.dispose()
+
+
+async def test_the_held_writer_never_sleeps_in_sqlite_and_gives_its_connection_back_as_found(
+    database: Database,
+) -> None:
+    """`write_driver`'s held connection has no busy timeout while held (BEGIN IMMEDIATE fails at
+    once and is retried without blocking the loop, the test above), and the pool's timeout
+    again once it goes back for others."""
+    try:
+        async with database.write_driver() as driver:
+            cursor = await driver.execute("PRAGMA busy_timeout")
+            assert await cursor.fetchone() == (0,)
+            await cursor.close()
+        await database._held.close()  # what dispose does first
+        async with database.read() as db:  # the pool's one connection: the one held before
+            assert (await db.execute(text("PRAGMA busy_timeout"))).scalar_one() == BUSY_TIMEOUT_MS
+    finally:
+        await database.dispose()

@@ -168,6 +168,7 @@ async def _process(
     for _ in range(MAX_ITERATIONS):
         streamed: list[str] = []
         sent = fit(history, turns[len(history) :], turn.context_token_budget)
+        run.waiting()  # the last round's events written now, not after a wake-up of their own
         try:
             reply = await run.unless_stopped(
                 _ask(provider, turn.api_key, turn, sent, toolbox.specs, channel, streamed)

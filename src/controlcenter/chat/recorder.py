@@ -11,6 +11,7 @@ a message id can always find the message; a run's end is awaited until it is sto
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -58,6 +59,8 @@ class EventWriter:
         # last write (`end_with`) waits for it, so that its events commit in order.
         self._writing: set[str] = set()
         self._written: asyncio.Future[None] | None = None
+        self._waking: asyncio.Future[None] | None = None  # the window's wait, `write_soon`'s
+        self._last_write = -math.inf  # when the last window's write began (the loop's clock)
         # The runs' last writes (`end_with`), in shared transactions.
         self._closings = GroupCommit(db, self._close, "chat-run-ends", before=self._take_pending)
 
@@ -124,11 +127,36 @@ class EventWriter:
         if self._task is None:
             self._task = asyncio.create_task(self._run())
 
+    def write_soon(self) -> None:
+        """A run is about to wait (for its provider): what is pending may be written now,
+        while the process is busy with that run anyway, unless a write began less than a
+        window ago (so that under load the writes stay a window apart). A lone chat's events
+        were written after a wake-up of their own, 50 ms after each burst, with cold caches:
+        ~0.4 ms of CPU each, a fifth of its storage."""
+        waking = self._waking
+        loop = asyncio.get_running_loop()
+        if waking is not None and loop.time() - self._last_write >= self._window_s:
+            _done(waking)
+
+    async def _pause(self, pause_s: float, early: bool) -> None:
+        """`pause_s`, or less when `early` and `write_soon` is called meanwhile."""
+        loop = asyncio.get_running_loop()
+        waking: asyncio.Future[None] = loop.create_future()
+        timer = loop.call_later(pause_s, _done, waking)
+        self._waking = waking if early else None
+        try:
+            await waking
+        finally:
+            timer.cancel()
+            self._waking = None
+
     async def _run(self) -> None:
         pause = self._window_s
         try:
             while self._events or self._ends:
-                await asyncio.sleep(pause)
+                # After a refusal, the whole pause: the database is not hurried.
+                await self._pause(pause, early=pause == self._window_s)
+                self._last_write = asyncio.get_running_loop().time()
                 events, self._events = self._events, {}
                 ends, self._ends = self._ends, {}
                 self._writing = {*events, *ends}
@@ -206,6 +234,11 @@ class EventWriter:
                         waiter.set_exception(TimeoutError("chat events not stored at shutdown"))
 
 
+def _done(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class RunRecord:
     def __init__(
         self, db: Database, signals: Signals, writer: EventWriter, message_id: str
@@ -241,6 +274,12 @@ class RunRecord:
         self._n = 1
         self._signals.wake(self.message_id)
         return 1
+
+    def waiting(self) -> None:
+        """The run is about to call its provider: its events may be written now
+        (`EventWriter.write_soon`), on the loop's next turn, behind the call's first step
+        (the request is sent before the write, not after it)."""
+        asyncio.get_running_loop().call_soon(self._writer.write_soon)
 
     def record(self, data: str) -> int:
         self._n += 1

@@ -117,7 +117,19 @@ class Database:
         if self.is_sqlite:
             _tune_sqlite(self.engine)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
-        self._held = HeldConnection(self.engine)  # `write_driver`'s
+        # `write_driver`'s. On SQLite it never waits in SQLite's sleeping busy handler: BEGIN
+        # IMMEDIATE fails at once while another process writes (`_holding_write_lock` tries
+        # again), and once it holds the write lock nothing in a WAL database waits. Set once,
+        # not around each transaction (two statements of every window of the event writer).
+        self._held = (
+            HeldConnection(
+                self.engine,
+                setup=partial(_driver_statement, sql=BUSY_TIMEOUT_OFF),
+                reset=partial(_driver_statement, sql=BUSY_TIMEOUT_ON),
+            )
+            if self.is_sqlite
+            else HeldConnection(self.engine)
+        )
         # One writer at a time inside this process: queue in asyncio instead of in
         # SQLite's sleeping busy handler; between processes, an advisory lock (`write_turn`).
         self._write_lock = asyncio.Lock() if self.is_sqlite else None
@@ -227,13 +239,9 @@ class Database:
         return session
 
     async def _driver_immediate(self, driver: Any) -> None:
-        """BEGIN IMMEDIATE on the driver's connection, failing at once while another process
-        writes (`_holding_write_lock` tries again)."""
-        await _driver_statement(driver, BUSY_TIMEOUT_OFF)
-        try:
-            await _driver_statement(driver, "BEGIN IMMEDIATE")
-        finally:
-            await _driver_statement(driver, BUSY_TIMEOUT_ON)
+        """BEGIN IMMEDIATE on the held connection, failing at once while another process
+        writes (its busy timeout is 0: `_holding_write_lock` tries again)."""
+        await _driver_statement(driver, "BEGIN IMMEDIATE")
 
     async def _holding_write_lock(self, begin: Callable[[], Awaitable[T]]) -> T:
         """What `begin` opens, once it holds SQLite's write lock (BEGIN IMMEDIATE); while

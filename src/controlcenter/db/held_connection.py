@@ -10,7 +10,7 @@ the pool's own (made with the engine's settings and `connect` events) and goes b
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,8 +22,18 @@ from sqlalchemy.util import greenlet_spawn
 class HeldConnection:
     """The driver's connection under one held pooled connection, for one user at a time."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        setup: Callable[[Any], Awaitable[None]] | None = None,
+        reset: Callable[[Any], Awaitable[None]] | None = None,
+    ) -> None:
+        """`setup` runs on each connection when it is taken to be held, `reset` before it goes
+        back to the pool (a setting only its holder wants)."""
         self._engine = engine
+        self._setup = setup
+        self._reset = reset
         self._held: PoolProxiedConnection | None = None
         self.in_use = False  # a caller that must not wait takes a pooled connection instead
 
@@ -39,7 +49,10 @@ class HeldConnection:
             if self._held is not None and _closed(self._held.driver_connection):
                 await self._drop()  # closed by the server meanwhile
             if self._held is None:
-                self._held = await self._engine.raw_connection()
+                held = await self._engine.raw_connection()
+                if self._setup is not None:
+                    await self._setup(held.driver_connection)
+                self._held = held
             try:
                 yield self._held.driver_connection
             except BaseException:
@@ -56,8 +69,15 @@ class HeldConnection:
     async def close(self) -> None:
         """Give the connection back to the pool (before the engine is disposed)."""
         held, self._held = self._held, None
-        if held is not None:
-            await greenlet_spawn(held.close)
+        if held is None:
+            return
+        if self._reset is not None:
+            try:
+                await self._reset(held.driver_connection)
+            except Exception:
+                await greenlet_spawn(held.invalidate)  # its settings unknown: not for others
+                return
+        await greenlet_spawn(held.close)
 
 
 def _closed(driver: Any) -> bool:
