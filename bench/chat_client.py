@@ -18,6 +18,8 @@ import contextlib
 import json
 import ssl
 import time
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +142,10 @@ async def run(
     tools: int = EXPECTED_TOOL_CALLS,
     per_pool: int = CHATS_PER_POOL,
     raw: bool = False,
+    give_up: GiveUp | None = None,
 ) -> list[dict[str, Any]]:
+    """With `give_up` (open loop), no chat starts once the run's verdict is a miss; the chats
+    under way finish, the others' records stay empty."""
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     # One pool per `per_pool` chats: httpcore's pool walks all its connections on every
     # request and every response's end, so one pool of 10,000 streams spent this process's CPU
@@ -165,22 +170,46 @@ async def run(
         for i in range(chats):
             if rate is not None:  # the i-th arrival at its time, late ones at once
                 await asyncio.sleep(max(0.0, first + i / rate - time.monotonic()))
+            if give_up is not None and give_up.decided:
+                break
             token = tokens[i % len(tokens)]
             chat = (
                 one_raw_chat(address, token, i, message, tools, records[i])
                 if raw
                 else one_chat(pools[i // per_pool], token, i, message, tools, records[i])
             )
-            tasks.append(asyncio.create_task(chat))
+            task = asyncio.create_task(chat)
+            if give_up is not None:
+                task.add_done_callback(partial(give_up.count, records[i]))
+            tasks.append(task)
         _, late = await asyncio.wait(tasks, timeout=limit_s)
         for task in late:
             task.cancel()
         if late:  # ended before the pools close, which would make each of them a ReadError
             await asyncio.wait(late)
-        for task, record in zip(tasks, records, strict=True):
+        for task, record in zip(tasks, records, strict=False):
             if task in late:  # what it reached stays: a stream open at the end was open all along
                 record["error"] = f"not done after {limit_s}s"
         return records
+
+
+@dataclass
+class GiveUp:
+    """An open-loop run's verdict, decided before its end: a chat with an error, or `over`
+    chats slower than `limit_s` (as many as put its p99 over the limit whatever the others
+    do). Starting the rest would only repeat it for up to a minute."""
+
+    over: int
+    limit_s: float
+    slow: int = 0
+    decided: bool = False
+
+    def count(self, record: dict[str, Any], _: object) -> None:
+        if record.get("error"):
+            self.decided = True
+        elif record.get("complete", float("inf")) - record.get("start", 0.0) > self.limit_s:
+            self.slow += 1
+            self.decided = self.decided or self.slow >= self.over
 
 
 def main() -> None:
@@ -196,6 +225,10 @@ def main() -> None:
     parser.add_argument("--per-pool", type=int, default=CHATS_PER_POOL, help="chats per pool")
     parser.add_argument("--uvloop", action="store_true", help="uvloop's event loop")
     parser.add_argument("--raw", action="store_true", help="HTTP and SSE read by hand")
+    parser.add_argument(
+        "--give-up", nargs=2, type=float, metavar=("OVER", "LIMIT_S"),
+        help="open loop: start no more chats once one fails or OVER take longer than LIMIT_S",
+    )  # fmt: skip
     args = parser.parse_args()
     tokens = json.loads(Path(args.tokens).read_text())
     if args.uvloop:
@@ -211,6 +244,7 @@ def main() -> None:
             tools=args.tools,
             per_pool=args.per_pool,
             raw=args.raw,
+            give_up=GiveUp(int(args.give_up[0]), args.give_up[1]) if args.give_up else None,
         )
     )
     Path(args.out).write_text(json.dumps(records))
