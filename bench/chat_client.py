@@ -55,12 +55,9 @@ async def one_chat(
             async for event in source.aiter_sse():
                 if _event(json.loads(event.data), tools, record):
                     return
-        record["end"] = time.monotonic()
-        if "complete" not in record and record["error"] is None:
-            record["error"] = "stream ended without message_complete"
+        _ended(record)
     except Exception as exc:  # every failure is a figure of the run, not a crash
-        record["error"] = f"{type(exc).__name__}: {exc}"[:200]
-        record["end"] = time.monotonic()
+        _failed(record, exc)
 
 
 async def one_raw_chat(
@@ -103,15 +100,24 @@ async def one_raw_chat(
                 for line in frame.split(b"\n"):
                     if line.startswith(b"data: ") and _event(json.loads(line[6:]), tools, record):
                         return
-        record["end"] = time.monotonic()
-        if "complete" not in record and record["error"] is None:
-            record["error"] = "stream ended without message_complete"
-    except Exception as exc:  # every failure is a figure of the run, not a crash
-        record["error"] = f"{type(exc).__name__}: {exc}"[:200]
-        record["end"] = time.monotonic()
+        _ended(record)
+    except Exception as exc:
+        _failed(record, exc)
     finally:
         if writer is not None:
             writer.close()
+
+
+def _ended(record: dict[str, Any]) -> None:
+    """The stream ended: it must have carried message_complete."""
+    record["end"] = time.monotonic()
+    if "complete" not in record and record["error"] is None:
+        record["error"] = "stream ended without message_complete"
+
+
+def _failed(record: dict[str, Any], exc: Exception) -> None:
+    record["error"] = f"{type(exc).__name__}: {exc}"[:200]
+    record["end"] = time.monotonic()
 
 
 def _event(data: dict[str, Any], tools: int, record: dict[str, Any]) -> bool:
