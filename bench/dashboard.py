@@ -123,7 +123,7 @@ def _basic(user: str, secret: str) -> str:
 
 
 def run(deployment: Deployment, options: Options) -> list[Row]:
-    seconds = 3 if options.quick else 5
+    seconds = 3 if options.quick else 4
     db = deployment.db_kind
     (account,) = asyncio.run(
         seed_accounts(deployment.database_url, deployment.secret_key, "dash", 1)
@@ -154,13 +154,10 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
                 results[mode] = WrkResult(0, 0, 0, 0, 1)
                 continue
             wrk(service_url + path, {**ocs, **headers}, 1)  # warm-up
-            # Argon2 makes every password request cost ~tens of ms: a shorter run suffices.
+            # As long as the others: with the verified-credential cache a password costs
+            # Argon2 once, and in 2 s runs the ratio to bearer moved 73-91% between runs.
             with Profiler(service.pid, options.profile_dir, f"dashboard-{_slug(mode)}"):
-                results[mode] = cpu.wrk(
-                    service_url + path,
-                    {**ocs, **headers},
-                    seconds / 2 if "password" in mode else seconds,
-                )
+                results[mode] = cpu.wrk(service_url + path, {**ocs, **headers}, seconds)
     bare, bare_url = bare_app(path, body)
     with bare:
         with step("bare app answered"):

@@ -69,10 +69,10 @@ def serve_llm(delay_s: float) -> dict[str, Any]:
 class _Discard(list[Any]):
     """Calls counted, not kept (a long run would hold every one)."""
 
-    count = 0
+    seen = 0
 
     def append(self, item: Any) -> None:
-        self.count += 1
+        self.seen += 1
 
 
 def serve_mcp() -> dict[str, Any]:
@@ -121,7 +121,7 @@ def main() -> None:
     if _CRM:
         crm = _CRM[0]
         # Every request answered (a 429 included): per delivered job, what the outbox spent.
-        requests = crm.calls.count if isinstance(crm.calls, _Discard) else len(crm.calls)
+        requests = crm.calls.seen if isinstance(crm.calls, _Discard) else len(crm.calls)
         stats = {"burst_refusals": crm.burst_refusals, "requests": requests}
         Path(args.info + ".stats").write_text(json.dumps(stats))
 
