@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from controlcenter.chat import run_store
 from controlcenter.chat.conversations import StoredText, TurnStart, TurnStarts, start_turn
-from controlcenter.chat.models import Message
+from controlcenter.chat.models import Conversation, Message
 from controlcenter.db import Database
 from tests.chat.test_event_writer import Commits
 from tests.conftest import UserFactory
@@ -40,6 +40,8 @@ async def test_chats_starting_together_share_one_transaction(
     ]
     asked += [
         TurnStart(mine.id, kept.conversation_id, "Again", answer_id="msg_1_startagain"),
+        # Continued twice in one transaction: the second reads the first as if it had committed.
+        TurnStart(mine.id, kept.conversation_id, "Once more", answer_id="msg_1_startonce"),
         TurnStart(mine.id, other.conversation_id, "Not mine", answer_id="msg_1_startnotmine"),
         TurnStart(mine.id, 42, "Not an id", answer_id="msg_1_startnotanid"),
     ]
@@ -53,12 +55,21 @@ async def test_chats_starting_together_share_one_transaction(
     new = started[:8]
     assert all(s is not None and s.history == () for s in new)
     assert len({s.conversation_id for s in new if s is not None}) == 8
-    again = started[8]
+    again, once = started[8:10]
     assert again is not None and again.conversation_id == kept.conversation_id
     assert again.history == (StoredText("user", "Earlier"),)
-    assert await _messages(db, kept.conversation_id) == ["Earlier", "Again"]
+    assert once is not None and once.conversation_id == kept.conversation_id
+    assert once.history == (StoredText("user", "Earlier"), StoredText("user", "Again"))
+    assert await _messages(db, kept.conversation_id) == ["Earlier", "Again", "Once more"]
     assert await _messages(db, other.conversation_id) == ["Theirs"]
-    for start, turn in zip(asked[:9], started[:9], strict=True):
+    async with db.read() as session:
+        continued = await session.get(Conversation, kept.conversation_id)
+        titles = await session.scalars(
+            select(Conversation.title).where(Conversation.user_id == mine.id)
+        )
+        assert set(titles) == {"Earlier", *(f"New {i}" for i in range(8))}
+    assert continued is not None and continued.updated_at > continued.created_at
+    for start, turn in zip(asked[:10], started[:10], strict=True):
         assert turn is not None and start.answer_id is not None
         stored = await run_store.events_after(db, start.answer_id, 0)
         assert [n for n, _ in stored] == [1] and turn.conversation_id in stored[0][1]

@@ -8,7 +8,7 @@ import secrets
 import string
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from typing import Any, cast
@@ -107,10 +107,50 @@ async def _start_all(
 ) -> list[StartedTurn | None]:
     """`start_turn` for each of `starts` within the caller's transaction. The rows are built
     anew on every call (a shared transaction that failed is tried again one start at a time)
-    and written together: the conversations in one insert, the messages in one, the runs
-    with their first events in one statement."""
+    and written together by statements built once, not ORM rows (a lone chat's flush of its
+    two rows cost more than their inserts): the conversations in one insert, the messages in
+    one, the runs with their first events in one statement."""
     now = utcnow()
-    started = [await _start_one(session, start, now) for start in starts]
+    rows = _TurnRows()
+    started: list[StartedTurn | None] = []
+    for start in starts:
+        conversation_id = start.conversation_id
+        if conversation_id is None:
+            conversation_id = new_id()
+            rows.conversations.append(
+                {
+                    "id": conversation_id,
+                    "user_id": start.user_id,
+                    "title": start.message[:TITLE_LENGTH],
+                    "created_at": now,
+                    "updated_at": now,
+                }
+            )
+            history: tuple[StoredText, ...] = ()
+        else:
+            # What an earlier start of this batch added is read as if it had committed: the
+            # same conversation continued twice in one batch sees its first message.
+            await rows.write(session)
+            if not isinstance(conversation_id, str):
+                started.append(None)
+                continue
+            if await _owned_id(session, start.user_id, conversation_id) is None:
+                started.append(None)
+                continue
+            history = await _history(session, conversation_id)
+            rows.touched.append({"conversation": conversation_id, "now": now})
+        rows.messages.append(
+            {
+                "id": new_message_id(),
+                "conversation_id": conversation_id,
+                "role": USER,
+                "content": start.message,
+                "created_at": now,
+                "interrupted": False,
+            }
+        )
+        started.append(StartedTurn(conversation_id=conversation_id, history=history))
+    await rows.write(session)
     runs = [
         run_store.NewRun(
             start.answer_id,
@@ -124,33 +164,26 @@ async def _start_all(
     return started
 
 
-async def _start_one(session: AsyncSession, start: TurnStart, now: datetime) -> StartedTurn | None:
-    conversation_id = start.conversation_id
-    if conversation_id is None:
-        conversation = Conversation(
-            id=new_id(), user_id=start.user_id, title=start.message[:TITLE_LENGTH], created_at=now
-        )
-        session.add(conversation)
-        history: tuple[StoredText, ...] = ()
-    else:
-        if not isinstance(conversation_id, str):
-            return None
-        found = await _owned(session, start.user_id, conversation_id)
-        if found is None:
-            return None
-        conversation = found
-        history = await _history(session, conversation.id)
-    session.add(
-        Message(
-            id=new_message_id(),
-            conversation_id=conversation.id,
-            role=USER,
-            content=start.message,
-            created_at=now,
-        )
-    )
-    conversation.updated_at = now
-    return StartedTurn(conversation_id=conversation.id, history=history)
+@dataclass
+class _TurnRows:
+    """The rows of a batch of starts not written yet, in the order they must be."""
+
+    conversations: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    touched: list[dict[str, Any]] = field(default_factory=list)
+
+    async def write(self, session: AsyncSession) -> None:
+        if not (self.conversations or self.messages or self.touched):
+            return
+        connection = await session.connection()
+        for statement, rows in (
+            (_INSERT_CONVERSATION, self.conversations),
+            (_INSERT_MESSAGE, self.messages),
+            (_TOUCH, self.touched),
+        ):
+            if rows:
+                await connection.execute(statement, rows)
+                rows.clear()
 
 
 def assistant_message(
@@ -194,6 +227,10 @@ _MESSAGES = cast(Table, Message.__table__)
 _CONVERSATIONS = cast(Table, Conversation.__table__)
 # Built once: a statement built per answer (and its cache key) cost more than running it.
 _INSERT_MESSAGE = insert(_MESSAGES)
+_INSERT_CONVERSATION = insert(_CONVERSATIONS)
+_OWNED_ID = select(_CONVERSATIONS.c.id).where(
+    _CONVERSATIONS.c.id == bindparam("id"), _CONVERSATIONS.c.user_id == bindparam("user_id")
+)
 _TOUCH = (
     update(_CONVERSATIONS)
     .where(_CONVERSATIONS.c.id == bindparam("conversation"))
@@ -301,6 +338,14 @@ async def delete_conversation(db: Database, user_id: str, conversation_id: str) 
         await session.execute(delete(Message).where(Message.conversation_id == conversation.id))
         await session.delete(conversation)
         return True
+
+
+async def _owned_id(session: AsyncSession, user_id: str, conversation_id: str) -> str | None:
+    """`_owned`'s id alone: no ORM object to build (the conversation is only continued)."""
+    if text_problem(conversation_id) is not None:
+        return None
+    found = await session.execute(_OWNED_ID, {"id": conversation_id, "user_id": user_id})
+    return cast(str | None, found.scalar())
 
 
 async def _owned(session: AsyncSession, user_id: str, conversation_id: str) -> Conversation | None:
