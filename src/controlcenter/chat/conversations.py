@@ -8,7 +8,7 @@ import secrets
 import string
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import Any, cast
@@ -105,85 +105,44 @@ class TurnStarts:
 async def _start_all(
     db: Database, session: AsyncSession, starts: Sequence[TurnStart]
 ) -> list[StartedTurn | None]:
-    """`start_turn` for each of `starts` within the caller's transaction. The rows are built
-    anew on every call (a shared transaction that failed is tried again one start at a time)
-    and written together by statements built once, not ORM rows (a lone chat's flush of its
-    two rows cost more than their inserts): the conversations in one insert, the messages in
-    one, the runs with their first events in one statement."""
-    now = utcnow()
-    rows = _TurnRows()
+    """`start_turn` for each of `starts` within the caller's transaction: the continued
+    conversations read first, then every row written at once (`run_store.insert_starts`: one
+    statement on PostgreSQL, one per table on SQLite; an ORM flush of a lone start's two rows
+    cost more than their inserts). The rows are built anew on every call (a shared
+    transaction that failed is tried again one start at a time)."""
+    new = run_store.NewStarts()
+    # The history of each conversation continued in this batch, as the next start in it reads
+    # it: a conversation continued twice reads the first message as if it had committed.
+    histories: dict[tuple[str, str], tuple[StoredText, ...] | None] = {}
     started: list[StartedTurn | None] = []
     for start in starts:
         conversation_id = start.conversation_id
         if conversation_id is None:
             conversation_id = new_id()
-            rows.conversations.append(
-                {
-                    "id": conversation_id,
-                    "user_id": start.user_id,
-                    "title": start.message[:TITLE_LENGTH],
-                    "created_at": now,
-                    "updated_at": now,
-                }
-            )
-            history: tuple[StoredText, ...] = ()
+            new.conversations.append((conversation_id, start.user_id, start.message[:TITLE_LENGTH]))
+            history: tuple[StoredText, ...] | None = ()
+        elif not isinstance(conversation_id, str):
+            history = None
         else:
-            # What an earlier start of this batch added is read as if it had committed: the
-            # same conversation continued twice in one batch sees its first message.
-            await rows.write(session)
-            if not isinstance(conversation_id, str):
-                started.append(None)
-                continue
-            if await _owned_id(session, start.user_id, conversation_id) is None:
-                started.append(None)
-                continue
-            history = await _history(session, conversation_id)
-            rows.touched.append({"conversation": conversation_id, "now": now})
-        rows.messages.append(
-            {
-                "id": new_message_id(),
-                "conversation_id": conversation_id,
-                "role": USER,
-                "content": start.message,
-                "created_at": now,
-                "interrupted": False,
-            }
-        )
-        started.append(StartedTurn(conversation_id=conversation_id, history=history))
-    await rows.write(session)
-    runs = [
-        run_store.NewRun(
-            start.answer_id,
-            start.user_id,
-            (1, event_data(message_start(turn.conversation_id, start.answer_id))),
-        )
-        for start, turn in zip(starts, started, strict=True)
-        if turn is not None and start.answer_id is not None
-    ]
-    await run_store.insert_runs(db, session, runs)
+            key = (start.user_id, conversation_id)
+            if key not in histories:
+                histories[key] = await _owned_history(session, start.user_id, conversation_id)
+            history = histories[key]
+            if history is not None:
+                new.continued.append(conversation_id)
+                histories[key] = history + _stored_text(USER, start.message)
+        if history is None:
+            started.append(None)
+            continue
+        message_id = new_message_id()
+        new.messages.append((message_id, conversation_id, USER, start.message))
+        turn = StartedTurn(conversation_id=conversation_id, history=history)
+        started.append(turn)
+        if start.answer_id is not None:
+            first = event_data(message_start(conversation_id, start.answer_id))
+            new.runs.append(run_store.NewRun(start.answer_id, start.user_id, (1, first)))
+    await run_store.insert_starts(db, session, new)
     return started
-
-
-@dataclass
-class _TurnRows:
-    """The rows of a batch of starts not written yet, in the order they must be."""
-
-    conversations: list[dict[str, Any]] = field(default_factory=list)
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    touched: list[dict[str, Any]] = field(default_factory=list)
-
-    async def write(self, session: AsyncSession) -> None:
-        if not (self.conversations or self.messages or self.touched):
-            return
-        connection = await session.connection()
-        for statement, rows in (
-            (_INSERT_CONVERSATION, self.conversations),
-            (_INSERT_MESSAGE, self.messages),
-            (_TOUCH, self.touched),
-        ):
-            if rows:
-                await connection.execute(statement, rows)
-                rows.clear()
 
 
 def assistant_message(
@@ -227,7 +186,6 @@ _MESSAGES = cast(Table, Message.__table__)
 _CONVERSATIONS = cast(Table, Conversation.__table__)
 # Built once: a statement built per answer (and its cache key) cost more than running it.
 _INSERT_MESSAGE = insert(_MESSAGES)
-_INSERT_CONVERSATION = insert(_CONVERSATIONS)
 _OWNED_ID = select(_CONVERSATIONS.c.id).where(
     _CONVERSATIONS.c.id == bindparam("id"), _CONVERSATIONS.c.user_id == bindparam("user_id")
 )
@@ -340,12 +298,16 @@ async def delete_conversation(db: Database, user_id: str, conversation_id: str) 
         return True
 
 
-async def _owned_id(session: AsyncSession, user_id: str, conversation_id: str) -> str | None:
-    """`_owned`'s id alone: no ORM object to build (the conversation is only continued)."""
+async def _owned_history(
+    session: AsyncSession, user_id: str, conversation_id: str
+) -> tuple[StoredText, ...] | None:
+    """The stored messages of the caller's conversation, oldest first; None when not theirs."""
     if text_problem(conversation_id) is not None:
         return None
     found = await session.execute(_OWNED_ID, {"id": conversation_id, "user_id": user_id})
-    return cast(str | None, found.scalar())
+    if found.scalar() is None:
+        return None
+    return await _history(session, conversation_id)
 
 
 async def _owned(session: AsyncSession, user_id: str, conversation_id: str) -> Conversation | None:
@@ -365,5 +327,9 @@ async def _history(session: AsyncSession, conversation_id: str) -> tuple[StoredT
         .where(Message.conversation_id == conversation_id)
         .order_by(Message.seq)
     )
+    return tuple(text for role, content in rows for text in _stored_text(role, content))
+
+
+def _stored_text(role: str, content: str) -> tuple[StoredText, ...]:
     # Empty contents are left out: the APIs reject empty text (CONTRACT 5).
-    return tuple(StoredText(role, content) for role, content in rows if content)
+    return (StoredText(role, content),) if content else ()

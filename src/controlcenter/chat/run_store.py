@@ -9,7 +9,7 @@ Storage only: rows and plain values.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, cast
@@ -78,7 +78,7 @@ class StopAnswer(Enum):
 async def create_run(db: Database, message_id: str, user_id: str, first: StoredEvent) -> None:
     """The run's row and its first event (message_start), in one transaction."""
     async with db.write() as session:
-        await insert_runs(db, session, [NewRun(message_id, user_id, first)])
+        await insert_starts(db, session, NewStarts(runs=[NewRun(message_id, user_id, first)]))
 
 
 @dataclass(frozen=True)
@@ -88,30 +88,49 @@ class NewRun:
     first: StoredEvent  # message_start
 
 
-async def insert_runs(db: Database, session: AsyncSession, runs: Sequence[NewRun]) -> None:
-    """`create_run` for many runs within the caller's transaction, in the driver's SQL: one
-    statement on PostgreSQL, two on SQLite, however many runs (the chats that start
-    together)."""
-    if not runs:
+@dataclass
+class NewStarts:
+    """What chats starting together write (`conversations.TurnStarts`): their new
+    conversations, their user messages, the conversations they continue, their runs."""
+
+    conversations: list[tuple[str, str, str]] = field(default_factory=list)  # id, user, title
+    messages: list[tuple[str, str, str, str]] = field(default_factory=list)  # id, conv., role, text
+    continued: list[str] = field(default_factory=list)  # conversation ids, updated now
+    runs: list[NewRun] = field(default_factory=list)
+
+
+async def insert_starts(db: Database, session: AsyncSession, starts: NewStarts) -> None:
+    """`starts` within the caller's transaction, in the driver's SQL, timestamped now, however
+    many chats: on PostgreSQL one statement, one round trip (its own transaction when the
+    session has not begun one: nothing before it was read), on SQLite one per table."""
+    if not (starts.conversations or starts.messages or starts.continued or starts.runs):
         return
     driver = await _joined(session)
-    # The timestamp as SQLAlchemy would bind it (SQLite keeps it as text in its own format).
+    # Timestamps as SQLAlchemy would bind them (SQLite keeps them as text in its own format).
     dialect = db.engine.dialect
-    created_at = _CREATED_AT.dialect_impl(dialect).bind_processor(dialect)
+    bind = _CREATED_AT.dialect_impl(dialect).bind_processor(dialect)
     now = utcnow()
-    when = created_at(now) if created_at else now
-    rows = [(run.message_id, run.user_id, RUNNING, when) for run in runs]
-    events = [(run.message_id, *run.first) for run in runs]
+    when = bind(now) if bind else now
+    runs = [(run.message_id, run.user_id) for run in starts.runs]
+    events = [(run.message_id, *run.first) for run in starts.runs]
     if not db.is_sqlite:
-        ids = [run.message_id for run in runs]
         await driver.execute(
-            _POSTGRES_INSERT_RUNS, ids, [run.user_id for run in runs], RUNNING, when,
+            _POSTGRES_INSERT_STARTS, when, *_columns(starts.conversations, 3),
+            *_columns(starts.messages, 4), starts.continued, RUNNING, *_columns(runs, 2),
             *_columns(events, 3)[1:], EVENTS_CHANNEL,
         )  # fmt: skip
         return
-    for sql, parameters in ((_SQLITE_INSERT_RUN, rows), (_SQLITE_INSERT_EVENTS, events)):
-        cursor = await driver.executemany(sql, parameters)
-        await cursor.close()
+    statements = (
+        (_SQLITE_INSERT_CONVERSATION, [(*row, when, when) for row in starts.conversations]),
+        (_SQLITE_INSERT_MESSAGE, [(*row, when) for row in starts.messages]),
+        (_SQLITE_CONTINUE, [(when, conversation) for conversation in starts.continued]),
+        (_SQLITE_INSERT_RUN, [(*run, RUNNING, when) for run in runs]),
+        (_SQLITE_INSERT_EVENTS, events),
+    )
+    for sql, parameters in statements:
+        if parameters:
+            cursor = await driver.executemany(sql, parameters)
+            await cursor.close()
 
 
 async def append_events(
@@ -168,16 +187,37 @@ _SQLITE_INSERT_RUN = (
     "INSERT INTO chat_runs (message_id, user_id, status, created_at, stop_requested,"
     " input_tokens, output_tokens, provider_calls, tool_calls) VALUES (?, ?, ?, ?, 0, 0, 0, 0, 0)"
 )
-_POSTGRES_INSERT_RUNS = """
-WITH run AS (
+_SQLITE_INSERT_CONVERSATION = (
+    "INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)"
+)
+_SQLITE_INSERT_MESSAGE = (
+    "INSERT INTO messages (id, conversation_id, role, content, created_at, interrupted)"
+    " VALUES (?, ?, ?, ?, ?, 0)"
+)
+_SQLITE_CONTINUE = "UPDATE conversations SET updated_at = ? WHERE id = ?"
+# The sub-statements see one snapshot and run in no set order; the messages' foreign key to a
+# conversation inserted beside them is checked at the statement's end, when both are there.
+_POSTGRES_INSERT_STARTS = """
+WITH conversation AS (
+    INSERT INTO conversations (id, user_id, title, created_at, updated_at)
+    SELECT i, u, t, $1::timestamptz, $1::timestamptz
+    FROM unnest($2::text[], $3::text[], $4::text[]) AS c(i, u, t)
+), message AS (
+    INSERT INTO messages (id, conversation_id, role, content, created_at, interrupted)
+    SELECT i, c, r, t, $1::timestamptz, false
+    FROM unnest($5::text[], $6::text[], $7::text[], $8::text[]) AS m(i, c, r, t)
+), continued AS (
+    UPDATE conversations SET updated_at = $1::timestamptz WHERE id = ANY($9::text[])
+), run AS (
     INSERT INTO chat_runs (message_id, user_id, status, created_at, stop_requested,
         input_tokens, output_tokens, provider_calls, tool_calls)
-    SELECT m, u, $3, $4, false, 0, 0, 0, 0 FROM unnest($1::text[], $2::text[]) AS r(m, u)
+    SELECT m, u, $10::text, $1::timestamptz, false, 0, 0, 0, 0
+    FROM unnest($11::text[], $12::text[]) AS r(m, u)
 ), first AS (
     INSERT INTO chat_events (message_id, n, data)
-    SELECT * FROM unnest($1::text[], $5::int[], $6::text[])
+    SELECT * FROM unnest($11::text[], $13::int[], $14::text[])
 )
-SELECT pg_notify($7, m) FROM unnest($1::text[]) AS m
+SELECT pg_notify($15, m) FROM unnest($11::text[]) AS m
 """
 # PostgreSQL: the events, the ends and the notifications in one statement (one round trip, its
 # own transaction in autocommit); the notifications are delivered at its commit.
