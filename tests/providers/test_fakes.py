@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -424,6 +425,33 @@ async def test_script_order_responder_and_default(
     fake_openai.reset()
     assert fake_openai.requests == [] and fake_openai.responder is None
     assert await content() == "OK"
+
+
+async def test_a_delay_counts_from_the_requests_arrival(
+    http: httpx.AsyncClient, fake_anthropic: FakeAnthropic, fake_openai: FakeOpenAI
+) -> None:
+    """A reply's `delay_s` is the API's latency: the fake's own work on the request is inside
+    it, as a real API's is, not added to it (the benchmarks' ideal chat is the delays' sum).
+    The work is stood in for by a responder that takes 0.5 s before answering."""
+
+    def slow(body: dict[str, Any]) -> Reply:
+        time.sleep(0.5)
+        return Reply(text="late", delay_s=0.8)
+
+    for fake, post in (
+        (
+            fake_anthropic,
+            lambda: post_anthropic(http, fake_anthropic, anthropic_body([user(text("a"))])),
+        ),
+        (fake_openai, lambda: post_openai(http, fake_openai, [{"role": "user", "content": "a"}])),
+    ):
+        fake.responder = slow
+        sent = time.monotonic()
+        response = await post()
+        took = time.monotonic() - sent
+        assert response.status_code == 200
+        # Never before the delay; well before delay + work (1.3 s), the old behaviour.
+        assert 0.8 <= took < 1.2, took
 
 
 @pytest.mark.parametrize(
