@@ -42,6 +42,8 @@ class FakeMcp:
 
 
 def build_fake_mcp() -> FakeMcp:
+    # The tools are coroutines: the SDK runs a plain function in a worker thread, a thread hop
+    # in every call's time (0.3-1 ms of a call's 3-4 ms here) that a cheap tool would not have.
     app = MCPServer("fake-listings", log_level="WARNING")
     fake = FakeMcp(server=LoopbackServer(_asgi_placeholder))
 
@@ -49,32 +51,32 @@ def build_fake_mcp() -> FakeMcp:
         description="Look up a listing by its MLS number.",
         annotations=ToolAnnotations(read_only_hint=True),
     )
-    def lookup_listing(mls_number: str) -> dict[str, Any]:
+    async def lookup_listing(mls_number: str) -> dict[str, Any]:
         fake.calls.append(("lookup_listing", {"mls_number": mls_number}))
         return {"mlsNumber": mls_number, "price": 1250000, "status": "active"}
 
     @app.tool(description="Echo the text back.", annotations=ToolAnnotations(read_only_hint=False))
-    def echo_text(text: str) -> str:
+    async def echo_text(text: str) -> str:
         fake.calls.append(("echo_text", {"text": text}))
         return f"echo: {text}"
 
     @app.tool(description="Always fails.")
-    def fail_always(reason: str = "") -> str:
+    async def fail_always(reason: str = "") -> str:
         fake.calls.append(("fail_always", {"reason": reason}))
         raise McpToolError(f"listing service unavailable {reason}".strip())
 
     @app.tool(name="mls.search", description="Search listings (a dotted name).")
-    def mls_search(city: str) -> list[str]:
+    async def mls_search(city: str) -> list[str]:
         fake.calls.append(("mls.search", {"city": city}))
         return [f"{city} tower", f"{city} plaza"]
 
     @app.tool(description="Notes about a contact, from the listing service.")
-    def contact_notes(contact_id: str) -> str:
+    async def contact_notes(contact_id: str) -> str:
         fake.calls.append(("contact_notes", {"contact_id": contact_id}))
         return f"notes for {contact_id}"
 
     @app.tool(description="Schedule a showing of a listing; needs an e-mail or a phone.")
-    def schedule_showing(
+    async def schedule_showing(
         listing_id: str, email: str | None = None, phone: str | None = None
     ) -> str:
         fake.calls.append(("schedule_showing", {"listing_id": listing_id, "email": email}))
