@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from controlcenter.app import build_services, worker_handlers
+from controlcenter.auth.models import User
 from controlcenter.crm.errors import CrmRateLimited
 from controlcenter.crm.rate_limit import LocationRateLimiter, RateLimit
 from controlcenter.outbox.models import DONE, PENDING
@@ -185,3 +186,43 @@ async def test_only_a_taken_token_is_a_write_transaction(
         await limiter.acquire("looked-at-location")
     assert time.monotonic() - started >= 3 / 9 - 0.01
     assert len(writes) == 4
+
+
+async def test_a_first_token_taken_ahead_serves_the_jobs_first_request(
+    server: RunningServer,
+) -> None:
+    """`take_first` takes the job's first token before its request is prepared; the request
+    then uses it instead of taking another, and the job's later requests wait patiently."""
+    limiter = LocationRateLimiter(server.db, RateLimit(10, 1.0), max_wait_s=0.05)  # 9/s
+    gate = limiter.gate("ahead-location")
+    await gate.take_first()  # the bucket's one token
+    started = time.monotonic()
+    await gate.acquire()  # the first request: the token taken ahead, no wait
+    assert time.monotonic() - started < 0.05
+    await gate.acquire()  # the second: the next token, ~0.11 s on, past max_wait
+    assert time.monotonic() - started >= 0.05
+    await limiter.pause("ahead-location", 30.0)
+    with pytest.raises(CrmRateLimited):  # refused like any job's first token
+        await limiter.gate("ahead-location").take_first()
+
+
+async def test_a_job_given_back_for_the_rate_limit_has_read_nothing(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm
+) -> None:
+    """A delivery takes its location's first token before it reads its broker: a job the
+    location cannot serve soon goes back to the outbox without a read (here its broker is
+    gone, which a read would have made a dead job) and without an attempt."""
+    _, (broker,) = await queue_tag_jobs(server, users, fake_crm, 1)
+    (job,) = await all_jobs(server.db)
+    async with server.db.write() as db:
+        await db.delete(await db.get(User, broker.id))
+    operator = (await server.services.settings.get_many(["crmOwnerLocationId"]))[
+        "crmOwnerLocationId"
+    ]
+    await LocationRateLimiter(server.db, RateLimit(10, 1.0), max_wait_s=0.1).pause(operator, 30.0)
+    config = fast_config(server.services.config, **LIMIT, outbox_rate_wait_s=0.2)
+    worker = OutboxWorker(server.db, config, worker_handlers(server.services))
+    assert await worker.run_once() == 1
+    waiting = await get_job(server.db, job.id)
+    assert (waiting.status, waiting.attempts) == (PENDING, 0)
+    assert waiting.last_error is not None and "rate limit" in waiting.last_error

@@ -196,10 +196,23 @@ class LocationGate:
         self._limiter = limiter
         self.location_id = location_id
         self._begun = False
+        self._ahead = False  # a token taken by `take_first`, not yet used by a request
 
     async def acquire(self) -> None:
+        """The token of the job's next request: the one `take_first` took, if it is unused."""
+        if self._ahead:
+            self._ahead = False
+            return
         await self._limiter.acquire(self.location_id, patient=self._begun)
         self._begun = True
+
+    async def take_first(self) -> None:
+        """The job's first token, taken before its first request is even prepared (refused
+        like any first one): a job the location cannot serve soon goes back to the outbox
+        before it reads anything, and the jobs of a large claim prepare their requests at
+        the CRM's pace, not all in the claim's loop turn."""
+        await self.acquire()
+        self._ahead = True
 
     async def pause(self, seconds: float | None) -> None:
         await self._limiter.pause(self.location_id, seconds or self._limiter.limit.window_s)

@@ -155,13 +155,15 @@ class CrmSync:
         token, location = values[TOKEN].strip(), values[LOCATION].strip()
         gate = self._limiter.gate(location) if self._limiter is not None else None
         client = CrmClient(self._crm, token=token, location_id=location, gate=gate)
-        broker = await self._broker(parts[0].job)
-        fields = _identity(broker)
-        custom = {custom_field_key(GCI_FIELD): part.gci for part in parts if part.gci}
-        if any(part.sync for part in parts):
-            custom.update({custom_field_key(name): v for name, v in broker.answers.items()})
-        tags = list(dict.fromkeys(values[part.tag].strip() for part in parts if part.tag))
         with _crm_errors(token):
+            if gate is not None:
+                await gate.take_first()
+            broker = await self._broker(parts[0].job)
+            fields = _identity(broker)
+            custom = {custom_field_key(GCI_FIELD): part.gci for part in parts if part.gci}
+            if any(part.sync for part in parts):
+                custom.update({custom_field_key(name): v for name, v in broker.answers.items()})
+            tags = list(dict.fromkeys(values[part.tag].strip() for part in parts if part.tag))
             if custom:
                 resolved = await self._field_ids.values(client, custom)
                 if resolved.items:
