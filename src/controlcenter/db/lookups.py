@@ -183,6 +183,11 @@ class Lookups:
                 )
         return self._postgres
 
+    async def open(self) -> None:
+        """PostgreSQL: the pool, now rather than at the first lookup."""
+        if self._sqlite_path is None and self._postgres is None:
+            await self._open_postgres()
+
     async def close(self) -> None:
         if self._sqlite is not None:
             self._sqlite.close()
