@@ -26,7 +26,7 @@ from sqlalchemy import text
 from bench.chat import percentile
 from bench.deploy import Deployment, Options
 from bench.fakes import FakeProc
-from bench.procs import Profiler, cpu_seconds
+from bench.procs import Profiler, cpu_seconds_by_process
 from bench.results import Row, ms
 from bench.seed import Account, save_settings, seed_accounts
 from bench.timeline import step
@@ -114,14 +114,20 @@ class KeptAlive:
                     return  # the connection's state is unknown: its client stops
 
         clients = (client(reader, writer) for reader, writer in self._streams)
-        service_cpu, own_cpu = cpu_seconds(self._service_pid), time.process_time()
+        before, own_cpu = cpu_seconds_by_process(self._service_pid), time.process_time()
         await asyncio.wait_for(asyncio.gather(*clients), 300)
+        used = {
+            pid: seconds - before.get(pid, 0.0)
+            for pid, seconds in cpu_seconds_by_process(self._service_pid).items()
+        }
         n = max(len(accounts), 1)
+        total = sum(used.values())
         return Phase(
             sorted(latencies),
             errors,
-            service_cpu_s=(cpu_seconds(self._service_pid) - service_cpu) / n,
+            service_cpu_s=total / n,
             client_cpu_s=(time.process_time() - own_cpu) / n,
+            shares=tuple(sorted((s / total for s in used.values() if total), reverse=True)),
         )
 
 
@@ -134,9 +140,15 @@ class Phase:
     errors: list[str]
     service_cpu_s: float
     client_cpu_s: float
+    # Each service process's share of that CPU, largest first: the 16 kept-alive connections
+    # are accepted by whichever worker wakes first, often all by one (BENCHMARKS.md).
+    shares: tuple[float, ...] = ()
 
     def p(self, q: float) -> float:
         return percentile(self.latencies, q)
+
+    def split(self) -> str:
+        return ", ".join(f"{share:.0%}" for share in self.shares if share >= 0.01)
 
 
 async def _answer(reader: asyncio.StreamReader) -> tuple[int, bytes]:
@@ -229,6 +241,8 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
         f"{ms(get.client_cpu_s)} per GET. The first {len(first)} POSTs after the start (the "
         f"warm-up, not counted): slowest {ms(cold.p(100))}"
         + (f", {len(cold.errors)} errors." if cold.errors else ".")
+        + f" The service's CPU by process (its workers), POSTs: {post.split()}; GETs: "
+        f"{get.split()}."
     )
     p99 = post.p(99)
     return [

@@ -227,14 +227,20 @@ class RssSampler:
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time used so far by `pid` and the processes below it (serve's
     workers), all threads."""
-    ticks = 0
+    return sum(cpu_seconds_by_process(pid).values())
+
+
+def cpu_seconds_by_process(pid: int) -> dict[int, float]:
+    """`cpu_seconds` of each process of the tree, by pid."""
+    seconds: dict[int, float] = {}
     for each in process_tree(pid):
         try:
             fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue  # ended while we looked
-        ticks += int(fields[11]) + int(fields[12])  # utime, stime
-    return ticks / os.sysconf("SC_CLK_TCK")
+        ticks = int(fields[11]) + int(fields[12])  # utime, stime
+        seconds[each] = ticks / os.sysconf("SC_CLK_TCK")
+    return seconds
 
 
 def precise_cpu_seconds(pid: int) -> float:
