@@ -18,7 +18,7 @@ from controlcenter.app import build_services, worker_handlers
 from controlcenter.auth.models import User
 from controlcenter.crm.errors import CrmRateLimited
 from controlcenter.crm.rate_limit import LocationRateLimiter, RateLimit
-from controlcenter.outbox.models import DONE, PENDING
+from controlcenter.outbox.models import DONE, PENDING, OutboxJob
 from controlcenter.outbox.worker import OutboxWorker
 from controlcenter.web.deps import Services
 from tests.conftest import RunningServer, UserFactory
@@ -115,16 +115,7 @@ async def test_a_job_that_cannot_get_its_turn_in_time_is_given_back(
     else:
         raise AssertionError("a paused location gave a token")
     # Through the worker: the operator's location paused, the job waits without an attempt.
-    operator = (await server.services.settings.get_many(["crmOwnerLocationId"]))[
-        "crmOwnerLocationId"
-    ]
-    await LocationRateLimiter(server.db, RateLimit(10, 1.0), max_wait_s=0.1).pause(operator, 30.0)
-    config = fast_config(server.services.config, **LIMIT, outbox_rate_wait_s=0.2)
-    worker = OutboxWorker(server.db, config, worker_handlers(server.services))
-    assert await worker.run_once() == 1
-    waiting = await get_job(server.db, job.id)
-    assert (waiting.status, waiting.attempts) == (PENDING, 0)
-    assert waiting.last_error is not None and "rate limit" in waiting.last_error
+    operator, waiting = await _given_back_for_a_pause(server, job.id)
     assert (waiting.next_attempt_at - waiting.created_at).total_seconds() > 20
     assert not [call for call in fake_crm.calls if call.location_id == operator]
 
@@ -216,6 +207,12 @@ async def test_a_job_given_back_for_the_rate_limit_has_read_nothing(
     (job,) = await all_jobs(server.db)
     async with server.db.write() as db:
         await db.delete(await db.get(User, broker.id))
+    await _given_back_for_a_pause(server, job.id)
+
+
+async def _given_back_for_a_pause(server: RunningServer, job_id: str) -> tuple[str, OutboxJob]:
+    """The operator's location paused for 30 s and the worker run once: the job is back,
+    waiting for the rate limit, without an attempt. The location and the job as stored."""
     operator = (await server.services.settings.get_many(["crmOwnerLocationId"]))[
         "crmOwnerLocationId"
     ]
@@ -223,6 +220,7 @@ async def test_a_job_given_back_for_the_rate_limit_has_read_nothing(
     config = fast_config(server.services.config, **LIMIT, outbox_rate_wait_s=0.2)
     worker = OutboxWorker(server.db, config, worker_handlers(server.services))
     assert await worker.run_once() == 1
-    waiting = await get_job(server.db, job.id)
+    waiting = await get_job(server.db, job_id)
     assert (waiting.status, waiting.attempts) == (PENDING, 0)
     assert waiting.last_error is not None and "rate limit" in waiting.last_error
+    return operator, waiting
