@@ -272,7 +272,7 @@ class Database:
         start-up would otherwise open while they wait: the lookups' pool, the held one and
         `connections` pooled ones, which the pool keeps (`POOL_SIZE`). Each costs a server
         process, authentication and the driver's set-up: the slowest of the first 16
-        onboarding saves after a start took 193-225 ms without this, 152-155 ms with it (the
+        onboarding saves after a start took 193-225 ms without this, 134-179 ms with it (the
         rest is each server process's first statements on cold catalog caches; BENCHMARKS.md).
         A SQLite connection is a file opened on the loop's thread: nothing to do. Raises what
         opening a connection raises, after closing those it opened."""
