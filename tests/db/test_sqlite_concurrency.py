@@ -81,6 +81,41 @@ async def test_session_and_statement_writers_together(database: Database) -> Non
         await database.dispose()
 
 
+@pytest.mark.parametrize("driver", ["inline", "aiosqlite"])
+async def test_a_session_writer_holds_the_write_lock_from_its_start(
+    tmp_path: Path, driver: str
+) -> None:
+    """`write()` begins IMMEDIATE (the inline driver straight on SQLite, aiosqlite through
+    SQLAlchemy): before any statement, another connection cannot write, and the session's
+    connection has its busy timeout back for what it runs; a plain `read()` takes no lock."""
+    path = tmp_path / "lock.db"
+    database = Database(f"sqlite+aiosqlite:///{path}", sqlite_driver=driver)
+    await create_schema(database)
+
+    def other_writer_refused() -> bool:
+        with closing(sqlite3.connect(path, timeout=0, isolation_level=None)) as other:
+            try:
+                other.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                assert "locked" in str(exc)
+                return True
+            other.execute("ROLLBACK")
+            return False
+
+    try:
+        async with database.write() as db:
+            assert other_writer_refused()
+            assert (await db.execute(text("PRAGMA busy_timeout"))).scalar_one() == BUSY_TIMEOUT_MS
+            await db.execute(text("INSERT INTO writes (who) VALUES ('session')"))
+        assert not other_writer_refused()  # committed: the lock is free again
+        async with database.read() as db:
+            assert not other_writer_refused()
+            count = (await db.execute(text("SELECT count(*) FROM writes"))).scalar_one()
+        assert count == 1
+    finally:
+        await database.dispose()
+
+
 async def test_a_driver_writer_rolls_back_on_error(database: Database) -> None:
     try:
         with pytest.raises(RuntimeError):

@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 BUSY_TIMEOUT_MS = 100
+BUSY_TIMEOUT_ON = f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}"
+BUSY_TIMEOUT_OFF = "PRAGMA busy_timeout=0"
 # The SQLAlchemy whose aiosqlite adapter this driver was checked against (it reads private
 # attributes of aiosqlite's connection): tests/db/test_sqlite_driver_contract.py fails when
 # uv.lock moves to another version, until the driver is checked again and this is raised.
@@ -132,6 +134,20 @@ class InlineConnection:
 
     async def commit(self) -> None:
         self._conn.commit()
+
+    def begin(self, *, immediate: bool) -> None:
+        """BEGIN, at once: for SQLAlchemy's "begin" event, which cannot await. IMMEDIATE takes
+        the write lock or fails at once while another process holds it (busy timeout 0 around
+        it), so that the caller waits for it asynchronously instead of in SQLite."""
+        connection = self._conn
+        if not immediate:
+            connection.execute("BEGIN")
+            return
+        connection.execute(BUSY_TIMEOUT_OFF)
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+        finally:
+            connection.execute(BUSY_TIMEOUT_ON)
 
     async def rollback(self) -> None:
         self._conn.rollback()
