@@ -4,10 +4,11 @@ rows read as the model reads them."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import bindparam, inspect, select
+from sqlalchemy import Column, MetaData, String, Table, bindparam, insert, inspect, select, update
 from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
 
@@ -20,6 +21,7 @@ from controlcenter.auth.service import (
     revoke_session,
 )
 from controlcenter.auth.tokens import decode_session
+from controlcenter.db import Database
 from controlcenter.db.lookups import POSTGRES_LOOKUP_CONNECTIONS, Lookup
 from tests.conftest import RunningServer, UserFactory
 
@@ -135,3 +137,65 @@ async def test_a_longer_value_never_matches_a_shorter_key(
         *(principal_from_basic(server.db, email + "m", created.api_token) for _ in range(8))
     )
     assert together == [None] * 8
+
+
+_notes = Table("notes", MetaData(), Column("id", String, primary_key=True), Column("text", String))
+_NOTE = Lookup(select(_notes.c.text).where(_notes.c.id == bindparam("id")))
+_NOTE_NEVER_KEPT = Lookup(select(_notes.c.text).where(_notes.c.id == bindparam("id")), kept=False)
+
+
+async def test_a_sqlite_lookup_is_answered_again_until_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    """SQLite: a row read is answered again without its statement while the database is
+    unchanged, and read anew at the first lookup after any commit, by this process's writers
+    or another's (a second `Database` on the file stands for another process), or after the
+    lookups' connection was opened again (its data versions start afresh). A lookup made with
+    `kept=False` runs its statement every time."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'kept.db'}"
+    here, elsewhere = Database(url), Database(url)
+    statements: list[str] = []
+
+    def traced() -> None:
+        here._lookups._sqlite_connection().set_trace_callback(statements.append)
+
+    async def note(text: str, db: Database) -> None:
+        async with db.write() as session:
+            await session.execute(update(_notes).values(text=text))
+
+    def selects() -> int:
+        return sum(1 for sql in statements if sql.startswith("SELECT notes.text"))
+
+    try:
+        async with here.write() as session:
+            await session.run_sync(lambda s: _notes.create(s.connection()))
+            await session.execute(insert(_notes).values(id="n1", text="first"))
+        traced()
+        assert await here.lookup(_NOTE, id="n1") == ("first",)
+        assert await here.lookup(_NOTE, id="n2") is None
+        assert [await here.lookup(_NOTE, id="n1") for _ in range(5)] == [("first",)] * 5
+        assert await here.lookup(_NOTE, id="n2") is None
+        assert selects() == 2  # one statement per key while nothing was written
+        for _ in range(3):  # one whose key holds a secret's digest: read every time
+            assert await here.lookup(_NOTE_NEVER_KEPT, id="n1") == ("first",)
+        assert selects() == 5
+
+        await note("by another process", elsewhere)
+        assert await here.lookup(_NOTE, id="n1") == ("by another process",)
+        await note("by this process", here)
+        assert await here.lookup(_NOTE, id="n1") == ("by this process",)
+        assert selects() == 7
+
+    finally:
+        await here.dispose()
+    # A connection opened afresh counts its data versions from where a new one starts, which
+    # the closed one may have shown too: what it kept is dropped, not compared.
+    again = Database(url)
+    try:
+        assert await again.lookup(_NOTE, id="n1") == ("by this process",)
+        await again._lookups.close()
+        await note("while closed", elsewhere)
+        assert await again.lookup(_NOTE, id="n1") == ("while closed",)
+    finally:
+        await again.dispose()
+        await elsewhere.dispose()
