@@ -141,7 +141,7 @@ async def test_a_longer_value_never_matches_a_shorter_key(
 
 _notes = Table("notes", MetaData(), Column("id", String, primary_key=True), Column("text", String))
 _NOTE = Lookup(select(_notes.c.text).where(_notes.c.id == bindparam("id")))
-_NOTE_NEVER_KEPT = Lookup(select(_notes.c.text).where(_notes.c.id == bindparam("id")), kept=False)
+_SECRET_NOTE = Lookup(select(_notes.c.text).where(_notes.c.id == bindparam("id")), secret=True)
 
 
 async def test_a_sqlite_lookup_is_answered_again_until_anything_is_written(
@@ -150,8 +150,8 @@ async def test_a_sqlite_lookup_is_answered_again_until_anything_is_written(
     """SQLite: a row read is answered again without its statement while the database is
     unchanged, and read anew at the first lookup after any commit, by this process's writers
     or another's (a second `Database` on the file stands for another process), or after the
-    lookups' connection was opened again (its data versions start afresh). A lookup made with
-    `kept=False` runs its statement every time."""
+    lookups' connection was opened again (its data versions start afresh). A secret lookup's
+    row is kept under an HMAC of its parameters, never under the values."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'kept.db'}"
     here, elsewhere = Database(url), Database(url)
     statements: list[str] = []
@@ -176,15 +176,17 @@ async def test_a_sqlite_lookup_is_answered_again_until_anything_is_written(
         assert [await here.lookup(_NOTE, id="n1") for _ in range(5)] == [("first",)] * 5
         assert await here.lookup(_NOTE, id="n2") is None
         assert selects() == 2  # one statement per key while nothing was written
-        for _ in range(3):  # one whose key holds a secret's digest: read every time
-            assert await here.lookup(_NOTE_NEVER_KEPT, id="n1") == ("first",)
-        assert selects() == 5
+        for _ in range(3):  # kept under an HMAC of its parameters, never the values
+            assert await here.lookup(_SECRET_NOTE, id="n1") == ("first",)
+        assert selects() == 3
+        (hidden,) = (key for lookup, key in here._lookups._kept if lookup is _SECRET_NOTE)
+        assert hidden != ("n1",) and len(hidden) == 1 and len(hidden[0]) == 32  # an HMAC
 
         await note("by another process", elsewhere)
         assert await here.lookup(_NOTE, id="n1") == ("by another process",)
         await note("by this process", here)
         assert await here.lookup(_NOTE, id="n1") == ("by this process",)
-        assert selects() == 7
+        assert selects() == 5
 
     finally:
         await here.dispose()

@@ -126,9 +126,8 @@ _USER_BY_TOKEN = Lookup(
     .where(_tokens.c.token_hash == bindparam("token_hash"), _ENABLED)
 )
 # One statement answers both "who is this" and "is the secret one of their tokens", so the
-# token path (what scripts and clients use) never pays for Argon2. Its key holds the SHA-256
-# of whatever secret was sent, a password included: never kept (`auth/verified.py` keeps
-# verified passwords under a keyed HMAC instead).
+# token path (what scripts and clients use) never pays for Argon2. Its parameters hold the
+# SHA-256 of whatever secret was sent, a password included: a secret lookup.
 _USER_AND_TOKEN_BY_EMAIL = Lookup(
     select(*_USER_COLUMNS, _tokens.c.id, _tokens.c.last_used_at)
     .select_from(
@@ -142,7 +141,7 @@ _USER_AND_TOKEN_BY_EMAIL = Lookup(
     )
     .where(_users.c.email == bindparam("email"), _ENABLED)
     .limit(1),
-    kept=False,
+    secret=True,
 )
 # `lastUsedAt` is written at most this often per token, so the token path stays read-only
 # on almost every request (SQLite has one writer at a time).
