@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -210,3 +214,60 @@ async def test_one_trace_per_chat_without_secrets(
 
 async def _ended(exporter: InMemorySpanExporter, name: str) -> bool:
     return any(span.name == name for span in exporter.get_finished_spans())
+
+
+# A process whose global OpenTelemetry tracer provider records every span, as a host's
+# auto-instrumentation would install one; the app is the service's own.
+_GLOBAL_PROVIDER = """
+import asyncio, os, sys
+os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+import httpx
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from controlcenter.app import create_app
+from controlcenter.db.migrate import upgrade
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+upgrade(os.environ["DATABASE_URL"])
+app = create_app()
+
+async def main():
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+            assert (await client.get("/healthz")).status_code == 200
+            assert (await client.get("/api/v1/onboarding")).status_code == 401
+
+asyncio.run(main())
+print(sorted({span.name for span in exporter.get_finished_spans()}))
+"""
+
+
+def test_fastapis_native_telemetry_stays_off_under_a_global_provider(
+    tmp_path: Path, repo_root: Path
+) -> None:
+    """The service traces through its own provider (CONTRACT 13). FastAPI's native telemetry,
+    which would look for a global provider on every request it routes, is off: a global one
+    installed by the host gets none of its spans (FastAPI 0.165 would add a server span and
+    its dependency, endpoint and serialization spans to every request)."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'native.db'}",
+        "VAR_DIR": str(tmp_path),
+        "LOG_LEVEL": "WARNING",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _GLOBAL_PROVIDER],
+        cwd=repo_root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"

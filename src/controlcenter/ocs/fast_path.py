@@ -1,10 +1,10 @@
 """GET on the dashboard index, answered in front of the whole framework.
 
 `ControlCenterApp` (`web/entry.py`) hands such a request straight to `IndexFastPath` before
-FastAPI's own layers (its telemetry check, which reads `os.environ` on every request, the
-error and body-limit middleware), the service's middleware and routing: each pure-ASGI layer
-costs a call, a closure around `send` and a dict lookup per message, and together they cost
-more than the request's own work (py-spy, `make bench`). What those layers give the index, it
+FastAPI's own layers (its telemetry check, the error and body-limit middleware), the
+service's middleware and routing: each pure-ASGI layer costs a call, a closure around `send`
+and a dict lookup per message, and together they cost more than the request's own work
+(py-spy, `make bench`). What those layers give the index, it
 does here, the same way:
 
 - the request id (`web/middleware/request_id.py`): read or made, bound to every log record
