@@ -535,6 +535,38 @@ async def test_calls_past_a_pools_share_open_another_pool_and_never_wait(
         await close_providers(built)
 
 
+async def test_a_pool_keeps_a_connection_for_each_call_it_carries(
+    case: Case, llm_config: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A burst like the last one opens no connection: each pool kept one for every call it
+    carried (keeping half closed and opened one for a call in fifteen under a load that comes
+    and goes: against the real API, a TLS handshake each)."""
+    held, fake = case
+    monkeypatch.setattr(clients, "SHARD_CALLS", 2)
+    built = build_providers(Config(**llm_config, provider_timeout_s=10))
+    provider = built[PROVIDER_A if isinstance(held, AnthropicProvider) else PROVIDER_B]
+    assert isinstance(provider, AnthropicProvider | OpenAIProvider)
+    fake.responder = lambda body: Reply(text="held", delay_s=0.3)
+
+    async def burst() -> list[set[int]]:
+        turns = [UserTurn("call")]
+        await asyncio.gather(
+            *(
+                provider.complete(api_key=fake.api_key, system="", turns=turns, tools=[])
+                for _ in range(5)
+            )
+        )
+        pools = provider._clients._shards
+        return [{id(c) for c in pool.http._transport._pool.connections} for pool in pools]
+
+    try:
+        first = await burst()
+        assert [len(connections) for connections in first] == [2, 2, 1]
+        assert await burst() == first
+    finally:
+        await close_providers(built)
+
+
 async def test_nothing_to_send_is_an_error_without_a_request(case: Case) -> None:
     provider, fake = case
     with pytest.raises(ProviderError) as caught:

@@ -10,11 +10,16 @@ wait for the ones before them and fail at the provider timeout. The pools are un
 bounds the connections is the chats in flight, and so the process's open-files limit (each
 chat holds two sockets, see cli/open_files.py).
 
-Calls are spread over pools of about `SHARD_CALLS` calls each, filled in order: httpcore's pool
-walks all its connections on every request and every response's end, so one pool holding
-5,000 calls cost ~10 ms of CPU per call against ~2 ms in pools of ~60 (BENCHMARKS.md, "10,000
-open streams"). The first pool takes every call while it has room, so a quiet service reuses
-one pool's kept-alive connections as before; the next pool opens only when the first is full.
+Calls are spread over pools of `SHARD_CALLS` calls each, filled in order: httpcore's pool walks
+all its connections on every request and every response's end, and probes the socket of each
+idle one (a system call, through anyio's attribute lookup), so a call's CPU grows with its pool.
+One pool holding 5,000 calls cost ~10 ms of CPU per call against ~2 ms in pools of ~60
+(BENCHMARKS.md, "10,000 open streams"); with 150 calls in flight, pools of 128 cost 2.6-3.6 ms a
+call and pools of 16 2.1 ms (BENCHMARKS.md, "pools of 16"). Each pool keeps a kept-alive
+connection for every call it carries: keeping half, as before, closed and opened a connection
+for one call in fifteen under a load that comes and goes, a TLS handshake each against the real
+API. The first pool takes every call while it has room, so a quiet service reuses one pool's
+connections; the next pool opens only when the first is full.
 """
 
 from __future__ import annotations
@@ -26,12 +31,15 @@ from typing import Any, Generic, Protocol, TypeVar
 import httpx2
 from cachetools import LRUCache
 
-# Calls in flight per pool before the next pool takes them; kept-alive connections per pool.
-SHARD_CALLS = 128
-SHARD_LIMITS = httpx2.Limits(max_connections=None, max_keepalive_connections=SHARD_CALLS // 2)
+SHARD_CALLS = 16  # calls in flight per pool before the next pool takes them
 MAX_CACHED_KEYS = 16
 
 C = TypeVar("C")
+
+
+def shard_limits() -> httpx2.Limits:
+    """A pool's limits: no cap on connections, one kept alive for each call it carries."""
+    return httpx2.Limits(max_connections=None, max_keepalive_connections=SHARD_CALLS)
 
 
 class KeyedClient(Protocol):

@@ -24,7 +24,7 @@ from controlcenter.common.secrets import redact
 from controlcenter.llm.types import ProviderReply, ToolSpec, Turn
 from controlcenter.providers.base import ProviderError
 from controlcenter.providers.body import Body, BodyCache, Parts
-from controlcenter.providers.clients import SHARD_LIMITS, K, PooledClients
+from controlcenter.providers.clients import K, PooledClients, shard_limits
 from controlcenter.providers.history import (
     CONNECTION_MESSAGE,
     EMPTY_MESSAGE,
@@ -69,11 +69,11 @@ class SdkProvider(ABC, Generic[K, M]):
         self._max_tokens = options.max_tokens
         # One TLS context for all the pools: each pool building its own (httpx's `verify=True`)
         # loaded the system's CA bundle again, ~830 KiB per pool, and a pool opens per
-        # SHARD_CALLS calls in flight: ~6.5 KiB per held chat (BENCHMARKS.md, "branch mem3").
+        # SHARD_CALLS (16) calls in flight: ~52 KiB per held chat (BENCHMARKS.md, "branch mem3").
         tls = httpx2.create_ssl_context()
         self._clients = PooledClients(
             sdk,
-            lambda: http(limits=SHARD_LIMITS, timeout=options.timeout_s, verify=tls),
+            lambda: http(limits=shard_limits(), timeout=options.timeout_s, verify=tls),
             base_url=options.base_url,
             timeout_s=options.timeout_s,
             max_retries=options.max_retries,
