@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
 from controlcenter.chat import run_store
 from controlcenter.chat.conversations import StoredText, TurnStart, TurnStarts, start_turn
@@ -97,3 +97,27 @@ async def test_a_start_the_database_refuses_fails_alone(db: Database, users: Use
     assert after == (before or 0) + 2  # the refused start saved nothing
     for answer in ("msg_1_fine1", "msg_1_fine2"):
         assert await run_store.run_owner_status(db, answer) == (user.id, run_store.RUNNING)
+
+
+async def test_a_conversation_without_messages_is_continued_with_an_empty_history(
+    db: Database, users: UserFactory
+) -> None:
+    """Its own, with no stored message (one statement reads ownership and history: no row is
+    "not yours", a row of NULLs is "yours, empty"), and another user's is not found."""
+    mine, theirs = await users.create(), await users.create()
+    kept = await start_turn(db, user_id=mine.id, conversation_id=None, message="Gone")
+    assert kept is not None
+    async with db.write() as session:
+        await session.execute(
+            delete(Message).where(Message.conversation_id == kept.conversation_id)
+        )
+    again = await start_turn(
+        db, user_id=mine.id, conversation_id=kept.conversation_id, message="Hi"
+    )
+    assert again is not None and again.history == ()
+    assert await _messages(db, kept.conversation_id) == ["Hi"]
+    stolen = await start_turn(
+        db, user_id=theirs.id, conversation_id=kept.conversation_id, message="x"
+    )
+    assert stolen is None
+    assert await _messages(db, kept.conversation_id) == ["Hi"]

@@ -72,30 +72,30 @@ async def start_turn(
     message: str,
     answer_id: str | None = None,
 ) -> StartedTurn | None:
-    """Steps 1-3 in one transaction: create or load the conversation, then save the user
-    message; in the same transaction, the run of the answer `answer_id` (if given) with its
-    first event, message_start (CONTRACT 11), so that starting a chat costs one write, not
-    two. None when the conversation is not the caller's (nothing is saved then).
+    """Steps 1-3 in one write: create or load the conversation, then save the user message;
+    with them, the run of the answer `answer_id` (if given) with its first event,
+    message_start (CONTRACT 11), so that starting a chat costs one write, not two. None when
+    the conversation is not the caller's (nothing is saved then).
 
     `conversation_id` is the request's raw value: absent (None) creates a conversation; any
     other value that does not name one of the caller's conversations is "not found".
     """
-    async with db.write() as session:
+    async with db.write_driver() as driver:
         (started,) = await _start_all(
-            db, session, [TurnStart(user_id, conversation_id, message, answer_id)]
+            db, driver, [TurnStart(user_id, conversation_id, message, answer_id)]
         )
         return started
 
 
 class TurnStarts:
-    """`start_turn` for the chats of a process, many in one transaction when they start
-    together (`db.group_commit`): 10,000 chats arriving at once took their turns at the
-    database one after the other, ~9 ms each on SQLite's one writer."""
+    """`start_turn` for the chats of a process, many in one write when they start together
+    (`db.group_commit`): 10,000 chats arriving at once took their turns at the database one
+    after the other, ~9 ms each on SQLite's one writer."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
         self._grouped: GroupCommit[TurnStart, StartedTurn | None] = GroupCommit(
-            db, partial(_start_all, db), "chat-turn-starts"
+            db, partial(_start_all, db), "chat-turn-starts", driver=True
         )
 
     async def start(self, start: TurnStart) -> StartedTurn | None:
@@ -103,13 +103,16 @@ class TurnStarts:
 
 
 async def _start_all(
-    db: Database, session: AsyncSession, starts: Sequence[TurnStart]
+    db: Database, driver: Any, starts: Sequence[TurnStart]
 ) -> list[StartedTurn | None]:
-    """`start_turn` for each of `starts` within the caller's transaction: the continued
-    conversations read first, then every row written at once (`run_store.insert_starts`: one
-    statement on PostgreSQL, one per table on SQLite; an ORM flush of a lone start's two rows
-    cost more than their inserts). The rows are built anew on every call (a shared
-    transaction that failed is tried again one start at a time)."""
+    """`start_turn` for each of `starts` on the driver's connection (`Database.write_driver`,
+    no session: its machinery cost a lone start more than its statements): the continued
+    conversations read first, one statement each, then every row written at once
+    (`run_store.insert_starts`: one statement on PostgreSQL, one per table on SQLite). On
+    SQLite all of it is one transaction; on PostgreSQL each statement is its own, as each is
+    under READ COMMITTED anyway (a conversation deleted between its read and the write fails
+    the write on its foreign key, in one transaction or not). The rows are built anew on every
+    call (a shared write that failed is tried again one start at a time)."""
     new = run_store.NewStarts()
     # The history of each conversation continued in this batch, as the next start in it reads
     # it: a conversation continued twice reads the first message as if it had committed.
@@ -126,7 +129,7 @@ async def _start_all(
         else:
             key = (start.user_id, conversation_id)
             if key not in histories:
-                histories[key] = await _owned_history(session, start.user_id, conversation_id)
+                histories[key] = await _owned_history(db, driver, start.user_id, conversation_id)
             history = histories[key]
             if history is not None:
                 new.continued.append(conversation_id)
@@ -141,7 +144,7 @@ async def _start_all(
         if start.answer_id is not None:
             first = event_data(message_start(conversation_id, start.answer_id))
             new.runs.append(run_store.NewRun(start.answer_id, start.user_id, (1, first)))
-    await run_store.insert_starts(db, session, new)
+    await run_store.insert_starts(db, driver, new)
     return started
 
 
@@ -186,9 +189,6 @@ _MESSAGES = cast(Table, Message.__table__)
 _CONVERSATIONS = cast(Table, Conversation.__table__)
 # Built once: a statement built per answer (and its cache key) cost more than running it.
 _INSERT_MESSAGE = insert(_MESSAGES)
-_OWNED_ID = select(_CONVERSATIONS.c.id).where(
-    _CONVERSATIONS.c.id == bindparam("id"), _CONVERSATIONS.c.user_id == bindparam("user_id")
-)
 _TOUCH = (
     update(_CONVERSATIONS)
     .where(_CONVERSATIONS.c.id == bindparam("conversation"))
@@ -298,16 +298,36 @@ async def delete_conversation(db: Database, user_id: str, conversation_id: str) 
         return True
 
 
+# The caller's conversation and its messages, oldest first, in one statement: no row when it is
+# not theirs, one row of NULLs when it has no message.
+_OWNED_HISTORY = (
+    "SELECT m.role, m.content FROM conversations AS c"
+    " LEFT JOIN messages AS m ON m.conversation_id = c.id"
+    " WHERE c.id = {id} AND c.user_id = {user} ORDER BY m.seq"
+)
+_SQLITE_OWNED_HISTORY = _OWNED_HISTORY.format(id="?", user="?")
+_POSTGRES_OWNED_HISTORY = _OWNED_HISTORY.format(id="$1", user="$2")
+
+
 async def _owned_history(
-    session: AsyncSession, user_id: str, conversation_id: str
+    db: Database, driver: Any, user_id: str, conversation_id: str
 ) -> tuple[StoredText, ...] | None:
     """The stored messages of the caller's conversation, oldest first; None when not theirs."""
     if text_problem(conversation_id) is not None:
+        return None  # no id holds NUL or a lone surrogate, and PostgreSQL refuses the query
+    if db.is_sqlite:
+        cursor = await driver.execute(_SQLITE_OWNED_HISTORY, (conversation_id, user_id))
+        try:
+            rows = await cursor.fetchall()
+        finally:
+            await cursor.close()
+    else:
+        rows = await driver.fetch(_POSTGRES_OWNED_HISTORY, conversation_id, user_id)
+    if not rows:
         return None
-    found = await session.execute(_OWNED_ID, {"id": conversation_id, "user_id": user_id})
-    if found.scalar() is None:
-        return None
-    return await _history(session, conversation_id)
+    return tuple(
+        text for role, content in rows if role is not None for text in _stored_text(role, content)
+    )
 
 
 async def _owned(session: AsyncSession, user_id: str, conversation_id: str) -> Conversation | None:
@@ -319,15 +339,6 @@ async def _owned(session: AsyncSession, user_id: str, conversation_id: str) -> C
             Conversation.id == conversation_id, Conversation.user_id == user_id
         )
     )
-
-
-async def _history(session: AsyncSession, conversation_id: str) -> tuple[StoredText, ...]:
-    rows = await session.execute(
-        select(Message.role, Message.content)
-        .where(Message.conversation_id == conversation_id)
-        .order_by(Message.seq)
-    )
-    return tuple(text for role, content in rows for text in _stored_text(role, content))
 
 
 def _stored_text(role: str, content: str) -> tuple[StoredText, ...]:

@@ -77,8 +77,8 @@ class StopAnswer(Enum):
 
 async def create_run(db: Database, message_id: str, user_id: str, first: StoredEvent) -> None:
     """The run's row and its first event (message_start), in one transaction."""
-    async with db.write() as session:
-        await insert_starts(db, session, NewStarts(runs=[NewRun(message_id, user_id, first)]))
+    async with db.write_driver() as driver:
+        await insert_starts(db, driver, NewStarts(runs=[NewRun(message_id, user_id, first)]))
 
 
 @dataclass(frozen=True)
@@ -99,13 +99,12 @@ class NewStarts:
     runs: list[NewRun] = field(default_factory=list)
 
 
-async def insert_starts(db: Database, session: AsyncSession, starts: NewStarts) -> None:
-    """`starts` within the caller's transaction, in the driver's SQL, timestamped now, however
-    many chats: on PostgreSQL one statement, one round trip (its own transaction when the
-    session has not begun one: nothing before it was read), on SQLite one per table."""
+async def insert_starts(db: Database, driver: Any, starts: NewStarts) -> None:
+    """`starts` on the driver's connection (`Database.write_driver`'s), in its SQL, timestamped
+    now, however many chats: on PostgreSQL one statement, one round trip, its own transaction;
+    on SQLite one per table, in the caller's transaction."""
     if not (starts.conversations or starts.messages or starts.continued or starts.runs):
         return
-    driver = await _joined(session)
     # Timestamps as SQLAlchemy would bind them (SQLite keeps them as text in its own format).
     dialect = db.engine.dialect
     bind = _CREATED_AT.dialect_impl(dialect).bind_processor(dialect)

@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Generic, TypeVar
-
-from sqlalchemy.ext.asyncio import AsyncSession
+from typing import Any, Generic, TypeVar
 
 from controlcenter.db.engine import Database
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
-# Writes the items in the session's transaction, in order; one result per item.
-WriteAll = Callable[[AsyncSession, Sequence[Item]], Awaitable[Sequence[Result]]]
+# Writes the items in the transaction of the session (`Database.write`) or of the driver's
+# connection (`Database.write_driver`, with `driver=True`), in order; one result per item.
+WriteAll = Callable[[Any, Sequence[Item]], Awaitable[Sequence[Result]]]
 # What the items need before their transaction opens (a wait that must not hold the lock).
 Before = Callable[[Sequence[Item]], Awaitable[None]]
 
@@ -36,10 +35,15 @@ class GroupCommit(Generic[Item, Result]):
         write: WriteAll[Item, Result],
         name: str,
         before: Before[Item] | None = None,
+        *,
+        driver: bool = False,
     ) -> None:
         """`before`, when given, runs before each transaction's attempt (a batch's, then each
-        item's alone if the batch failed)."""
+        item's alone if the batch failed). `driver`: the writes get the driver's connection
+        (`Database.write_driver`: on PostgreSQL in autocommit, so one statement each) instead
+        of a session."""
         self._db = db
+        self._driver = driver
         self._write = write
         self._before = before
         self._name = name
@@ -78,8 +82,9 @@ class GroupCommit(Generic[Item, Result]):
         try:
             if self._before is not None:
                 await self._before(items)
-            async with self._db.write() as session:
-                results = await self._write(session, items)
+            opened = self._db.write_driver() if self._driver else self._db.write()
+            async with opened as connection:
+                results = await self._write(connection, items)
         except Exception as exc:
             if len(batch) > 1:
                 for one in batch:
