@@ -14,7 +14,7 @@ and ending the run, as the service does. Three paths, each its process CPU time 
   and the end in one transaction each (`run_store.append_events`);
 - the service's path: the run in the user message's transaction, the events by the
   process's `EventWriter`, the last events and the run's end in the assistant message's
-  transaction (`RunRecord.finish_with`).
+  write (`RunRecord.finish_with`).
 Storage costs the difference between the last and the first. Each level runs in rounds
 (`ROUNDS`): in a round the first and the last path's chats run in turn, in one process, each
 first in every other round (a shared machine's state drifts: taking turns keeps it alike for
@@ -36,8 +36,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from bench.chat import CPU_PER_CHAT
 from bench.deploy import Deployment, Options
 from bench.results import Row, ms, pct
@@ -47,7 +45,6 @@ from controlcenter.chat import run_store
 from controlcenter.chat.conversations import (
     TurnStart,
     TurnStarts,
-    add_assistant_message,
     assistant_message,
     save_assistant_message,
     start_turn,
@@ -128,9 +125,8 @@ async def _save_answer(db: Database, conversation_id: str, message_id: str) -> s
     return event_data(message_complete(message_json(message)))
 
 
-async def _add_answers(session: AsyncSession, rows: Sequence[Message]) -> list[None]:
-    for row in rows:
-        await add_assistant_message(session, row)
+async def _add_answers(db: Database, driver: object, rows: Sequence[Message]) -> list[None]:
+    await run_store.write_ends(db, driver, rows, {}, {})
     return [None] * len(rows)
 
 
@@ -161,10 +157,10 @@ async def _with_writer(parts: Parts, user_id: str, message_id: str) -> None:
         for data in burst:
             run.record(data)
     # As the agent ends an answer: the message, the last events and the run's end in one
-    # transaction (`RunRecord.finish_with`), shared with the answers ending meanwhile.
+    # write (`RunRecord.finish_with`), shared with the answers ending meanwhile.
     message = _answer(started.conversation_id, message_id)
     complete = event_data(message_complete(message_json(message)))
-    await run.finish_with(complete, run_store.DONE, partial(add_assistant_message, row=message))
+    await run.finish_with(complete, run_store.DONE, message)
 
 
 async def _run_by_run(parts: Parts, user_id: str, message_id: str) -> None:
@@ -221,7 +217,7 @@ async def _parts(url: str) -> AsyncIterator[Parts]:
     db = Database(url)
     signals = Signals(db, on_stop=lambda _: None)
     writer = EventWriter(db, signals)
-    answers = GroupCommit(db, _add_answers, "bench-answers")
+    answers = GroupCommit(db, partial(_add_answers, db), "bench-answers", driver=True)
     try:
         yield Parts(db, signals, writer, TurnStarts(db), answers)
     finally:

@@ -6,21 +6,24 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from functools import partial
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from sqlalchemy import event, select, text
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat import run_store
+from controlcenter.chat.conversations import (
+    assistant_message,
+    save_assistant_message,
+    start_turn,
+)
 from controlcenter.chat.events import content_delta, event_data, message_start
-from controlcenter.chat.models import ChatApproval, ChatRun
+from controlcenter.chat.models import ChatRun, Conversation, Message
 from controlcenter.chat.recorder import EventWriter, RunRecord
 from controlcenter.chat.run_store import RunEnd, RunUsage
 from controlcenter.chat.signals import Signals
-from controlcenter.db import Database
+from controlcenter.db import Database, refused_row
 from tests.conftest import UserFactory
 
 RUNS = 40
@@ -165,40 +168,52 @@ async def test_readers_are_woken_once_the_events_are_stored(
     await run.finish(run_store.DONE)
 
 
-async def _approval_added(session: AsyncSession, message_id: str) -> None:
-    """Stands for the assistant message: a row the caller's transaction writes."""
-    session.add(ChatApproval(message_id=message_id, tool_call_id="t1", status="pending"))
+async def _conversation(db: Database, user_id: str) -> str:
+    started = await start_turn(db, user_id=user_id, conversation_id=None, message="Hello")
+    assert started is not None
+    return started.conversation_id
 
 
-async def _approvals(db: Database, message_id: str) -> int:
+def _answer(conversation_id: str, run: RunRecord, content: str = "The answer") -> Message:
+    return assistant_message(
+        conversation_id=conversation_id, message_id=run.message_id, content=content,
+        tool_calls=[{"id": "t1", "name": "echo_text", "arguments": {"text": "x"}}],
+        tool_results=[{"toolCallId": "t1", "success": True, "result": "x"}],
+        usage={"inputTokens": 3, "outputTokens": 4, "providerCalls": 1},
+    )  # fmt: skip
+
+
+async def _stored_answer(db: Database, message_id: str) -> Message | None:
     async with db.read() as session:
-        rows = await session.scalars(
-            select(ChatApproval.tool_call_id).where(ChatApproval.message_id == message_id)
-        )
-        return len(list(rows))
+        return await session.scalar(select(Message).where(Message.id == message_id))
 
 
-async def test_the_last_events_and_the_end_share_the_caller_s_transaction(
+async def _updated_at(db: Database, conversation_id: str) -> datetime:
+    async with db.read() as session:
+        conversation = await session.get(Conversation, conversation_id)
+        assert conversation is not None
+        return conversation.updated_at
+
+
+async def test_the_answer_the_last_events_and_the_end_are_one_write(
     parts: tuple[Database, Signals], users: UserFactory
 ) -> None:
     """A chat's last write (`finish_with`): the events still waiting for the window, the last
-    event and the run's end, in the transaction that saves the answer; readers woken."""
+    event, the run's end and the assistant message (touching its conversation), in one
+    transaction; readers woken."""
     db, signals = parts
     user = await users.create()
+    conversation_id = await _conversation(db, user.id)
     writer = EventWriter(db, signals, window_s=30.0)  # the window alone would write nothing here
     (run,) = await _started(db, signals, writer, user.id, "last", 1)
     run.record(event_data(content_delta("pending")))
     last = event_data(content_delta("the last one"))
+    answer = _answer(conversation_id, run)
     commits = Commits(db)
     try:
         with signals.watch(run.message_id) as woken:
             woken.clear()
-            n = await asyncio.wait_for(
-                run.finish_with(
-                    last, run_store.DONE, partial(_approval_added, message_id=run.message_id)
-                ),
-                5,
-            )
+            n = await asyncio.wait_for(run.finish_with(last, run_store.DONE, answer), 5)
             assert woken.is_set()
     finally:
         commits.close()
@@ -206,10 +221,34 @@ async def test_the_last_events_and_the_end_share_the_caller_s_transaction(
     stored = await run_store.events_after(db, run.message_id, 0)
     assert [n for n, _ in stored] == [1, 2, 3] and stored[-1][1] == last
     assert await run_store.run_owner_status(db, run.message_id) == (user.id, run_store.DONE)
-    assert await _approvals(db, run.message_id) == 1
+    saved = await _stored_answer(db, run.message_id)
+    assert saved is not None
+    assert (saved.role, saved.content, saved.interrupted) == ("assistant", "The answer", False)
+    assert (saved.tool_calls, saved.tool_results, saved.usage) == (
+        answer.tool_calls,
+        answer.tool_results,
+        answer.usage,
+    )
+    assert saved.created_at == answer.created_at
+    assert await _updated_at(db, conversation_id) == answer.created_at
     assert commits.count == 1
     await run.finish(run_store.FAILED)  # already ended: nothing more is written
     assert await run_store.run_owner_status(db, run.message_id) == (user.id, run_store.DONE)
+
+
+async def test_answers_of_one_conversation_ending_together_leave_it_the_later_s_time(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    db, signals = parts
+    user = await users.create()
+    conversation_id = await _conversation(db, user.id)
+    writer = EventWriter(db, signals)
+    runs = await _started(db, signals, writer, user.id, "same", 2)
+    answers = [_answer(conversation_id, run) for run in runs]
+    answers[0].created_at += timedelta(seconds=1)  # the later one, first in the write
+    async with db.write_driver() as driver:
+        await run_store.write_ends(db, driver, answers, {}, {})
+    assert await _updated_at(db, conversation_id) == answers[0].created_at
 
 
 async def test_the_last_write_waits_for_a_batch_holding_earlier_events(
@@ -219,11 +258,12 @@ async def test_the_last_write_waits_for_a_batch_holding_earlier_events(
     PostgreSQL nothing else would keep the last transaction from committing first)."""
     db, signals = parts
     user = await users.create()
+    conversation_id = await _conversation(db, user.id)
     writer = EventWriter(db, signals, window_s=0.01)
     (run,) = await _started(db, signals, writer, user.id, "order", 1)
     entered, release = asyncio.Event(), asyncio.Event()
     order: list[str] = []
-    write_batch = run_store.write_batch
+    write_batch, write_ends = run_store.write_batch, run_store.write_ends
 
     async def slow_batch(*args: Any) -> None:
         entered.set()
@@ -231,14 +271,18 @@ async def test_the_last_write_waits_for_a_batch_holding_earlier_events(
         await write_batch(*args)
         order.append("batch")
 
-    async def last_write(session: AsyncSession) -> None:
+    async def last_write(*args: Any) -> None:
         order.append("last")
+        await write_ends(*args)
 
     monkeypatch.setattr(run_store, "write_batch", slow_batch)
+    monkeypatch.setattr(run_store, "write_ends", last_write)
     run.record(event_data(content_delta("in the window's batch")))
     await asyncio.wait_for(entered.wait(), 5)
     finishing = asyncio.create_task(
-        run.finish_with(event_data(content_delta("last")), run_store.DONE, last_write)
+        run.finish_with(
+            event_data(content_delta("last")), run_store.DONE, _answer(conversation_id, run)
+        )
     )
     await asyncio.sleep(0.1)
     assert order == [] and not finishing.done()
@@ -251,19 +295,19 @@ async def test_the_last_write_waits_for_a_batch_holding_earlier_events(
 async def test_a_refused_last_write_loses_nothing_and_the_writer_finishes_the_run(
     parts: tuple[Database, Signals], users: UserFactory
 ) -> None:
+    """The database refuses the answer (its conversation was deleted meanwhile: the foreign
+    key): nothing of the last write is stored, and the run still ends by the writer."""
     db, signals = parts
     user = await users.create()
     writer = EventWriter(db, signals, window_s=0.1)
     (run,) = await _started(db, signals, writer, user.id, "refused", 1)
     run.record(event_data(content_delta("pending")))
-
-    async def refused(session: AsyncSession) -> None:
-        raise RuntimeError("the database refused")
-
     last = event_data(content_delta("last"))
-    with pytest.raises(RuntimeError):
-        await run.finish_with(last, run_store.DONE, refused)
+    with pytest.raises(Exception) as refused:
+        await run.finish_with(last, run_store.DONE, _answer("no-such-conversation", run))
+    assert refused_row(refused.value), refused.value
     assert await run_store.run_owner_status(db, run.message_id) == (user.id, run_store.RUNNING)
+    assert await _stored_answer(db, run.message_id) is None
     # The pending event is the writer's again; the last one is sent the usual way, numbered
     # after it, with no gap.
     assert run.record(last) == 3
@@ -273,26 +317,30 @@ async def test_a_refused_last_write_loses_nothing_and_the_writer_finishes_the_ru
     assert await run_store.run_owner_status(db, run.message_id) == (user.id, run_store.DONE)
 
 
-async def test_the_last_events_are_not_stored_when_the_caller_s_rows_are_refused(
+async def test_nothing_of_the_last_write_is_stored_when_the_answer_is_refused(
     parts: tuple[Database, Signals], users: UserFactory
 ) -> None:
-    """The caller's rows and the last events commit together or not at all, also when the
-    caller only added its rows to the session (PostgreSQL: they are flushed first, so that the
-    events' statement joins their transaction instead of committing on its own)."""
+    """The answer and the last events commit together or not at all (its id is taken: the
+    database refuses the row after the events' statement would have run)."""
     db, signals = parts
     user = await users.create()
+    conversation_id = await _conversation(db, user.id)
     writer = EventWriter(db, signals, window_s=30.0)
     (run,) = await _started(db, signals, writer, user.id, "atomic", 1)
-    async with db.write() as session:
-        await _approval_added(session, run.message_id)
-    with pytest.raises(IntegrityError):  # the same approval again: its primary key is taken
+    taken = await save_assistant_message(db, _answer(conversation_id, run, "the first"))
+    touched = await _updated_at(db, conversation_id)
+    with pytest.raises(Exception) as refused:
         await run.finish_with(
             event_data(content_delta("the last one")),
             run_store.DONE,
-            partial(_approval_added, message_id=run.message_id),
+            _answer(conversation_id, run, "a second answer under the same id"),
         )
+    assert refused_row(refused.value), refused.value
     assert [n for n, _ in await run_store.events_after(db, run.message_id, 0)] == [1]
     assert await run_store.run_owner_status(db, run.message_id) == (user.id, run_store.RUNNING)
+    saved = await _stored_answer(db, run.message_id)
+    assert saved is not None and saved.content == taken.content
+    assert await _updated_at(db, conversation_id) == touched
 
 
 async def _written(signals: Signals, run: RunRecord, delta: str) -> None:
@@ -361,34 +409,40 @@ async def test_a_connection_the_server_dropped_is_replaced_and_nothing_is_lost(
 
 
 async def test_answers_ending_while_one_is_written_share_the_next_transaction(
-    parts: tuple[Database, Signals], users: UserFactory
+    parts: tuple[Database, Signals], users: UserFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A group commit of the runs' last writes: the first is written at once; those asked
     while it is under way wait for it and go together in the next transaction, each with its
     own events, end and rows."""
     db, signals = parts
     user = await users.create()
+    conversation_id = await _conversation(db, user.id)
     writer = EventWriter(db, signals, window_s=30.0)  # the window alone would write nothing
     first, *others = await _started(db, signals, writer, user.id, "group", 20)
     for run in (first, *others):
         run.record(event_data(content_delta(f"{run.message_id} pending")))
     entered, release = asyncio.Event(), asyncio.Event()
+    write_ends = run_store.write_ends
 
-    async def held(session: AsyncSession) -> None:
-        entered.set()
-        await release.wait()
-        await _approval_added(session, first.message_id)
+    async def held(*args: Any) -> None:
+        if not entered.is_set():  # the first write: held until released
+            entered.set()
+            await release.wait()
+        await write_ends(*args)
 
+    monkeypatch.setattr(run_store, "write_ends", held)
     last = event_data(content_delta("last"))
     commits = Commits(db)
     try:
-        ending = [asyncio.create_task(first.finish_with(last, run_store.DONE, held))]
+        ending = [
+            asyncio.create_task(
+                first.finish_with(last, run_store.DONE, _answer(conversation_id, first))
+            )
+        ]
         await asyncio.wait_for(entered.wait(), 5)
         ending += [
             asyncio.create_task(
-                run.finish_with(
-                    last, run_store.DONE, partial(_approval_added, message_id=run.message_id)
-                )
+                run.finish_with(last, run_store.DONE, _answer(conversation_id, run))
             )
             for run in others
         ]
@@ -403,7 +457,8 @@ async def test_answers_ending_while_one_is_written_share_the_next_transaction(
         stored = await run_store.events_after(db, run.message_id, 0)
         assert [n for n, _ in stored] == [1, 2, 3] and stored[-1][1] == last
         assert await run_store.run_owner_status(db, run.message_id) == (user.id, run_store.DONE)
-        assert await _approvals(db, run.message_id) == 1
+        saved = await _stored_answer(db, run.message_id)
+        assert saved is not None and saved.content == "The answer"
 
 
 async def test_an_answer_refused_in_a_shared_transaction_fails_alone(
@@ -411,28 +466,21 @@ async def test_an_answer_refused_in_a_shared_transaction_fails_alone(
 ) -> None:
     db, signals = parts
     user = await users.create()
+    conversation_id = await _conversation(db, user.id)
     writer = EventWriter(db, signals, window_s=0.1)
     runs = await _started(db, signals, writer, user.id, "alone", 5)
     bad = runs[2]
-
-    async def refused(session: AsyncSession) -> None:
-        raise RuntimeError("the database refused")
-
+    await save_assistant_message(db, _answer(conversation_id, bad, "the first"))  # its id taken
     last = event_data(content_delta("last"))
     for run in runs:
         run.record(event_data(content_delta("pending")))
     results = await asyncio.gather(
-        *(
-            run.finish_with(
-                last,
-                run_store.DONE,
-                refused if run is bad else partial(_approval_added, message_id=run.message_id),
-            )
-            for run in runs
-        ),
+        *(run.finish_with(last, run_store.DONE, _answer(conversation_id, run)) for run in runs),
         return_exceptions=True,
     )
-    assert [isinstance(r, RuntimeError) for r in results] == [False, False, True, False, False]
+    assert [isinstance(r, Exception) and refused_row(r) for r in results] == [
+        False, False, True, False, False,
+    ]  # fmt: skip
     for run in runs:
         if run is not bad:
             assert [n for n, _ in await run_store.events_after(db, run.message_id, 0)] == [1, 2, 3]
@@ -440,6 +488,8 @@ async def test_an_answer_refused_in_a_shared_transaction_fails_alone(
                 user.id,
                 run_store.DONE,
             )
+            saved = await _stored_answer(db, run.message_id)
+            assert saved is not None and saved.content == "The answer"
     # The refused run's pending event is the writer's again, and its end is the caller's.
     assert bad.record(last) == 3
     await asyncio.wait_for(bad.finish(run_store.DONE), 5)

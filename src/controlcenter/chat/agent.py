@@ -6,10 +6,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, cast
-
-from sqlalchemy.exc import IntegrityError
 
 from controlcenter.admin_settings.usable import UnusableSettingError, check_credential
 from controlcenter.auth.models import User
@@ -20,7 +17,6 @@ from controlcenter.chat.conversations import (
     ASSISTANT,
     StoredText,
     TurnStart,
-    add_assistant_message,
     assistant_message,
     new_message_id,
     replace_interrupted,
@@ -32,7 +28,7 @@ from controlcenter.chat.schemas import API_KEY_SETTINGS, message_json
 from controlcenter.chat.stream import ChatRuns, EventChannel
 from controlcenter.common.logs import get_logger
 from controlcenter.common.secrets import MASK, redact
-from controlcenter.db import Database
+from controlcenter.db import Database, refused_row
 from controlcenter.llm.types import (
     AssistantTurn,
     ProviderReply,
@@ -230,13 +226,13 @@ async def _process(
     complete = events.message_complete(message_json(message), stopped=run.stopped)
     status = STOPPED if run.stopped else DONE
     try:
-        # One transaction: the message, the events still pending, message_complete and the
-        # run's end (a lone chat's last two transactions were the message's and the end's).
-        await channel.end_with(complete, status, partial(add_assistant_message, row=message))
-    except IntegrityError:
+        # One write: the message, the events still pending, message_complete and the run's
+        # end (a lone chat's last two transactions were the message's and the end's).
+        await channel.end_with(complete, status, message)
+    except Exception as exc:
         # Closed as interrupted by another process meanwhile: its copy is replaced, and the
         # last events go the writer's way (a refusal for any other reason stands).
-        if not await replace_interrupted(db, message):
+        if not refused_row(exc) or not await replace_interrupted(db, message):
             raise
         channel.send(events.message_complete(message_json(message), stopped=run.stopped))
 

@@ -13,15 +13,14 @@ from datetime import datetime
 from functools import partial
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, bindparam, delete, insert, or_, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Table, and_, bindparam, delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat import run_store
 from controlcenter.chat.events import event_data, message_start
 from controlcenter.chat.models import Conversation, Message
 from controlcenter.common.logs import get_logger
-from controlcenter.db import Database, new_id, utcnow
+from controlcenter.db import Database, new_id, refused_row, utcnow
 from controlcenter.db.group_commit import GroupCommit
 from controlcenter.web.pagination import DEFAULT_LIMIT, Cursor
 from controlcenter.web.validation import text_problem
@@ -172,42 +171,12 @@ def assistant_message(
     )
 
 
-async def add_assistant_message(session: AsyncSession, row: Message) -> None:
-    """Save `row` (from `assistant_message`) within the caller's transaction; the database
-    refuses it (IntegrityError, at once or at the transaction's flush) when another process
-    closed the answer (`replace_interrupted`).
-
-    Written as statements, not by adding `row` to the session: a batch of answers that is
-    refused is written again one by one (`EventWriter.end_with`), and a row the session had
-    flushed keeps the sequence number of the insert that was rolled back."""
-    connection = await session.connection()
-    await connection.execute(_INSERT_MESSAGE, _stored(row))
-    await _touch(session, row.conversation_id, row.created_at)
-
-
-_MESSAGES = cast(Table, Message.__table__)
 _CONVERSATIONS = cast(Table, Conversation.__table__)
-# Built once: a statement built per answer (and its cache key) cost more than running it.
-_INSERT_MESSAGE = insert(_MESSAGES)
 _TOUCH = (
     update(_CONVERSATIONS)
     .where(_CONVERSATIONS.c.id == bindparam("conversation"))
     .values(updated_at=bindparam("now"))
 )
-
-
-def _stored(row: Message) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "conversation_id": row.conversation_id,
-        "role": row.role,
-        "content": row.content,
-        "tool_calls": row.tool_calls,
-        "tool_results": row.tool_results,
-        "usage": row.usage,
-        "created_at": row.created_at,
-        "interrupted": False,
-    }
 
 
 async def replace_interrupted(db: Database, row: Message) -> bool:
@@ -235,13 +204,14 @@ async def replace_interrupted(db: Database, row: Message) -> bool:
 
 
 async def save_assistant_message(db: Database, row: Message) -> Message:
-    """Step 9 in a transaction of its own: `row` from `assistant_message`, saved (step 10
-    sends it as a ControlCenterMessage)."""
+    """Step 9 in a write of its own: `row` from `assistant_message`, saved (step 10 sends it
+    as a ControlCenterMessage). A chat saves its answer with its run's end instead
+    (`EventWriter.end_with`)."""
     try:
-        async with db.write() as session:
-            await add_assistant_message(session, row)
-    except IntegrityError:
-        if not await replace_interrupted(db, row):
+        async with db.write_driver() as driver:
+            await run_store.write_ends(db, driver, [row], {}, {})
+    except Exception as exc:
+        if not refused_row(exc) or not await replace_interrupted(db, row):
             raise
     return row
 

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import TypeVar
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from controlcenter.chat import run_store
+from controlcenter.chat.models import Message
 from controlcenter.chat.run_store import RunEnd, RunUsage, StoredEvent
 from controlcenter.chat.signals import Signals
 from controlcenter.common.logs import get_logger
@@ -40,7 +39,7 @@ class _Closing:
     message_id: str
     last: list[StoredEvent]
     end: RunEnd
-    also: Callable[[AsyncSession], Awaitable[None]]
+    answer: Message
     pending: list[StoredEvent] | None = None  # its events taken from the window, once
 
 
@@ -62,7 +61,9 @@ class EventWriter:
         self._waking: asyncio.Future[None] | None = None  # the window's wait, `write_soon`'s
         self._last_write = -math.inf  # when the last window's write began (the loop's clock)
         # The runs' last writes (`end_with`), in shared transactions.
-        self._closings = GroupCommit(db, self._close, "chat-run-ends", before=self._take_pending)
+        self._closings = GroupCommit(
+            db, self._close, "chat-run-ends", before=self._take_pending, driver=True
+        )
 
     def add(self, message_id: str, event: StoredEvent) -> None:
         self._events.setdefault(message_id, []).append(event)
@@ -82,17 +83,18 @@ class EventWriter:
         message_id: str,
         last: list[StoredEvent],
         end: RunEnd,
-        also: Callable[[AsyncSession], Awaitable[None]],
+        answer: Message,
     ) -> None:
-        """The run's pending events, its `last` events and its end, written in the caller's
-        transaction `also` (the assistant message's): a chat's last two transactions made
-        one. Returns once they are stored; raises what the database raised, and then nothing
-        of `last` or `end` is stored and the pending events are this writer's again.
+        """The run's pending events, its `last` events and its end, written with its `answer`
+        (the assistant message, `run_store.write_ends`): a chat's last write, one statement
+        on PostgreSQL. Returns once they are stored; raises what the database raised (the
+        driver's own error), and then nothing of `answer`, `last` or `end` is stored and the
+        pending events are this writer's again.
 
         The ends of many runs share transactions (`db.group_commit`): a thousand answers
         ending together cost tens of transactions, not a thousand taking turns at the
         database; a lone answer is written at once."""
-        closing = _Closing(message_id, last, end, also)
+        closing = _Closing(message_id, last, end, answer)
         try:
             await self._closings.submit(closing)
         except Exception:  # refused: not written (a cancelled caller's write may still be)
@@ -116,11 +118,11 @@ class EventWriter:
             self._task.cancel()
             self._task = None
 
-    async def _close(self, session: AsyncSession, batch: Sequence[_Closing]) -> list[None]:
-        for closing in batch:
-            await closing.also(session)
+    async def _close(self, driver: object, batch: Sequence[_Closing]) -> list[None]:
+        answers = [closing.answer for closing in batch]
         events = {c.message_id: (c.pending or []) + c.last for c in batch}
-        await run_store.write_in(self._db, session, events, {c.message_id: c.end for c in batch})
+        ends = {c.message_id: c.end for c in batch}
+        await run_store.write_ends(self._db, driver, answers, events, ends)
         return [None] * len(batch)
 
     def _kick(self) -> None:
@@ -294,15 +296,14 @@ class RunRecord:
         await self._writer.end(self.message_id, RunEnd(status, self.usage))
         self._ended = True
 
-    async def finish_with(
-        self, data: str, status: str, also: Callable[[AsyncSession], Awaitable[None]]
-    ) -> int:
+    async def finish_with(self, data: str, status: str, answer: Message) -> int:
         """The run's last event (`message_complete`) and its end, stored with the events still
-        pending in the caller's transaction `also` (`EventWriter.end_with`); the event's number.
-        When the database refuses, nothing is numbered or stored and the caller may still
-        `record` and `finish`."""
+        pending and the run's `answer` (`EventWriter.end_with`); the event's number. When the
+        database refuses, nothing is numbered or stored and the caller may still `record` and
+        `finish`."""
         n = self._n + 1
-        await self._writer.end_with(self.message_id, [(n, data)], RunEnd(status, self.usage), also)
+        end = RunEnd(status, self.usage)
+        await self._writer.end_with(self.message_id, [(n, data)], end, answer)
         self._n = n
         self._ended = True
         return n

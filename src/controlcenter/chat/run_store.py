@@ -8,7 +8,8 @@ Storage only: rows and plain values.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
@@ -18,8 +19,8 @@ from sqlalchemy import Table, delete, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import Select, Update
 
-from controlcenter.chat.models import STOPS_ASKED, ChatApproval, ChatEvent, ChatRun
-from controlcenter.db import Database, driver_of, utcnow
+from controlcenter.chat.models import STOPS_ASKED, ChatApproval, ChatEvent, ChatRun, Message
+from controlcenter.db import Database, utcnow
 
 RUNNING = "running"
 DONE = "done"
@@ -105,11 +106,7 @@ async def insert_starts(db: Database, driver: Any, starts: NewStarts) -> None:
     on SQLite one per table, in the caller's transaction."""
     if not (starts.conversations or starts.messages or starts.continued or starts.runs):
         return
-    # Timestamps as SQLAlchemy would bind them (SQLite keeps them as text in its own format).
-    dialect = db.engine.dialect
-    bind = _CREATED_AT.dialect_impl(dialect).bind_processor(dialect)
-    now = utcnow()
-    when = bind(now) if bind else now
+    when = _timestamps(db)(utcnow())
     runs = [(run.message_id, run.user_id) for run in starts.runs]
     events = [(run.message_id, *run.first) for run in starts.runs]
     if not db.is_sqlite:
@@ -158,22 +155,61 @@ async def write_batch(
         await _write_rows(db, driver, events, ends)
 
 
-async def write_in(
+async def write_ends(
     db: Database,
-    session: AsyncSession,
+    driver: Any,
+    answers: Sequence[Message],
     events: Mapping[str, Sequence[StoredEvent]],
     ends: Mapping[str, RunEnd],
 ) -> None:
-    """`write_batch` within the caller's transaction."""
-    await _write_rows(db, await _joined(session), events, ends)
+    """The answers (assistant messages, each touching its conversation), the runs' last
+    events and their ends, in one transaction on the driver's connection
+    (`Database.write_driver`'s): on PostgreSQL one statement, on SQLite one per table in the
+    caller's transaction. A row the database refuses (an answer whose id is taken) fails all
+    of it with the driver's own error (`db.refused_row` tells it)."""
+    if not db.is_sqlite:
+        await driver.execute(
+            _POSTGRES_END, *_columns(_answer_rows(db, answers), 8), *_postgres_rows(events, ends)
+        )
+        return
+    rows = _answer_rows(db, answers)
+    # Sorted: two answers of one conversation ending together leave it the later's time.
+    touched = sorted((when, conversation) for (_, conversation, *_, when) in rows)
+    for sql, parameters in ((_SQLITE_INSERT_ANSWER, rows), (_SQLITE_CONTINUE, touched)):
+        if parameters:
+            cursor = await driver.executemany(sql, parameters)
+            await cursor.close()
+    await _write_rows(db, driver, events, ends)
 
 
-async def _joined(session: AsyncSession) -> Any:
-    """The driver's connection of the session's transaction, for statements that join it."""
-    # The session's pending rows first: on PostgreSQL that begins the transaction (asyncpg's
-    # begins with the session's first statement), else the statements would commit alone.
-    await session.flush()
-    return await driver_of(await session.connection())
+def _answer_rows(db: Database, answers: Sequence[Message]) -> list[tuple[Any, ...]]:
+    """Each answer's columns as the driver takes them: JSON as text (SQL NULL for None) and
+    the timestamp as SQLAlchemy would bind it."""
+    timestamp = _timestamps(db)
+    return [
+        (
+            row.id,
+            row.conversation_id,
+            row.role,
+            row.content,
+            _json(row.tool_calls),
+            _json(row.tool_results),
+            _json(row.usage),
+            timestamp(row.created_at),
+        )
+        for row in answers
+    ]
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value)
+
+
+def _timestamps(db: Database) -> Callable[[datetime], Any]:
+    """Timestamps as SQLAlchemy binds the column's type (SQLite keeps text in its own format)."""
+    dialect = db.engine.dialect
+    bind = _CREATED_AT.dialect_impl(dialect).bind_processor(dialect)
+    return bind or (lambda when: when)
 
 
 # The writer's statements in each driver's SQL: it writes every window while chats stream.
@@ -194,6 +230,10 @@ _SQLITE_INSERT_MESSAGE = (
     " VALUES (?, ?, ?, ?, ?, 0)"
 )
 _SQLITE_CONTINUE = "UPDATE conversations SET updated_at = ? WHERE id = ?"
+_SQLITE_INSERT_ANSWER = (
+    "INSERT INTO messages (id, conversation_id, role, content, tool_calls, tool_results, usage,"
+    " created_at, interrupted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)"
+)
 # The sub-statements see one snapshot and run in no set order; the messages' foreign key to a
 # conversation inserted beside them is checked at the statement's end, when both are there.
 _POSTGRES_INSERT_STARTS = """
@@ -220,19 +260,35 @@ SELECT pg_notify($15, m) FROM unnest($11::text[]) AS m
 """
 # PostgreSQL: the events, the ends and the notifications in one statement (one round trip, its
 # own transaction in autocommit); the notifications are delivered at its commit.
-_POSTGRES_WRITE = """
-WITH inserted AS (
+_EVENTS_AND_ENDS = """
+inserted AS (
     INSERT INTO chat_events (message_id, n, data)
-    SELECT * FROM unnest($1::text[], $2::int[], $3::text[])
+    SELECT * FROM unnest(${0}::text[], ${1}::int[], ${2}::text[])
 ), ended AS (
     UPDATE chat_runs SET status = e.s, input_tokens = e.i, output_tokens = e.o,
         provider_calls = e.p, tool_calls = e.t
-    FROM unnest($4::text[], $5::int[], $6::int[], $7::int[], $8::int[], $9::text[])
+    FROM unnest(${3}::text[], ${4}::int[], ${5}::int[], ${6}::int[], ${7}::int[], ${8}::text[])
         AS e(s, i, o, p, t, m)
     WHERE chat_runs.message_id = e.m
 )
-SELECT pg_notify($10, m) FROM unnest($11::text[]) AS m
+SELECT pg_notify(${9}, m) FROM unnest(${10}::text[]) AS m
 """
+_POSTGRES_WRITE = "WITH " + _EVENTS_AND_ENDS.format(*range(1, 12))
+# The answers, each touching its conversation (the latest answer's time when two end in one),
+# with the runs' last events and ends: a chat's last write, one statement.
+_POSTGRES_END = """
+WITH answer AS (
+    INSERT INTO messages (id, conversation_id, role, content, tool_calls, tool_results, usage,
+        created_at, interrupted)
+    SELECT i, c, r, t, k::json, x::json, u::json, w, false
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+        $7::text[], $8::timestamptz[]) AS a(i, c, r, t, k, x, u, w)
+), touched AS (
+    UPDATE conversations SET updated_at = a.w
+    FROM (SELECT c, max(w) AS w FROM unnest($2::text[], $8::timestamptz[]) AS a(c, w)
+        GROUP BY c) AS a
+    WHERE conversations.id = a.c
+), """ + _EVENTS_AND_ENDS.format(*range(9, 20))  # noqa: S608 (constants only)
 
 
 async def _write_rows(
@@ -241,8 +297,24 @@ async def _write_rows(
     events: Mapping[str, Sequence[StoredEvent]],
     ends: Mapping[str, RunEnd],
 ) -> None:
-    rows = [(message_id, n, data) for message_id, stored in events.items() for n, data in stored]
-    ended = [
+    if not db.is_sqlite:
+        await driver.execute(_POSTGRES_WRITE, *_postgres_rows(events, ends))
+        return
+    for sql, parameters in (
+        (_SQLITE_INSERT_EVENTS, _event_rows(events)),
+        (_SQLITE_END_RUN, _end_rows(ends)),
+    ):
+        if parameters:
+            cursor = await driver.executemany(sql, parameters)
+            await cursor.close()
+
+
+def _event_rows(events: Mapping[str, Sequence[StoredEvent]]) -> list[tuple[Any, ...]]:
+    return [(message_id, n, data) for message_id, stored in events.items() for n, data in stored]
+
+
+def _end_rows(ends: Mapping[str, RunEnd]) -> list[tuple[Any, ...]]:
+    return [
         (
             end.status,
             end.usage.input_tokens,
@@ -253,16 +325,20 @@ async def _write_rows(
         )
         for message_id, end in ends.items()
     ]
-    if not db.is_sqlite:
-        notified = list({**events, **ends})
-        await driver.execute(
-            _POSTGRES_WRITE, *_columns(rows, 3), *_columns(ended, 6), EVENTS_CHANNEL, notified
-        )
-        return
-    for sql, parameters in ((_SQLITE_INSERT_EVENTS, rows), (_SQLITE_END_RUN, ended)):
-        if parameters:
-            cursor = await driver.executemany(sql, parameters)
-            await cursor.close()
+
+
+def _postgres_rows(
+    events: Mapping[str, Sequence[StoredEvent]], ends: Mapping[str, RunEnd]
+) -> list[Any]:
+    """`_EVENTS_AND_ENDS`'s parameters: the events' and the ends' columns, the channel and the
+    runs to notify."""
+    notified = list({**events, **ends})
+    return [
+        *_columns(_event_rows(events), 3),
+        *_columns(_end_rows(ends), 6),
+        EVENTS_CHANNEL,
+        notified,
+    ]
 
 
 def _columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:

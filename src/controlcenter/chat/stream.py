@@ -9,14 +9,13 @@ sent (`chat.recorder`), so that the client can resume from any process (`chat.re
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
-
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat import run_store
 from controlcenter.chat.conversations import TurnStarts
 from controlcenter.chat.events import Event, event_data, frame_of
+from controlcenter.chat.models import Message
 from controlcenter.chat.recorder import EventWriter, RunRecord
 from controlcenter.chat.signals import Signals
 from controlcenter.common.logs import get_logger
@@ -55,15 +54,13 @@ class EventChannel:
         n = self.run.record(data) if self.run is not None else None
         self._put(data, n)
 
-    async def end_with(
-        self, event: Event, status: str, also: Callable[[AsyncSession], Awaitable[None]]
-    ) -> None:
-        """Send the run's last event once it is stored with the run's end, in the caller's
-        transaction `also` (`RunRecord.finish_with`). Raises what the database raised, and
-        then nothing is sent: the caller may still `send` it."""
+    async def end_with(self, event: Event, status: str, answer: Message) -> None:
+        """Send the run's last event once it is stored with the run's end and its `answer`
+        (`RunRecord.finish_with`). Raises what the database raised, and then nothing is sent:
+        the caller may still `send` it."""
         assert self.run is not None
         data = event_data(event)
-        n = await self.run.finish_with(data, status, also)
+        n = await self.run.finish_with(data, status, answer)
         self.note(event)
         self._put(data, n)
 

@@ -8,7 +8,17 @@ from controlcenter.db.engine import (
     as_utc,
     driver_of,
     new_id,
+    refused_row,
     utcnow,
 )
 
-__all__ = ["Base", "Database", "UTCDateTime", "as_utc", "driver_of", "new_id", "utcnow"]
+__all__ = [
+    "Base",
+    "Database",
+    "UTCDateTime",
+    "as_utc",
+    "driver_of",
+    "new_id",
+    "refused_row",
+    "utcnow",
+]

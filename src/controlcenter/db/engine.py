@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import DateTime, MetaData, event
 from sqlalchemy.engine import Dialect, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
@@ -312,6 +312,15 @@ async def driver_of(connection: AsyncConnection) -> Any:
     if driver is None:
         raise RuntimeError("the connection was closed")
     return driver
+
+
+def refused_row(exc: BaseException) -> bool:
+    """The database refused a row for one of its constraints (a key taken, a foreign key
+    missing), whichever layer raised it: SQLAlchemy, the sqlite3 module (the SQLite drivers'
+    own connections) or asyncpg (SQLSTATE class 23, read without importing asyncpg)."""
+    if isinstance(exc, (IntegrityError, sqlite3.IntegrityError)):
+        return True
+    return str(getattr(exc, "sqlstate", "")).startswith("23")
 
 
 def as_utc(value: datetime | str | None) -> datetime | None:
