@@ -39,6 +39,7 @@ from controlcenter.ocs.fast_path import IndexFastPath
 from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.crm_sync import CrmSync
 from controlcenter.onboarding.router import router as onboarding_router
+from controlcenter.onboarding.service import OnboardingSaves
 from controlcenter.outbox.observed import observed_handlers
 from controlcenter.outbox.runtime import start_worker
 from controlcenter.outbox.worker import Handler
@@ -88,6 +89,7 @@ def build_services(config: Config) -> Services:
         chat_runs=chat.runs,
         auth=RequestAuth(db, config.jwt_key),
         chat=chat,
+        onboarding=OnboardingSaves(db),
     )
 
 

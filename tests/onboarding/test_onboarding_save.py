@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 
 from controlcenter.auth.models import User
 from controlcenter.onboarding.models import Onboarding
-from controlcenter.onboarding.service import UserGoneError, save_onboarding
+from controlcenter.onboarding.service import OnboardingSaves, UserGoneError
 from tests.conftest import AppUser, RunningServer, UserFactory
 
 URL = "/api/v1/onboarding"
@@ -180,7 +180,7 @@ async def test_concurrent_first_saves_make_one_record(
 
 async def test_a_deleted_user_cannot_save(server: RunningServer) -> None:
     with pytest.raises(UserGoneError):
-        await save_onboarding(server.db, "no-such-user", {"yearsInBusiness": "1"})
+        await OnboardingSaves(server.db).save("no-such-user", {"yearsInBusiness": "1"})
     async with server.db.read() as db:
         assert await db.scalar(select(func.count()).select_from(Onboarding)) == 0
 
@@ -208,11 +208,8 @@ async def test_a_save_is_one_write_transaction(
         unit = getattr(server.db, name)
 
         def open_unit() -> Any:
-            # Only the request's own: the chat's liveness task writes now and then in the app.
-            caller = sys._getframe(1)
-            while caller is not None and caller.f_code.co_name != "save_onboarding":
-                caller = caller.f_back
-            if caller is None:
+            # Only the saves': the chat's liveness task writes now and then in the app.
+            if not _a_save_opens(sys._getframe(1)):
                 return unit()
             if name == "write" or server.db.is_sqlite:  # a transaction of its own
                 opened.append(name)
@@ -228,6 +225,17 @@ async def test_a_save_is_one_write_transaction(
         response = await client.post(URL, json=body, headers=user.headers)
         assert response.status_code == 200
     assert len(opened) == 2
+
+
+def _a_save_opens(caller: Any) -> bool:
+    """Whether a save opens the unit: on SQLite the saves' group commit (its task), on
+    PostgreSQL the request's own `OnboardingSaves.save`."""
+    task = asyncio.current_task()
+    if task is not None and task.get_name() == "onboarding-saves":
+        return True
+    while caller is not None and caller.f_code.co_qualname != "OnboardingSaves.save":
+        caller = caller.f_back
+    return caller is not None
 
 
 @asynccontextmanager
@@ -280,3 +288,39 @@ async def test_an_update_keeps_id_and_created_at_and_returns_the_stored_record(
     assert second == {**first, "usingOtherCrm": False, "updatedAt": second["updatedAt"]}
     stored = (await client.get(URL, headers=user.headers)).json()["onboarding"]
     assert stored == second
+
+
+async def test_saves_arriving_together_share_transactions_and_fail_alone(
+    server: RunningServer, users: UserFactory, monkeypatch: Any
+) -> None:
+    """On SQLite the saves that arrive while one is being written go together in the next
+    transaction; a user gone meanwhile fails only its own save. On PostgreSQL each save is a
+    statement of its own, side by side."""
+    saves = OnboardingSaves(server.db)
+    brokers = [await users.create() for _ in range(12)]
+    opened: list[None] = []
+    write_driver = server.db.write_driver
+
+    def counted() -> Any:
+        if _a_save_opens(sys._getframe(1)):
+            opened.append(None)
+        return write_driver()
+
+    monkeypatch.setattr(server.db, "write_driver", counted)
+    ids = [broker.id for broker in brokers[:6]] + ["no-such-user"] + [b.id for b in brokers[6:]]
+    results = await asyncio.gather(
+        *(saves.save(user_id, {"leadsPerMonthTarget": user_id}) for user_id in ids),
+        return_exceptions=True,
+    )
+    assert [type(r) for r in results] == [dict] * 6 + [UserGoneError] + [dict] * 6
+    for user_id, result in zip(ids, results, strict=True):
+        if isinstance(result, dict):
+            assert result["userId"] == user_id and result["leadsPerMonthTarget"] == user_id
+    async with server.db.read() as db:
+        stored = await db.scalars(select(Onboarding.userId))
+        assert sorted(stored) == sorted(broker.id for broker in brokers)
+    if server.db.is_sqlite:
+        # All of them asked in one turn of the event loop, before the first transaction began.
+        assert len(opened) == 1
+    else:
+        assert len(opened) == 13

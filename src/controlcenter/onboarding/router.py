@@ -16,7 +16,7 @@ from controlcenter.onboarding.schemas import (
     record,
 )
 from controlcenter.web.body import read_json
-from controlcenter.web.deps import CurrentUser, DatabaseDep
+from controlcenter.web.deps import CurrentUser, DatabaseDep, OnboardingSavesDep
 from controlcenter.web.errors import ApiError, InvalidJSONError, describe
 from controlcenter.web.openapi_doc import answers, json_body
 from controlcenter.web.validation import issues
@@ -40,7 +40,7 @@ async def get_onboarding(principal: CurrentUser, db: DatabaseDep) -> dict[str, A
     openapi_extra=json_body(ONBOARDING_INPUT),
 )
 async def save_onboarding(
-    request: Request, principal: CurrentUser, db: DatabaseDep
+    request: Request, principal: CurrentUser, saves: OnboardingSavesDep
 ) -> dict[str, Any]:
     try:
         body = await read_json(request)
@@ -52,7 +52,7 @@ async def save_onboarding(
     except ValidationError as exc:
         raise ApiError(400, "Validation failed", details=issues(exc)) from exc
     try:
-        row = await service.save_onboarding(db, principal.user.id, data)
+        row = await saves.save(principal.user.id, data)
     except service.UserGoneError as exc:
         raise ApiError(401, "Unauthorized") from exc
     except Exception as exc:

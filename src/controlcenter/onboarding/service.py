@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Table, bindparam, select
 
 from controlcenter.db import Database, new_id, utcnow
+from controlcenter.db.group_commit import GroupCommit
 from controlcenter.db.lookups import Lookup
 from controlcenter.onboarding import postgres_save, sqlite_save
 from controlcenter.onboarding.crm_sync import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
@@ -26,6 +27,7 @@ _TABLE: Table = Onboarding.__table__  # type: ignore[assignment]  # declared as 
 _READ = Lookup(select(*RECORD_COLUMNS).where(_TABLE.c.user_id == bindparam("user_id")))
 
 StoredRecord = dict[str, Any]  # the record's stored values by `RECORD`'s names
+Row = Sequence[Any]  # a record's row as the driver answers it, in `RECORD`'s order
 
 
 class UserGoneError(Exception):
@@ -46,18 +48,8 @@ def is_high_gci(gci: str) -> bool:
     return any(marker in gci for marker in HIGH_GCI_MARKERS)
 
 
-async def save_onboarding(db: Database, user_id: str, data: OnboardingInput) -> StoredRecord:
-    """Create or update the record with the given fields only, all in one transaction.
-
-    The record, the user's brokerage and the outbox jobs commit together or not at all.
-
-    Everything that needs no database (the stored values, the jobs, the statements) is built
-    before the transaction begins, and the transaction runs in the driver's SQL on the driver's
-    own connection, without SQLAlchemy's session and statement objects: on SQLite it holds the
-    database's one write lock, which every other save and the outbox worker wait for
-    (`sqlite_save`); on PostgreSQL it is one statement, one round trip (`postgres_save`;
-    docs/onboarding-settings.md).
-    """
+def _save_values(user_id: str, data: OnboardingInput) -> SaveValues:
+    """Everything a save writes, built before its transaction opens."""
     given: Mapping[str, object] = data
     now = utcnow()
     values: dict[str, Any] = {}
@@ -75,15 +67,48 @@ async def save_onboarding(db: Database, user_id: str, data: OnboardingInput) -> 
     if is_high_gci(gci):
         jobs.append(job_values(TAG_HIGH_GCI, {"userId": user_id, "gci": gci}, now))
     jobs.append(job_values(SYNC_USER, {"userId": user_id}, now))
-    save = SaveValues(user_id, brokerage or None, now, new_id(), values, jobs)
-    # The driver's own connection: on SQLite a transaction (this process's turn, then BEGIN
-    # IMMEDIATE), on PostgreSQL autocommit, so there the save is one statement.
-    async with db.write_driver() as driver:
-        if db.is_sqlite:
-            row = await sqlite_save.save(driver, save)
+    return SaveValues(user_id, brokerage or None, now, new_id(), values, jobs)
+
+
+async def _save_all_sqlite(driver: Any, saves: Sequence[SaveValues]) -> list[Row | None]:
+    return [await sqlite_save.save(driver, save) for save in saves]
+
+
+class OnboardingSaves:
+    """The saves of a process's requests (POST /api/v1/onboarding).
+
+    Each save creates or updates the record with the given fields only, in one transaction:
+    the record, the user's brokerage and the outbox jobs commit together or not at all.
+    Everything that needs no database (the stored values, the jobs, the statements) is built
+    before the transaction begins, and the transaction runs in the driver's SQL on the driver's
+    own connection, without SQLAlchemy's session and statement objects
+    (docs/onboarding-settings.md).
+
+    SQLite (`sqlite_save`): the transaction holds the database's one write lock, which every
+    other save, of this process or another, waits for, so saves arriving together took their
+    turns one after the other and 16 at once kept one core of two busy. The saves that arrive
+    while one transaction is being written go together in the next (`GroupCommit`: a lone
+    save still goes at once, alone), each as its own statements; a shared transaction that
+    fails is tried again one save at a time, so a save fails only for itself.
+    PostgreSQL (`postgres_save`): each save is one statement in autocommit, one round trip, on a
+    connection of its own: saves arriving together run side by side.
+    """
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._grouped: GroupCommit[SaveValues, Row | None] = GroupCommit(
+            db, _save_all_sqlite, "onboarding-saves", driver=True
+        )
+
+    async def save(self, user_id: str, data: OnboardingInput) -> StoredRecord:
+        """The stored record; UserGoneError (nothing written) when the user is gone."""
+        save = _save_values(user_id, data)
+        if self._db.is_sqlite:
+            row = await self._grouped.submit(save)
         else:
-            sql = postgres_save.statement(tuple(values), tuple(jobs[0]))
-            row = await driver.fetchrow(sql, *postgres_save.parameters(save))
-    if row is None:
-        raise UserGoneError(user_id)
-    return dict(zip(RECORD, row, strict=True))
+            async with self._db.write_driver() as driver:
+                sql = postgres_save.statement(tuple(save.values), tuple(save.jobs[0]))
+                row = await driver.fetchrow(sql, *postgres_save.parameters(save))
+        if row is None:
+            raise UserGoneError(user_id)
+        return dict(zip(RECORD, row, strict=True))

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from controlcenter.chat.service import ChatParts
     from controlcenter.chat.stream import ChatRuns
     from controlcenter.crm.transport import CrmTransport
+    from controlcenter.onboarding.service import OnboardingSaves
     from controlcenter.providers.base import Provider
     from controlcenter.tools.router import ToolRouter
 
@@ -44,6 +45,7 @@ class Services:
     chat_runs: "ChatRuns"
     auth: "RequestAuth"
     chat: "ChatParts"  # the same objects, as the chat uses them
+    onboarding: "OnboardingSaves"
 
 
 async def get_services(request: Request) -> Services:
@@ -63,6 +65,10 @@ async def get_database(request: Request) -> Database:
 
 async def get_settings_store(request: Request) -> "SettingsStore":
     return (await get_services(request)).settings
+
+
+async def get_onboarding_saves(request: Request) -> "OnboardingSaves":
+    return (await get_services(request)).onboarding
 
 
 async def get_chat_parts(request: Request) -> "ChatParts":
@@ -130,6 +136,7 @@ ConfigDep = Annotated[Config, Depends(get_config)]
 DatabaseDep = Annotated[Database, Depends(get_database)]
 SettingsDep = Annotated["SettingsStore", Depends(get_settings_store)]
 ChatPartsDep = Annotated["ChatParts", Depends(get_chat_parts)]
+OnboardingSavesDep = Annotated["OnboardingSaves", Depends(get_onboarding_saves)]
 CurrentUser = Annotated["Principal", Depends(require_user)]
 Admin = Annotated["Principal", Depends(require_admin)]
 SuperAdmin = Annotated["Principal", Depends(require_super_admin)]
