@@ -38,6 +38,7 @@ from controlcenter.observability import tracing
 from controlcenter.ocs.fast_path import IndexFastPath
 from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.crm_sync import CrmSync
+from controlcenter.onboarding.fast_path import SaveFastPath
 from controlcenter.onboarding.router import router as onboarding_router
 from controlcenter.onboarding.service import OnboardingSaves
 from controlcenter.outbox.observed import observed_handlers
@@ -211,8 +212,11 @@ def create_app(
         app.include_router(router)
     mount_pages(app)
     traced = tracing.install(app, span_exporter)
-    # GET on the index skips the stack (web/entry.py), unless the stack traces it.
-    app.index_fast_path = None if traced else IndexFastPath(app.state)
+    # GET on the index and POST on the onboarding record skip the stack (web/entry.py), unless
+    # the stack traces them.
+    if not traced:
+        app.index_fast_path = IndexFastPath(app.state)
+        app.save_fast_path = SaveFastPath(app.state, config.max_body_bytes, config.trusted_origins)
     api_docs.install(app)
     return app
 

@@ -1,47 +1,26 @@
-"""GET on the dashboard index, answered in front of the whole framework.
+"""GET on the dashboard index, answered in front of the whole framework (`web/direct.py`:
+the request id, the metrics and an unexpected error's 500 as the stack gives them).
 
-`ControlCenterApp` (`web/entry.py`) hands such a request straight to `IndexFastPath` before
-FastAPI's own layers (its telemetry check, the error and body-limit middleware), the
-service's middleware and routing: each pure-ASGI layer costs a call, a closure around `send`
-and a dict lookup per message, and together they cost more than the request's own work
-(py-spy, `make bench`). What those layers give the index, it
-does here, the same way:
-
-- the request id (`web/middleware/request_id.py`): read or made, bound to every log record
-  while the request is answered (uvicorn's access line included), echoed in `X-Request-ID`;
-- the request metrics (`observability/metrics.py`): counted by route template, method and
-  status, and timed, through children bound once;
-- an unexpected error: logged with its traceback and answered 500 `{"error":"Internal server
-  error"}`, as the app's `Exception` handler answers.
-
-The answer goes out as two raw ASGI messages with the head built from bytes, no Starlette
-`Request`, `Headers` or `Response` objects; the request's headers are read in one pass.
+The request's headers are read in one pass.
 """
 
 from __future__ import annotations
 
-import time
+from functools import partial
 from typing import Protocol
 
 from starlette.datastructures import QueryParams
 from starlette.types import Scope, Send
-from structlog.contextvars import bind_contextvars, reset_contextvars
 
-from controlcenter.common.logs import get_logger
 from controlcenter.config import Config
 from controlcenter.db import Database
-from controlcenter.observability.metrics import http_series
-from controlcenter.ocs.index import PATH, PATH_PATTERN, Answer, answer_index
-from controlcenter.web.middleware.raw_answer import json_body
-from controlcenter.web.middleware.request_id import HEADER_NAME, accepted, new_request_id
-
-log = get_logger(__name__)
+from controlcenter.ocs.index import PATH, PATH_PATTERN, answer_index
+from controlcenter.web.direct import Answer, DirectRoute
 
 _PREFIX = PATH.split("{", 1)[0]  # a cheap test before the regex: most paths are not the index
 _WANTED = frozenset(
-    (b"authorization", b"cookie", b"accept", b"ocs-apirequest", HEADER_NAME),
+    (b"authorization", b"cookie", b"accept", b"ocs-apirequest"),
 )
-_FAILED = Answer(500, json_body({"error": "Internal server error"}), b"application/json")
 
 
 class IndexParts(Protocol):
@@ -60,7 +39,7 @@ class PartsHolder(Protocol):
 class IndexFastPath:
     def __init__(self, state: PartsHolder) -> None:
         self._state = state
-        self._metrics = http_series(PATH, "GET")
+        self._route = DirectRoute(PATH, "GET")
 
     @staticmethod
     def app_id(path: str) -> str | None:
@@ -71,41 +50,14 @@ class IndexFastPath:
         return match["app_id"] if match is not None else None
 
     async def answer(self, scope: Scope, send: Send, app_id: str) -> None:
-        """Answer a GET on the index for `app_id`. An error of the answer's own is a 500,
-        logged; only the server's `send` can raise from here."""
-        started = time.perf_counter()
+        """Answer a GET on the index for `app_id`."""
+        await self._route.run(scope, send, partial(self._answer, scope, app_id))
+
+    async def _answer(self, scope: Scope, app_id: str) -> Answer:
         found: dict[bytes, bytes] = {}
         for name, value in scope["headers"]:
             if name in _WANTED and name not in found:  # the first of each, as Headers.get
                 found[name] = value
-        request_id = accepted(found.get(HEADER_NAME)) or new_request_id()
-        tokens = bind_contextvars(request_id=request_id)
-        status = 500
-        try:
-            try:
-                answer = await self._answer(scope, app_id, found)
-            except Exception:
-                log.exception("unhandled error", path=scope["path"], method="GET")
-                answer = _FAILED
-            status = answer.status
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": status,
-                    "headers": [
-                        *answer.headers,
-                        (b"content-length", str(len(answer.body)).encode()),
-                        (b"content-type", answer.content_type),
-                        (HEADER_NAME, request_id.encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": answer.body})
-        finally:
-            reset_contextvars(**tokens)
-            self._metrics.record(status, time.perf_counter() - started)
-
-    async def _answer(self, scope: Scope, app_id: str, found: dict[bytes, bytes]) -> Answer:
         parts = self._state.services
         query = scope["query_string"]
         client = scope.get("client")

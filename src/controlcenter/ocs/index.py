@@ -5,10 +5,8 @@ pre-rendered, and the 200's JSON is the pre-rendered envelope around the encoded
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from json.encoder import encode_basestring  # json's C encoder, when built
 
-from starlette.requests import cookie_parser
 from starlette.routing import compile_path
 
 from controlcenter.auth.service import PasswordGuard
@@ -29,24 +27,11 @@ from controlcenter.ocs.envelope import (
     render,
 )
 from controlcenter.ocs.service import index_caller, index_message
-from controlcenter.web.deps import SESSION_COOKIE
+from controlcenter.web.direct import Answer, session_cookie
 from controlcenter.web.middleware.raw_answer import json_body
 
 PATH = "/ocs/v2.php/apps/{app_id}/api"
 PATH_PATTERN = compile_path(PATH)[0]  # the regex Starlette's route matches with
-
-Headers = tuple[tuple[bytes, bytes], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """`headers` come before the content length and type, where Starlette puts the headers it
-    is given, so either way of answering writes the same head."""
-
-    status: int
-    body: bytes
-    content_type: bytes
-    headers: Headers = ()
 
 
 def _answers(status: int, rendered: dict[Format, bytes]) -> dict[Format, Answer]:
@@ -98,7 +83,7 @@ async def answer_index(
         principal = await index_caller(
             db,
             authorization=authorization,
-            session_cookie=_session_cookie(cookie),
+            session_cookie=session_cookie(cookie),
             key=config.jwt_key,
             guard=guard,
         )
@@ -113,10 +98,3 @@ async def answer_index(
     if fmt == "json":
         return Answer(200, ok_json(message), _JSON)
     return Answer(200, render(envelope(200, "OK", {"message": message}), fmt), _XML)
-
-
-def _session_cookie(header: str | None) -> str | None:
-    """As `Request.cookies` reads it; most calls carry no cookie at all."""
-    if not header or SESSION_COOKIE not in header:
-        return None
-    return cookie_parser(header).get(SESSION_COOKIE)

@@ -15,7 +15,8 @@ from controlcenter.onboarding.schemas import (
     SavedOnboarding,
     record,
 )
-from controlcenter.web.body import read_json
+from controlcenter.onboarding.service import OnboardingSaves
+from controlcenter.web.body import parse_json
 from controlcenter.web.deps import CurrentUser, DatabaseDep, OnboardingSavesDep
 from controlcenter.web.errors import ApiError, InvalidJSONError, describe
 from controlcenter.web.openapi_doc import answers, json_body
@@ -33,7 +34,9 @@ async def get_onboarding(principal: CurrentUser, db: DatabaseDep) -> dict[str, A
     return {"onboarding": record(row) if row is not None else None}
 
 
-# The body is read by hand: an unparseable one is a 500 (SPEC 4.4), not FastAPI's 422.
+# The body is read by hand: an unparseable one is a 500 (SPEC 4.4), not FastAPI's 422. POST is
+# answered in front of the framework (`onboarding/fast_path.py`) unless tracing is on; this
+# route declares it in /openapi.json and answers it then, both through `saved`.
 @router.post(
     "/onboarding",
     **answers(SavedOnboarding, 400, 401, 413, 500, write=True),
@@ -42,8 +45,13 @@ async def get_onboarding(principal: CurrentUser, db: DatabaseDep) -> dict[str, A
 async def save_onboarding(
     request: Request, principal: CurrentUser, saves: OnboardingSavesDep
 ) -> dict[str, Any]:
+    return await saved(saves, principal.user.id, await request.body())
+
+
+async def saved(saves: OnboardingSaves, user_id: str, raw: bytes) -> dict[str, Any]:
+    """The answer to `user_id`'s POST of the body `raw` (SPEC 4.4); ApiError for a refusal."""
     try:
-        body = await read_json(request)
+        body = parse_json(raw)
     except InvalidJSONError as exc:
         # SPEC 4.4 step 7 puts an unparseable body among the failures answered with 500.
         raise ApiError(500, SAVE_FAILED) from exc
@@ -52,10 +60,10 @@ async def save_onboarding(
     except ValidationError as exc:
         raise ApiError(400, "Validation failed", details=issues(exc)) from exc
     try:
-        row = await saves.save(principal.user.id, data)
+        row = await saves.save(user_id, data)
     except service.UserGoneError as exc:
         raise ApiError(401, "Unauthorized") from exc
     except Exception as exc:
-        log.error("saving onboarding failed", user_id=principal.user.id, error=describe(exc))
+        log.error("saving onboarding failed", user_id=user_id, error=describe(exc))
         raise ApiError(500, SAVE_FAILED) from exc
     return {"success": True, "onboarding": record(row)}

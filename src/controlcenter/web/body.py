@@ -17,13 +17,18 @@ def _reject_constant(name: str) -> Any:
 
 
 async def read_json(request: Request) -> Any:
-    """The parsed body, whatever the Content-Type (as the original handlers' `req.json()`).
+    """The parsed body, whatever the Content-Type (as the original handlers' `req.json()`):
+    `parse_json` of the body."""
+    return parse_json(await request.body())
+
+
+def parse_json(raw: bytes) -> Any:
+    """A body parsed as JSON.
 
     Raises InvalidJSONError for an empty body, invalid UTF-8, bad syntax or the non-standard
     NaN/Infinity literals that Python's parser would otherwise accept; InvalidTextError for a
     string holding NUL or a lone surrogate.
     """
-    raw = await request.body()
     try:
         body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:

@@ -6,7 +6,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from controlcenter.web.middleware.raw_answer import json_body, send_json
 
-_TOO_LARGE = json_body({"error": "Request body too large"})
+TOO_LARGE = json_body({"error": "Request body too large"})
 # How much of an oversized body is read and thrown away before answering. Closing a connection
 # with unread data makes the kernel reset it, and the client then sees a broken connection
 # instead of the 413; a body bigger than this is not worth reading, so its sender may.
@@ -24,29 +24,13 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = _content_length(scope)
-        if declared is not None and declared > self.limit:
-            if declared <= _DISCARD_AT_MOST and not _expects_continue(scope):
-                await _discard(receive, _DISCARD_AT_MOST)
-            await _reject(send)
+        try:
+            body = await read_body(scope, receive, self.limit)
+        except BodyTooLarge:
+            await send_json(send, 413, TOO_LARGE, close=True)
             return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.limit:
-                if message.get("more_body", False):
-                    await _discard(receive, _DISCARD_AT_MOST - size)
-                await _reject(send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        except ClientGone:
+            return
         replayed = False
 
         async def replay() -> Message:
@@ -57,6 +41,38 @@ class BodyLimitMiddleware:
             return await receive()  # later calls wait for the client's disconnect
 
         await self.app(scope, replay, send)
+
+
+class BodyTooLarge(Exception):
+    """The body is over the limit (what was worth reading of it has been read and dropped)."""
+
+
+class ClientGone(Exception):
+    """The client disconnected before its body's end."""
+
+
+async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
+    """The request's whole body, at most `limit` bytes (BodyTooLarge, answered 413)."""
+    declared = _content_length(scope)
+    if declared is not None and declared > limit:
+        if declared <= _DISCARD_AT_MOST and not _expects_continue(scope):
+            await _discard(receive, _DISCARD_AT_MOST)
+        raise BodyTooLarge
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            if message.get("more_body", False):
+                await _discard(receive, _DISCARD_AT_MOST - size)
+            raise BodyTooLarge
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
 
 
 def _content_length(scope: Scope) -> int | None:
@@ -84,7 +100,3 @@ async def _discard(receive: Receive, budget: int) -> None:
         if message["type"] == "http.disconnect" or not message.get("more_body", False):
             return
         budget -= len(message.get("body", b""))
-
-
-async def _reject(send: Send) -> None:
-    await send_json(send, 413, _TOO_LARGE, close=True)

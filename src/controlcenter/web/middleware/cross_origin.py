@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from controlcenter.web.middleware.raw_answer import json_body, send_json
 
 REFUSED_MESSAGE = "Cross-origin request refused"
-_REFUSED = json_body({"error": REFUSED_MESSAGE})
+REFUSED = json_body({"error": REFUSED_MESSAGE})
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _OTHER_SITE = frozenset({"cross-site", "same-site"})
 
@@ -60,6 +60,6 @@ class CrossOriginProtection:
         if scope["type"] == "http" and is_refused(
             scope["method"], Headers(scope=scope), self.allowed
         ):
-            await send_json(send, 403, _REFUSED)
+            await send_json(send, 403, REFUSED)
             return
         await self.app(scope, receive, send)
