@@ -67,7 +67,9 @@ CHAT_DRAIN_S = 30.0
 
 
 def build_services(config: Config) -> Services:
-    db = Database(config.database_url, sqlite_driver=config.sqlite_driver)
+    db = Database(
+        config.database_url, sqlite_driver=config.sqlite_driver, checkpoints_in_thread=True
+    )
     settings = SettingsStore(db, config.fernet_key)
     # Each shared object is made once, here; the app's services name the chat's own.
     chat = ChatParts(

@@ -39,6 +39,8 @@ from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.types import TypeDecorator
 
+from controlcenter.db.checkpoints import OFF as CHECKPOINTS_OFF
+from controlcenter.db.checkpoints import Checkpoints
 from controlcenter.db.held_connection import HeldConnection
 from controlcenter.db.lookups import POSTGRES_LOOKUP_CONNECTIONS, Lookup, Lookups
 from controlcenter.db.sqlite_driver import (
@@ -106,11 +108,25 @@ WRITE_LOCK_WAIT_S = 30.0  # how long a writer waits for another process's write 
 class Database:
     """The engine plus the two ways to open a unit of work: `read()` and `write()`."""
 
-    def __init__(self, url: str, *, echo: bool = False, sqlite_driver: str = "inline") -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        echo: bool = False,
+        sqlite_driver: str = "inline",
+        checkpoints_in_thread: bool = False,
+    ) -> None:
         """`sqlite_driver`: "inline" (the project's driver, on the loop's thread) or
-        "aiosqlite" (aiosqlite's threads, the fallback)."""
+        "aiosqlite" (aiosqlite's threads, the fallback). `checkpoints_in_thread` (SQLite, the
+        service's): the connections' commits never checkpoint the write-ahead log, a thread
+        started here and stopped by `dispose` does (`db/checkpoints.py`)."""
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
+        self._checkpoints = (
+            Checkpoints(str(make_url(url).database))
+            if self.is_sqlite and checkpoints_in_thread
+            else None
+        )
         kwargs: dict[str, Any] = {"echo": echo}
         self._lookups = Lookups(url)  # first: it refuses an in-memory SQLite database
         # SQLite's inline connections cost no thread, so it holds as many as PostgreSQL:
@@ -122,7 +138,9 @@ class Database:
             kwargs["pool_recycle"] = POOL_RECYCLE_S
         self.engine: AsyncEngine = create_async_engine(url, **kwargs)
         if self.is_sqlite:
-            _tune_sqlite(self.engine)
+            _tune_sqlite(self.engine, checkpoints=self._checkpoints is not None)
+        if self._checkpoints is not None:
+            self._checkpoints.start()
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         # `write_driver`'s. On SQLite it never waits in SQLite's sleeping busy handler: BEGIN
         # IMMEDIATE fails at once while another process writes (`_holding_write_lock` tries
@@ -298,6 +316,8 @@ class Database:
                 raise failure
 
     async def dispose(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.stop()
         await self._held.close()
         await self._lookups.close()
         await self.engine.dispose()
@@ -338,7 +358,8 @@ async def _driver_statement(driver: Any, sql: str) -> None:
     await cursor.close()
 
 
-def _tune_sqlite(engine: AsyncEngine) -> None:
+def _tune_sqlite(engine: AsyncEngine, *, checkpoints: bool) -> None:
+    """`checkpoints`: a thread checkpoints the log, the connections' commits never do."""
     sync_engine = engine.sync_engine
 
     @event.listens_for(sync_engine, "connect")
@@ -350,6 +371,8 @@ def _tune_sqlite(engine: AsyncEngine) -> None:
         cursor.execute(BUSY_TIMEOUT_ON)
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
+        if checkpoints:
+            cursor.execute(CHECKPOINTS_OFF)
         cursor.close()
 
     @event.listens_for(sync_engine, "begin")
