@@ -15,7 +15,6 @@ import pytest
 import uvicorn
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from prometheus_client.parser import text_string_to_metric_families
 
 from controlcenter.app import create_app
 from controlcenter.config import Config
@@ -27,26 +26,9 @@ from tests.fakes.llm import ErrorReply, FakeAnthropic, Reply, ToolUse
 from tests.fakes.server import listening_socket
 from tests.integration.conftest import AGENCY_KEY, Agency
 from tests.integration.test_onboarding_delivery import all_done, onboard
+from tests.metric_samples import delta, scrape
 from tests.outbox.conftest import wait_for
 from tests.outbox.operator import Operator
-
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-async def scrape(client: httpx.AsyncClient, **headers: str) -> Samples:
-    response = await client.get("/metrics", headers=headers)
-    assert response.status_code == 200, response.text
-    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
-    return {
-        (sample.name, frozenset(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(response.text)
-        for sample in family.samples
-    }
-
-
-def delta(before: Samples, after: Samples, name: str, **labels: str) -> float:
-    key = (name, frozenset(labels.items()))
-    return after.get(key, 0.0) - before.get(key, 0.0)
 
 
 def two_crm_calls(contact_id: str) -> list[Reply]:

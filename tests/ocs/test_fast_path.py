@@ -8,7 +8,6 @@ import re
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import delete, update
 
 from controlcenter.auth.models import User
@@ -16,6 +15,7 @@ from controlcenter.ocs.envelope import envelope, render
 from controlcenter.ocs.index import ok_json
 from controlcenter.web.entry import ControlCenterApp
 from tests.conftest import RunningServer, UserFactory
+from tests.metric_samples import scrape
 from tests.ocs.test_index import OCS, PATH, basic, bearer
 
 TEMPLATE = "/ocs/v2.php/apps/{app_id}/api"
@@ -75,27 +75,17 @@ async def test_request_id_is_echoed_or_made(client: httpx.AsyncClient, users: Us
     assert first.headers["X-Request-ID"] != second.headers["X-Request-ID"]
 
 
-async def _counts(client: httpx.AsyncClient) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    text = (await client.get("/metrics")).text
-    return {
-        (sample.name, frozenset(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-        if sample.labels.get("route") == TEMPLATE
-    }
-
-
 async def test_metrics_count_each_answer_by_template_method_and_status(
     client: httpx.AsyncClient, users: UserFactory
 ) -> None:
     user = await users.create()
-    before = await _counts(client)
+    before = await scrape(client)
     await client.get(PATH, headers={**bearer(user.token), **OCS})
     await client.get(PATH, headers={**bearer(user.token), **OCS})
     await client.get(PATH, headers=OCS)
     await client.get(PATH, headers=bearer(user.token))
     await client.get("/ocs/v2.php/apps/other/api", headers=OCS)
-    after = await _counts(client)
+    after = await scrape(client)
 
     def grew(name: str, **labels: str) -> float:
         key = (name, frozenset({"route": TEMPLATE, "method": "GET", **labels}.items()))
@@ -153,9 +143,9 @@ async def test_an_unexpected_error_is_a_logged_json_500_with_its_request_id(
         raise RuntimeError("the database went away")
 
     monkeypatch.setattr("controlcenter.ocs.fast_path.answer_index", broken)
-    before = await _counts(client)
+    before = await scrape(client)
     response = await client.get(PATH, headers={**OCS, "X-Request-ID": "err-1"})
-    after = await _counts(client)
+    after = await scrape(client)
     assert response.status_code == 500
     assert response.headers["content-type"] == "application/json"
     assert response.json() == {"error": "Internal server error"}
