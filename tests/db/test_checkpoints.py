@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from pathlib import Path
 
+import pytest
+
 from controlcenter.db import Database
+from controlcenter.db.checkpoints import Checkpoints
 
 ROWS = 6_000  # ~6 MB of log: past the 1,000 pages (4 MB) at which a commit would checkpoint
 PAGE = 4096
@@ -16,10 +20,14 @@ PAGE = 4096
 
 def _database(tmp_path: Path) -> tuple[Path, str]:
     path = tmp_path / "wal.db"
+    _database_at(path)
+    return path, f"sqlite+aiosqlite:///{path}"
+
+
+def _database_at(path: Path) -> None:
     with sqlite3.connect(path) as connection:
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("CREATE TABLE blobs (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
-    return path, f"sqlite+aiosqlite:///{path}"
 
 
 async def _write(database: Database) -> None:
@@ -74,3 +82,27 @@ async def test_without_the_thread_commits_checkpoint_as_sqlite_does(tmp_path: Pa
         assert path.stat().st_size > 500 * PAGE  # the commit past 1,000 pages copied them
     finally:
         await database.dispose()
+
+
+def test_an_unreachable_database_is_logged_and_tried_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not created (read-write only), not fatal: the thread keeps trying at each interval."""
+    missing = tmp_path / "gone" / "wal.db"
+    checkpoints = Checkpoints(str(missing), interval_s=0.02)
+    checkpoints.start()
+    try:
+        time.sleep(0.2)
+        assert checkpoints._thread is not None and checkpoints._thread.is_alive()
+        assert checkpoints.done == 0 and not missing.parent.exists()
+        missing.parent.mkdir()
+        _database_at(missing)
+        for _ in range(100):
+            if checkpoints.done:
+                break
+            time.sleep(0.02)
+        assert checkpoints.done > 0  # the database came back: checkpointed again
+    finally:
+        checkpoints.stop()
+    logged = capsys.readouterr()
+    assert (logged.out + logged.err).count("sqlite checkpoint failed") == 1

@@ -10,16 +10,18 @@ process's whole batch; BENCHMARKS.md). The service's connections now never check
 checkpoint every `INTERVAL_S`, which never waits for a reader or a writer and is never waited
 for (a writer appends to the log meanwhile; the log restarts from its beginning once a
 checkpoint has copied all of it). Each process runs one; two asking at once, one gets SQLite's
-checkpoint lock and the other returns at once. A checkpoint that fails is logged and tried
-again at the next interval. Only the service's `Database` runs one (`app.build_services`): a
-command's connections checkpoint as SQLite's defaults do, and the last connection to close a
-database checkpoints whatever is left.
+checkpoint lock and the other returns at once. A checkpoint that fails (the database
+unreachable, its file gone) is logged once and tried again at each interval. Only the
+service's `Database` runs one (`app.build_services`): a command's connections checkpoint as
+SQLite's defaults do, and the last connection to close a database checkpoints whatever is
+left.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
+from pathlib import Path
 
 from controlcenter.common.logs import get_logger
 
@@ -33,7 +35,7 @@ class Checkpoints:
     """A thread that checkpoints the SQLite database at `path` every `interval_s`."""
 
     def __init__(self, path: str, interval_s: float = INTERVAL_S) -> None:
-        self._path = path
+        self._uri = Path(path).absolute().as_uri()
         self._interval_s = interval_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -53,11 +55,17 @@ class Checkpoints:
             self._thread = None
 
     def _run(self) -> None:
-        connection = sqlite3.connect(self._path, isolation_level=None)
+        connection: sqlite3.Connection | None = None
         try:
             failing = False
             while not self._stop.wait(self._interval_s):
                 try:
+                    if connection is None:
+                        # Read-write, never created: a missing database is the service's to
+                        # report, not this thread's to make.
+                        connection = sqlite3.connect(
+                            f"{self._uri}?mode=rw", uri=True, isolation_level=None
+                        )
                     connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 except sqlite3.Error as exc:
                     if not failing:  # once per run of failures, not every interval
@@ -67,4 +75,5 @@ class Checkpoints:
                 failing = False
                 self.done += 1
         finally:
-            connection.close()
+            if connection is not None:
+                connection.close()
