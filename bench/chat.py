@@ -63,7 +63,9 @@ TARGET_STEP_CPU_S = 0.003
 # predicted rate, by PROBE_STEP, until the verdict turns (at most MAX_PROBES); only the chosen
 # rate runs the full CAPACITY_S, and one step lower too if that run misses.
 CAPACITY_S = {False: 60.0, True: 10.0}  # by --quick
-PROBE_S = {False: 5.0, True: 3.0}
+# 4 s, not 5 (until 2026-11-27): a probe only picks the rate the 60 s run confirms, and the
+# default run has four to seven of them.
+PROBE_S = {False: 4.0, True: 3.0}
 PROBE_STEP = 1.25
 MAX_PROBES = 8
 CAPACITY_FACTOR = 1.25
@@ -80,13 +82,14 @@ CLOSE_CALL = 0.9
 # The service's CPU per chat by (database, level), as this run measured it: the whole that
 # chat_storage's figures are a share of, when that section runs after this one.
 CPU_PER_CHAT: dict[tuple[str, int], float] = {}
-# x1's CPU: a lone chat is ~20-40 ms of CPU. This many lone chats, one a second (each alone),
+# x1's CPU: a lone chat is ~20-40 ms of CPU. This many lone chats, one each 0.8 s (each alone:
+# a lone chat takes ~0.63 s; 1 s apart until 2026-11-27, 4 s more of the run per database),
 # less what the idle service uses over as long, read in nanoseconds (`precise_cpu_seconds`;
 # the 10 ms ticks read the same within 1-3%). 20, not 10: two runs of each in turn on a quiet
 # machine read 34.0 and 30.5 ms per chat from 10, 24.6 and 29.7 from 20 (the first seconds
 # after the warm-up cost more), and chat_storage's x1 share is a share of this figure.
 LONE_CHATS = 20
-LONE_RATE = 1.0
+LONE_RATE = 1.25
 # The idle service's CPU is measured over this long at most and scaled to the lone chats' time:
 # a steady trickle (the outbox's poll each second, ~8 ms of CPU a second in all), which 5 s
 # read to within ~10% (38, 45, 38 ms in three reads): under 1 ms per lone chat.
@@ -206,7 +209,7 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
                 records += lone.records
                 cpu, fakes = lone.cpu_s.pop("service"), lone.cpu_s
             results.append(Level(chats, records, sampler.samples, idle, cpu, fakes))
-        capacity = _capacity(url, tokens, work, options.quick, results[-1])
+        capacity = _capacity(service, url, tokens, work, options.quick, results[-1])
     return [*_rows(deployment.db_kind, results), *_capacity_rows(deployment.db_kind, capacity)]
 
 
@@ -296,12 +299,17 @@ def _lone(pid: int, url: str, tokens: Path, work: Path) -> Lone:
     return Lone(cpu, records)
 
 
-def _capacity(url: str, tokens: Path, work: Path, quick: bool, burst: Level) -> CapacitySearch:
+def _capacity(
+    service: Proc, url: str, tokens: Path, work: Path, quick: bool, burst: Level
+) -> CapacitySearch:
     """Probes walk from the predicted rate until the verdict turns; the highest rate that
     passed (one step lower if its p99 was a close call) is then run at full length, and one
-    step lower if that run misses."""
+    step lower if that run misses. Each run starts on a settled service: what a run that
+    overloaded it left behind (its last chats' writes, the WAL they grew, the garbage) is not
+    the next run's load."""
 
     def at(rate: float, seconds: float) -> Capacity:
+        service.wait_settled()
         name = f"rate-{rate:g}-{seconds:g}s"
         chats = round(rate * seconds)
         # The client stops starting chats once the verdict is a miss (a 60 s run that misses
