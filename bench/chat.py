@@ -63,9 +63,7 @@ TARGET_STEP_CPU_S = 0.003
 # predicted rate, by PROBE_STEP, until the verdict turns (at most MAX_PROBES); only the chosen
 # rate runs the full CAPACITY_S, and one step lower too if that run misses.
 CAPACITY_S = {False: 60.0, True: 10.0}  # by --quick
-# 4 s, not 5 (until 2026-11-27): a probe only picks the rate the 60 s run confirms, and the
-# default run has four to seven of them.
-PROBE_S = {False: 4.0, True: 3.0}
+PROBE_S = {False: 5.0, True: 3.0}
 PROBE_STEP = 1.25
 MAX_PROBES = 8
 CAPACITY_FACTOR = 1.25
@@ -92,8 +90,9 @@ LONE_CHATS = 20
 LONE_RATE = 1.25
 # The idle service's CPU is measured over this long at most and scaled to the lone chats' time:
 # a steady trickle (the outbox's poll each second, ~8 ms of CPU a second in all), which 5 s
-# read to within ~10% (38, 45, 38 ms in three reads): under 1 ms per lone chat.
-LONE_IDLE_S = 5.0
+# read to within ~10% (38, 45, 38 ms in three reads). 3 s since 2026-11-27: even 20% off, the
+# lone chats' 16 s of it is off by ~0.1 ms per chat.
+LONE_IDLE_S = 3.0
 # Open streams: how many are held open at once (by --quick).
 OPEN_STREAMS = {False: 10_000, True: 2_000}
 STREAMS_SAMPLE_S = 0.25  # RSS samples while they are held (each reads every process's /proc)
@@ -304,12 +303,14 @@ def _capacity(
 ) -> CapacitySearch:
     """Probes walk from the predicted rate until the verdict turns; the highest rate that
     passed (one step lower if its p99 was a close call) is then run at full length, and one
-    step lower if that run misses. Each run starts on a settled service: what a run that
-    overloaded it left behind (its last chats' writes, the WAL they grew, the garbage) is not
+    step lower if that run misses. A run after one that missed starts once the service has
+    settled: what an overloaded run left behind (its last chats' writes, the garbage) is not
     the next run's load."""
+    runs: list[Capacity] = []
 
     def at(rate: float, seconds: float) -> Capacity:
-        service.wait_settled()
+        if runs and not runs[-1].met:
+            service.wait_settled()
         name = f"rate-{rate:g}-{seconds:g}s"
         chats = round(rate * seconds)
         # The client stops starting chats once the verdict is a miss (a 60 s run that misses
@@ -317,6 +318,7 @@ def _capacity(
         give_up = (give_up_after(chats), LIMIT_S)
         records = _client(url, tokens, chats, work, rate=rate, name=name, give_up=give_up)
         tried = Capacity(rate, seconds, records)
+        runs.append(tried)
         print(f"bench:   capacity {tried.summary()} over {seconds:g} s", flush=True)
         return tried
 
