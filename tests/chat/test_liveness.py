@@ -11,7 +11,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from controlcenter.chat.conversations import (
     assistant_message,
@@ -70,6 +70,37 @@ async def test_a_busy_loop_is_not_taken_for_a_dead_process(
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_beat_that_finds_nothing_stale_takes_no_write_lock(
+    db: Database, users: UserFactory, database_url: str
+) -> None:
+    """Every beat looks for stale answers; finding none, it must not wait for (nor hold) the
+    write lock: held while the loop was blocked, it kept the heartbeat's thread from
+    writing, and the process's live answers were closed as interrupted."""
+    conversation_id, answer_id = await _answer_started(db, users)
+    async with db.write() as session:  # a live answer of another process
+        session.add(
+            RunningMessage(
+                message_id=answer_id,
+                conversation_id=conversation_id,
+                owner="another-process",
+                heartbeat_at=utcnow(),
+                content="",
+            )
+        )
+    writer = Database(database_url)
+    try:
+        async with writer.write() as session:  # another process holds the write lock
+            await session.execute(
+                update(RunningMessage)
+                .where(RunningMessage.message_id == answer_id)
+                .values(heartbeat_at=utcnow())
+            )
+            beat = Liveness(db, INTERVAL_S).close_stale()
+            assert await asyncio.wait_for(beat, timeout=5) == 0
+    finally:
+        await writer.dispose()
 
 
 async def test_a_dead_process_is_still_closed(db: Database, users: UserFactory) -> None:
