@@ -5,13 +5,11 @@ In the bench process itself, against the run's database: N chats at once, each s
 user's message and starting its run (`conversations.TurnStarts`), then sending the events of
 the chat section's chat (message_start, three provider replies 200 ms apart, with two tool
 calls and their results between them), saving the assistant message, sending message_complete
-and ending the run, as the service does. Three paths, each its process CPU time per chat:
+and ending the run, as the service does. Two paths, each its process CPU time per chat:
 - the user's message and the assistant's alone, with the chat's pauses for its provider
   between them (what a chat would write if its events were not stored), the chats that start
   or end together in shared transactions as in the service (`db.group_commit`), so that the
   difference is the storage's, not the group commit's;
-- run by run, as before the process-wide writer: the run's own transaction, then each burst
-  and the end in one transaction each (`run_store.append_events`);
 - the service's path: the run in the user message's transaction, the events by the
   process's `EventWriter`, the last events and the run's end in the assistant message's
   write (`RunRecord.finish_with`).
@@ -20,9 +18,9 @@ Storage costs the difference between the last and the first. Each level runs in 
 first in every other round (a shared machine's state drifts: taking turns keeps it alike for
 both; measured one after another in separate processes, x300's difference came out negative).
 Storage is the mean of the rounds' differences, with its standard error; the rounds stop once
-that error is small enough (`CLEAR`, `PRECISE`). Run by run is the figure before the writer,
-for comparison only: it runs in the first two rounds alone (`BEFORE_ROUNDS`), after the other
-two (each of its chats costs the wall time of theirs, and x1's rounds are nothing but that).
+that error is small enough (`CLEAR`, `PRECISE`). The figure before the process-wide writer
+(each run's events in transactions of their own) is no longer measured in every run: it was
+for comparison only and cost ~10 s of the default run's wall time (BENCHMARKS.md keeps it).
 """
 
 from __future__ import annotations
@@ -46,8 +44,6 @@ from controlcenter.chat.conversations import (
     TurnStart,
     TurnStarts,
     assistant_message,
-    save_assistant_message,
-    start_turn,
 )
 from controlcenter.chat.events import (
     content_delta,
@@ -80,7 +76,6 @@ TARGET_SHARE = 0.05
 # stands), or the error under PRECISE of the target (the figure is known to within a tenth).
 ROUNDS = {1: 14, 100: 6, 300: 4}
 FEWEST = 4
-BEFORE_ROUNDS = 2
 CLEAR = 2.0
 PRECISE = 0.1
 
@@ -117,12 +112,6 @@ def _answer(conversation_id: str, message_id: str) -> Message:
         conversation_id=conversation_id, message_id=message_id, content=ANSWER,
         tool_calls=[], tool_results=[], usage=RunUsage(30, 10, 3, 2).json(),
     )  # fmt: skip
-
-
-async def _save_answer(db: Database, conversation_id: str, message_id: str) -> str:
-    """The assistant message saved in a transaction of its own; message_complete's JSON."""
-    message = await save_assistant_message(db, _answer(conversation_id, message_id))
-    return event_data(message_complete(message_json(message)))
 
 
 async def _add_answers(db: Database, driver: object, rows: Sequence[Message]) -> list[None]:
@@ -163,27 +152,10 @@ async def _with_writer(parts: Parts, user_id: str, message_id: str) -> None:
     await run.finish_with(complete, run_store.DONE, message)
 
 
-async def _run_by_run(parts: Parts, user_id: str, message_id: str) -> None:
-    """As before the process-wide writer and the group commits: a transaction for each."""
-    db = parts.db
-    started = await start_turn(db, user_id=user_id, conversation_id=None, message=QUESTION)
-    assert started is not None
-    first = (1, event_data(message_start(started.conversation_id, message_id)))
-    await run_store.create_run(db, message_id, user_id, first)
-    n = 1
-    for burst in _bursts(message_id):
-        await asyncio.sleep(REPLY_GAP_S)
-        stored = [(n + k + 1, data) for k, data in enumerate(burst)]
-        n += len(burst)
-        await run_store.append_events(db, message_id, stored)
-    complete = await _save_answer(db, started.conversation_id, message_id)
-    await run_store.append_events(db, message_id, [(n + 1, complete)], status=run_store.DONE)
-
-
 async def _rounds(url: str, user_id: str, chats: int, limit: float) -> dict[str, list[float]]:
     """Each path's CPU per chat with `chats` at once, round by round, the paths in turn, until
     the storage's verdict against `limit` (CPU per chat) is clear or `ROUNDS` are done."""
-    paths = {"u": _user_message, "a": _with_writer, "b": _run_by_run}
+    paths = {"u": _user_message, "a": _with_writer}
     spent: dict[str, list[float]] = {tag: [] for tag in paths}
     async with _parts(url) as parts:
         # Pools and statements. x1's chats, one at a time, reuse the connections the warm-up
@@ -198,7 +170,7 @@ async def _rounds(url: str, user_id: str, chats: int, limit: float) -> dict[str,
             await asyncio.gather(*warm)
         for r in range(ROUNDS[chats]):
             order = ["u", "a"] if r % 2 == 0 else ["a", "u"]
-            for tag in [*order, "b"] if r < BEFORE_ROUNDS else order:
+            for tag in order:
                 cpu = time.process_time()
                 chat = paths[tag]
                 await asyncio.gather(
@@ -243,7 +215,6 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
         with step(f"storage x{chats}"):
             spent = asyncio.run(_rounds(url, user.id, chats, TARGET_SHARE * whole))
         alone = statistics.mean(spent["u"])
-        before = statistics.mean(b - u for b, u in zip(spent["b"], spent["u"], strict=False))
         after, error = _storage(spent["a"], spent["u"])
         spread = f" ± {ms(error)}, mean of {len(spent['a'])} rounds"
         of = f"this run's chat x{chats}, {ms(whole)}" if measured else f"a chat's ~{ms(whole)}"
@@ -252,10 +223,7 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
                 deployment.db_kind,
                 f"chat storage x{chats}: CPU per chat",
                 f"{ms(after)}{spread} (event writer)",
-                baseline=(
-                    f"{ms(before)} (run by run, {BEFORE_ROUNDS} rounds); "
-                    f"the two messages {ms(alone)}"
-                ),
+                baseline=f"the two messages {ms(alone)}",
                 ratio=f"{pct(after / whole)} of {of}",
                 target=f"< {pct(TARGET_SHARE)} of the chat",
                 met=after < TARGET_SHARE * whole,
