@@ -318,9 +318,9 @@ def _capacity(
 ) -> CapacitySearch:
     """Probes walk from the predicted rate until the verdict turns; the highest rate that
     passed (one step lower if its p99 was a close call) is then run at full length, and one
-    step lower if that run misses. A run after one that missed starts once the service has
-    settled: what an overloaded run left behind (its last chats' writes, the garbage) is not
-    the next run's load."""
+    step lower if that run missed early (`SECOND_RUN_WITHIN`). A run after one that missed
+    starts once the service has settled: what an overloaded run left behind (its last chats'
+    writes, the garbage) is not the next run's load."""
     runs: list[Capacity] = []
 
     def at(rate: float, seconds: float) -> Capacity:
