@@ -29,7 +29,9 @@ async def broker_client(
 
     `settings` holds (at least) the agency settings, as the caller read them.
 
-    Raises UnusableSettingError when the agency key cannot be sent in a header (CONTRACT 8).
+    Raises UnusableSettingError when the agency key cannot be sent in a header (not printable
+    ASCII): settings are stored as given and refused where they are used
+    (docs/onboarding-settings.md, "Unusable values").
     """
     location_id = (user.crm_location_id or "").strip()
     if not location_id:

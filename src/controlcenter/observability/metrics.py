@@ -1,4 +1,5 @@
-"""The service's Prometheus metrics (CONTRACT 13) and their text exposition.
+"""The service's Prometheus metrics (`GET /metrics`, listed in docs/deploy.md) and their text
+exposition.
 
 Several `serve` workers are several processes; each one's counters would show only its own
 share. When `PROMETHEUS_MULTIPROC_DIR` is set (`serve --workers N` with N > 1 sets it to a

@@ -1,4 +1,4 @@
-"""OpenTelemetry traces (CONTRACT 13), on only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+"""OpenTelemetry traces (docs/deploy.md), on only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
 
 Spans: each request (FastAPI's instrumentation), each chat turn, provider call and tool call
 (`span()` below, opened by the domains' wrappers), and each outgoing HTTP request (the httpx

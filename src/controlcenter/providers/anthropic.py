@@ -1,4 +1,4 @@
-"""provider_a: the Anthropic Messages API through the official async SDK (CONTRACT 1, 5)."""
+"""provider_a: the Anthropic Messages API through the official async SDK."""
 
 from __future__ import annotations
 
@@ -54,7 +54,8 @@ class AnthropicProvider(SdkProvider[anthropic.AsyncAnthropic, MessageParam]):
         # The raw answer (the SDK's documented `cast_to=httpx.Response`): retries, status
         # errors and timeouts stay the SDK's, but the reply is read from its JSON here, for
         # the four fields the chat uses, instead of as a `Message` built with `construct_type`
-        # for every block, which cost more than the rest of the reply's handling (py-spy).
+        # for every block, which costs more than the rest of the reply's handling
+        # (docs/providers.md, "Request bodies").
         raw = await client.post(
             PATH, cast_to=httpx2.Response, content=body, options={"headers": body.headers}
         )

@@ -41,7 +41,7 @@ class Provider(Protocol):
 
 
 class StreamingProvider(Provider, Protocol):
-    """A provider that can also answer in streaming mode (CONTRACT 11, `?deltas=tokens`):
+    """A provider that can also answer in streaming mode (the chat's `?deltas=tokens`):
     `on_text` receives each piece of text as it arrives; the reply is the whole answer."""
 
     async def stream(

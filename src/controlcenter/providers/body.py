@@ -53,7 +53,7 @@ class Parts:
 
     A call waiting for the model (30 s and more) holds its body for the SDK's retries; joined,
     that is a ~24 KB copy of the tool list per call in flight, the largest thing a held chat
-    kept (tracemalloc, BENCHMARKS.md "Memory per held stream"). The parts are the fixed ones
+    would keep (tracemalloc). The parts are the fixed ones
     of `BodyCache`, shared by every call, and the call's encoded messages.
 
     httpx sends an async iterable as chunks unless the request says its length, so `headers`

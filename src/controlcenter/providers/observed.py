@@ -1,4 +1,4 @@
-"""A provider as operators see it (CONTRACT 13): each call counted by status, timed, and
+"""A provider as operators see it: each call counted by status, timed, and
 traced as a span. Wraps any Provider, so the adapters stay as they are."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ Asked = Coroutine[Any, Any, ProviderReply]  # what an adapter's `complete` or `s
 
 class ObservedProvider:
     """Counts and traces `complete` and, for the adapters that have it, `stream` (token
-    streaming, CONTRACT 11): without `stream` the chat loop turns `?deltas=tokens` off, so
+    streaming, `?deltas=tokens`): without `stream` the chat loop turns `?deltas=tokens` off, so
     the wrapper has it exactly when the adapter has.
 
     Each method is the adapter's own, wrapped (`_observed` keeps its signature for the type

@@ -1,4 +1,5 @@
-"""The two providers of CONTRACT 1, built once from the deployment's configuration."""
+"""The two providers (provider_a: Anthropic, provider_b: OpenAI), built once from the
+deployment's configuration."""
 
 from __future__ import annotations
 

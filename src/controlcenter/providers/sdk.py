@@ -68,8 +68,8 @@ class SdkProvider(ABC, Generic[K, M]):
         self._model = options.model
         self._max_tokens = options.max_tokens
         # One TLS context for all the pools: each pool building its own (httpx's `verify=True`)
-        # loaded the system's CA bundle again, ~830 KiB per pool, and a pool opens per
-        # SHARD_CALLS (16) calls in flight: ~52 KiB per held chat (BENCHMARKS.md, "branch mem3").
+        # would load the system's CA bundle again, ~830 KiB per pool, and a pool opens per
+        # SHARD_CALLS (16) calls in flight: ~52 KiB per held chat (tracemalloc, BENCHMARKS.md).
         tls = httpx2.create_ssl_context()
         self._clients = PooledClients(
             sdk,
@@ -102,7 +102,7 @@ class SdkProvider(ABC, Generic[K, M]):
         tools: Sequence[ToolSpec],
         on_text: Callable[[str], None],
     ) -> ProviderReply:
-        """The same request in streaming mode (CONTRACT 11): `on_text` gets each piece of text."""
+        """The same request in streaming mode (`?deltas=tokens`): `on_text` gets each piece."""
         messages = self._sendable(system, turns)
         with self._clients.lease(api_key) as client, sdk_errors(self.errors, api_key):
             return await self._stream(client, system, messages, tools, on_text)

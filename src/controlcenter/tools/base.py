@@ -9,7 +9,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class ToolContext:
-    """Who a tool acts for (SPEC 4.2 step 7): the session user and their own CRM client;
+    """Who a tool acts for: the session user and their own CRM client;
     and the settings as the chat read them when it began (`Settings`), when it did."""
 
     user_id: str
@@ -30,7 +30,8 @@ class Tool:
     description: str
     input_schema: dict[str, Any]  # JSON Schema of the arguments, checked before `handler` runs
     handler: ToolHandler
-    # Reads only (CONTRACT 11's approval of writes): False, the safe default, asks approval.
+    # Whether the tool only reads: under `toolApproval: "writes"` a tool that may write waits
+    # for the user's approval, so False, the safe default, asks for it.
     read_only: bool = False
 
 

@@ -1,4 +1,4 @@
-"""Tool runs as operators see them (CONTRACT 13): counted by source and outcome, and traced
+"""Tool runs as operators see them: counted by source and outcome (`/metrics`), and traced
 as a span each. A source's tools get a wrapped handler; the wrapped list is kept while the
 source returns the same list, so the tool router's memo (by identity) still holds."""
 
@@ -52,5 +52,5 @@ def _observed(source: str, tool: Tool) -> Tool:
         return result
 
     # `replace` keeps every other field, `read_only` included: a wrapped read-only tool that
-    # came out writing would ask approval under `toolApproval: "writes"` (CONTRACT 11).
+    # came out writing would ask approval under `toolApproval: "writes"`.
     return replace(tool, handler=handler)

@@ -1,4 +1,4 @@
-"""Tool input schemas shaped into the form both provider APIs accept (CONTRACT 5).
+"""Tool input schemas shaped into the form both provider APIs accept.
 
 Anthropic refuses a whole request when one tool's `input_schema` has `oneOf`, `anyOf` or
 `allOf` at its top level; OpenAI refuses `oneOf`, `anyOf`, `allOf`, `enum` and `not` there,

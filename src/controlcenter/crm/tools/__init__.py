@@ -5,8 +5,9 @@ knows the other. Arguments never carry a location: the client is bound to the br
 location (see crm/broker.py), and every schema forbids properties it does not list.
 
 One module per HighLevel app, each tool declared next to its handler with the operationId it
-calls (common.py). The catalogue's order is part of the interface (SPEC 4.2 step 5 keeps it
-within the priority groups), so the apps are listed here in that order.
+calls (common.py). The catalogue's order is part of the interface: the tool router puts the
+tools whose names start with a priority prefix first but keeps their order within that group
+(docs/chat.md, "Tool router"), so the apps are listed here in the order the model sees them.
 """
 
 from __future__ import annotations

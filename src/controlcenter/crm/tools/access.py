@@ -1,6 +1,7 @@
-"""Which built-in CRM tools read and which write (CONTRACT 11's approval of writes): the one
-place this is decided. A tool that creates, updates, sends or deletes anything in the CRM
-writes; `crm_tools()` refuses a tool that is in neither list."""
+"""Which built-in CRM tools read and which write (under `toolApproval: "writes"` a writing tool
+waits for the user's approval): the one place this is decided. A tool that creates, updates,
+sends or deletes anything in the CRM writes; `crm_tools()` refuses a tool that is in neither
+list."""
 
 from __future__ import annotations
 
