@@ -1,4 +1,4 @@
-"""Request bodies of the user and token endpoints (CONTRACT 8).
+"""Request bodies of the user and token endpoints (docs/accounts.md).
 
 Strict (no coercion) and closed: an unknown key is refused, so a misspelt `disabeld` never
 passes silently as a change that was not made.
@@ -107,7 +107,7 @@ class PasswordChange(BaseModel):
     newPassword: Password
 
 
-# The answers (CONTRACT 8), for the interface description.
+# The answers, for the interface description.
 
 ADMIN_USER_EXAMPLE = {
     **USER_EXAMPLE,

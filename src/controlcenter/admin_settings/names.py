@@ -1,4 +1,4 @@
-"""The 21 settings of SPEC 2.6 and which of them are secrets (CONTRACT section 6)."""
+"""The 21 administrator settings and which of them are secrets (masked by GET)."""
 
 from __future__ import annotations
 
@@ -70,8 +70,9 @@ def is_masked_form(name: str, value: str) -> bool:
     """Whether `value` is what GET shows for a secret (`••••` or `••••` + 4 characters).
 
     Such a value is never stored: it is what an administrator PUTs back from a GET, and no
-    credential looks like it (CONTRACT 8). Any mask-shaped value counts, not only the current
-    one, so a GET that raced another administrator's change cannot wipe the new key either.
+    credential looks like it, so the body of a GET can be PUT back safely. Any mask-shaped
+    value counts, not only the current one, so a GET that raced another administrator's change
+    cannot wipe the new key either.
     """
     if name not in SECRET_NAMES or not value.startswith(MASK):
         return False

@@ -1,4 +1,4 @@
-"""The PUT settings request (SPEC 2.6, 4.6): any of the 21 names, each an optional string."""
+"""The PUT settings request: any of the 21 names, each an optional string."""
 
 from __future__ import annotations
 

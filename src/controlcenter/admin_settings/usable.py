@@ -1,9 +1,10 @@
-"""Whether a stored setting can be used where it is used (CONTRACT 8).
+"""Whether a stored setting can be used where it is used.
 
-SPEC keeps PUT's validation as it is (all strings), so a value that cannot work is stored all
-the same: a credential that cannot travel in an HTTP header, a tool server address that is not
-http(s). Each place that uses one checks it first and reports a configuration error naming the
-setting, once, instead of failing inside an HTTP client with a traceback per attempt.
+PUT checks only that every value is a string (and `notificationEmail` an e-mail address), so a
+value that cannot work is stored all the same: a credential that cannot travel in an HTTP
+header, a tool server address that is not http(s). Each place that uses one checks it first
+and reports a configuration error naming the setting, once, instead of failing inside an HTTP
+client with a traceback per attempt.
 """
 
 from __future__ import annotations

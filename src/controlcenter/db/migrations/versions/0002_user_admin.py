@@ -1,4 +1,4 @@
-"""users.disabled and api_tokens.last_used_at (CONTRACT 8)
+"""users.disabled and api_tokens.last_used_at (disabled accounts, a token's last use)
 
 Revision ID: 0002
 Revises: 0001

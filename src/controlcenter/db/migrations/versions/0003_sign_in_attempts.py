@@ -1,4 +1,4 @@
-"""sign-in attempts (the throttle of CONTRACT 9)
+"""sign-in attempts (the sign-in throttle, shared by every process)
 
 Revision ID: 0003
 Revises: 0002

@@ -1,4 +1,4 @@
-"""chat runs, their stored events and usage (CONTRACT 11)
+"""chat runs, their stored events and usage (resuming and stopping an answer, token usage)
 
 Revision ID: 0005
 Revises: 0003

@@ -1,4 +1,4 @@
-"""running messages and interrupted answers (CONTRACT 13)
+"""running messages and interrupted answers (an answer whose process died mid-answer)
 
 Revision ID: 0006
 Revises: 0005

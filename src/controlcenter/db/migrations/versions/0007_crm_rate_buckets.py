@@ -1,4 +1,4 @@
-"""the CRM's rate limit per location, shared by the processes (issue 15)
+"""the CRM's rate limit per location, shared by the processes
 
 Revision ID: 0007
 Revises: 0006

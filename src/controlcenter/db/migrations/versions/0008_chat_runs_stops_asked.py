@@ -1,4 +1,4 @@
-"""the running runs a stop was asked for, indexed for SQLite's poll (issue 15)
+"""the running runs a stop was asked for, indexed for SQLite's poll
 
 Revision ID: 0008
 Revises: 0007
