@@ -107,7 +107,7 @@ async def test_every_operation_is_complete(spec: dict[str, Any]) -> None:
     assert event_types == {
         "message_start", "content_delta", "tool_call_start", "tool_result",
         "message_complete", "error",
-        "tool_approval_required", "provider_fallback",  # CONTRACT 11
+        "tool_approval_required", "provider_fallback",  # the chat controls' events
     }  # fmt: skip
 
 

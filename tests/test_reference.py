@@ -1,8 +1,7 @@
 """docs/reference.md cannot drift: its tables are compared with the app's routes, the command
 line's commands, the configuration's fields and the Makefile's variables.
 
-To document something that lives on another branch later, add it to the page; to leave
-something out on purpose, add it to the matching NOT_DOCUMENTED set with the reason.
+To leave something out on purpose, add it to the matching NOT_DOCUMENTED set with the reason.
 """
 
 from __future__ import annotations

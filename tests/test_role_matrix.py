@@ -1,4 +1,6 @@
-"""The role matrix: no session / user / admin / super_admin against every endpoint of CONTRACT 2.
+"""The role matrix: no session / user / admin / super_admin against the core endpoints (the
+dashboard index, the session, conversations, chat, onboarding, settings, health and the
+interface description).
 
 Each caller is tried with the bearer header and, for the session roles, with the session cookie;
 the answer must depend on the role alone.

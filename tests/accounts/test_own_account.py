@@ -1,4 +1,4 @@
-"""/api/v1/auth/tokens and /api/v1/auth/password (CONTRACT 8): the caller's own account."""
+"""/api/v1/auth/tokens and /api/v1/auth/password: the caller's own account."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""/api/v1/admin/users (CONTRACT 8): who may do what, every refusal, and what each change does."""
+"""/api/v1/admin/users: who may do what, every refusal, and what each change does."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Only a super administrator may read or change settings (SPEC 4.5, 4.6, 5; CONTRACT 3)."""
+"""Only a super administrator may read or change settings (403 `Forbidden` for
+anyone else, no session included)."""
 
 from __future__ import annotations
 

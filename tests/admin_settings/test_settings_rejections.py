@@ -1,4 +1,4 @@
-"""PUT bodies that are refused and failures of GET and PUT (SPEC 4.5, 4.6, 7; CONTRACT 6)."""
+"""PUT bodies that are refused and failures of GET and PUT."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Settings never destroy a secret (CONTRACT 8): the masked form PUT back changes nothing, and
+"""Settings never destroy a secret: the masked form PUT back changes nothing, and
 one setting is cleared only by DELETE /api/v1/admin/settings/{name}."""
 
 from __future__ import annotations

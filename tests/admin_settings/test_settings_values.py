@@ -1,4 +1,4 @@
-"""Reading and saving settings: names, masking, dropping empties, the accessor (SPEC 4.5, 4.6)."""
+"""Reading and saving settings: names, masking, dropping empties, the accessor."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from tests.conftest import RunningServer, UserFactory
 
 URL = "/api/v1/admin/settings"
 
-# SPEC 2.6, in its order.
+# The 21 settings, in the order GET answers them.
 NAMES = [
     "crmAgencyApiKey",
     "crmAgencyId",
@@ -34,7 +34,7 @@ NAMES = [
     "providerBApiKey",
     "mcpServerUrl",
 ]
-# CONTRACT 6.
+# The secrets: GET masks them.
 SECRETS = {
     "crmAgencyApiKey",
     "crmPrivateToken",

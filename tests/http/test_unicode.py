@@ -1,4 +1,4 @@
-"""Lone surrogates and NUL are invalid input everywhere (CONTRACT 9): 400 with the endpoint's
+"""Lone surrogates and NUL are invalid input everywhere: 400 with the endpoint's
 usual error body, never a 500, a dropped connection or Python's codec message; nothing stored.
 """
 
@@ -88,7 +88,7 @@ ONBOARDING_TEMPLATES = [
 async def test_chat(
     client: httpx.AsyncClient, server: RunningServer, users: UserFactory, template: str, bad: str
 ) -> None:
-    """Chat's plain error (SPEC's pre-stream checks answer `{error}` only)."""
+    """Chat's plain error (the pre-stream checks answer `{error}` only)."""
     user = await users.create()
     before = await snapshot(server.db)
     response = await client.post(CHAT, content=body(template, BAD[bad][0]), headers=user.headers)
@@ -103,7 +103,7 @@ async def test_chat(
 async def test_onboarding(
     client: httpx.AsyncClient, server: RunningServer, users: UserFactory, template: str, bad: str
 ) -> None:
-    """SPEC's `Validation failed`, with `details` naming the place like every onboarding 400."""
+    """`Validation failed`, with `details` naming the place like every onboarding 400."""
     user = await users.create()
     before = await snapshot(server.db)
     raw = body(template, BAD[bad][0])

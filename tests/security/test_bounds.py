@@ -1,4 +1,4 @@
-"""Input bounds (CONTRACT 9): onboarding fields, the chat message, the conversation list."""
+"""Input bounds: onboarding fields, the chat message, the conversation list."""
 
 from __future__ import annotations
 
@@ -35,10 +35,10 @@ async def count(server: RunningServer, model: Any) -> int:
     "body",
     [
         {"yearsInBusiness": "x" * 10_001},
-        {"currentCrmName": "x" * 1_000_000},  # the probe's field
+        {"currentCrmName": "x" * 1_000_000},  # a megabyte in one field
         {"leadSourceName": "é" * 10_001},  # characters, not bytes
         {"goalsSelected": ["x"] * 101},
-        {"systemsToConnect": ["x"] * 150_000},  # the probe's array
+        {"systemsToConnect": ["x"] * 150_000},  # a huge array
         {"crmPainPoints": ["x" * 1_001]},
         {"channelsSelected": ["ok", "x" * 1_001]},
     ],

@@ -1,4 +1,4 @@
-"""Cross-origin protection (CONTRACT 9): the probe's matrix of every state-changing endpoint
+"""Cross-origin protection (docs/security.md): a matrix of every state-changing endpoint
 × credential kind × the headers a browser sends, against the running server."""
 
 from __future__ import annotations

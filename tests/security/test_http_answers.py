@@ -1,5 +1,6 @@
 """405 with the full Allow list, redirects that never name the client's Host, and the logout
-cookie's flags (CONTRACT 9, the probe's finding 6)."""
+cookie's flags (the cookie that ends the session keeps the session cookie's HttpOnly, SameSite
+and Secure)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Schemathesis over /openapi.json against the running service (the probe's fuzzing, kept).
+"""Schemathesis over /openapi.json against the running service.
 
 A bounded number of examples per operation, positive and negative, sent as a super
 administrator's API token (so that every operation is reached and no session is revoked on
 the way). Every answer must be one the interface description allows, and no 5xx may appear
-except SPEC's documented 500s (an unparseable body on onboarding and settings PUT).
+except the two documented 500s (an unparseable body on onboarding and settings PUT).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from schemathesis.specs.openapi.checks import (
 from tests.conftest import RunningServer, UserFactory
 
 EXAMPLES_PER_OPERATION = 25
-# SPEC 4.4 step 7 and CONTRACT 6: the only 500s a client can cause on purpose.
+# The only 500s a client can cause on purpose: a body that is not JSON (docs/reference.md).
 DOCUMENTED_500 = {
     ("POST", "/api/v1/onboarding"): {"error": "Failed to save onboarding"},
     ("PUT", "/api/v1/admin/settings"): {"error": "Failed to update settings"},

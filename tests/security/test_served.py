@@ -1,4 +1,4 @@
-"""The probe's attacks on `controlcenter serve` itself: real uvicorn processes, raw sockets.
+"""Attacks on `controlcenter serve` itself: real uvicorn processes, raw sockets.
 
 Two processes share one SQLite database, as the workers of one deployment would.
 """

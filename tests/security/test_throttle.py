@@ -1,4 +1,4 @@
-"""Sign-in throttling (CONTRACT 9): per e-mail, per client address, reset on success, HTTP basic
+"""Sign-in throttling: per e-mail, per client address, reset on success, HTTP basic
 with a password on the dashboard index. Across processes: tests/security/test_served.py."""
 
 from __future__ import annotations

@@ -28,5 +28,5 @@ async def test_wrapped_tools_keep_every_field_but_the_handler() -> None:
             tool.description,
             tool.input_schema,
         )
-        assert observed.read_only == tool.read_only  # CONTRACT 11: reads need no approval
+        assert observed.read_only == tool.read_only  # reads need no approval
     assert await wrapped[0].handler({"a": 1}, ToolContext("u", None)) == {"a": 1}

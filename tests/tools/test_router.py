@@ -1,4 +1,4 @@
-"""The tool router: order and cut (SPEC 4.2 step 5), names (CONTRACT 5), execution."""
+"""The tool router: order and cut (priority prefixes first, at most 128), names, execution."""
 
 from __future__ import annotations
 

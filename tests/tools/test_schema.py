@@ -1,4 +1,4 @@
-"""Offered schemas are ones the real APIs accept (CONTRACT 5), whatever the source publishes;
+"""Offered schemas are ones the real APIs accept, whatever the source publishes;
 arguments are still checked against the schema as published."""
 
 from __future__ import annotations
