@@ -6,12 +6,13 @@ import httpx
 from sqlalchemy import select
 
 from controlcenter.admin_settings.models import Setting
+from controlcenter.admin_settings.names import SettingName
 from tests.conftest import RunningServer, UserFactory
 
 URL = "/api/v1/admin/settings"
 
 # SPEC 2.6, in its order.
-NAMES = [
+NAMES: list[SettingName] = [
     "crmAgencyApiKey",
     "crmAgencyId",
     "crmPrivateToken",

@@ -323,7 +323,7 @@ class FakeCrm:
         return message
 
     def add_pipeline(self, location_id: str, name: str, stages: list[str]) -> dict[str, Any]:
-        pipeline = {
+        pipeline: dict[str, Any] = {
             "id": new_id(),
             "locationId": location_id,
             "name": name,
