@@ -213,7 +213,7 @@ async def test_a_slow_crm_times_out_and_only_reads_are_repeated(
 ) -> None:
     impatient = CrmTransport(fake_crm.url, timeout_s=0.2, retry=RetryPolicy(1, 0.01, 1.0))
     client = CrmClient(impatient, token=location.token, location_id=location.id)
-    fake_crm.delay_s = 0.5
+    fake_crm.hold()  # no answer ever comes in time
     try:
         with pytest.raises(CrmUnavailable) as read:
             await client.get("/contacts/", {"locationId": location.id})
@@ -222,6 +222,7 @@ async def test_a_slow_crm_times_out_and_only_reads_are_repeated(
             await client.post("/contacts/", {"locationId": location.id, "email": "f@x.io"})
         assert len(fake_crm.calls) == 3  # the create was not sent twice
     finally:
+        fake_crm.release()
         await impatient.aclose()
 
 
