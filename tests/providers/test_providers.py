@@ -1,4 +1,5 @@
-"""Both providers through the real SDKs against their loopback fakes (CONTRACT 1, 5)."""
+"""Both providers through the real SDKs against their loopback fakes: requests in each API's
+native form, replies, tool calls and errors as the chat reads them."""
 
 from __future__ import annotations
 
