@@ -61,7 +61,8 @@ async def test_another_locations_contact_is_refused(fake_crm: FakeCrm, location:
     assert caught.value.status == 403
     with pytest.raises(CrmAuthError):
         await location.client.add_tags(theirs["id"], ["x"])
-    assert fake_crm.contact(theirs["id"])["tags"] == []  # type: ignore[index]
+    stored = fake_crm.contact(theirs["id"])
+    assert stored is not None and stored["tags"] == []
 
 
 async def test_path_ids_cannot_walk_to_another_path(fake_crm: FakeCrm, location: Location) -> None:
