@@ -1,14 +1,26 @@
 """Concurrent chat streams against the fake provider, the service's memory while they are open.
 
-The fake provider answers in 200 ms; replies 1 and 2 ask for a cheap tool of the fake MCP
-server, reply 3 is text, so the ideal chat takes 3 x 200 ms. The provider and the MCP server
-run in processes of their own, the chats come from a client process of their own.
+The fake provider answers 200 ms after each request arrives (its own parsing and checks inside
+them, as a real API's latency holds its own work); replies 1 and 2 ask for `echo_text` of the
+fake MCP server, reply 3 is text, so the ideal chat takes 3 x 200 ms: the baseline of every
+latency row. The provider and the MCP server run in processes of their own, the chats come
+from a client process of their own (httpx + httpx-sse, its connection warmed first). A chat
+counts as an error unless it ends with `message_complete` carrying two successful tool
+results (a held stream: one text reply).
 
-Three loads: chats arriving together (closed loop, x1/x100/x300); chats arriving at a steady
-rate (open loop) for the capacity, the highest rate whose p99 total stays within 1.25x ideal:
-short probes from the rate x300 sustained find the knee, one full-length run confirms it; and,
-in a section of their own (`run_streams`, `--only chat_streams`), many streams held open by a
-provider that answers after 30 s, for the memory per stream.
+Three loads, on the service the dashboard used first, settled again:
+- chats arriving together (closed loop), x1, x100, x300. x100 and x300 are judged on the p99
+  of every chat; x1 on the median of 21 chats each alone (the level's one and `LONE_CHATS`
+  lone ones), since one chat's figure moves by 2x between runs. CPU rows: the service's CPU
+  time (every process) per chat and per step (a provider or a tool call); x1's from the lone
+  chats, less the idle service's, read in nanoseconds (`_lone`), with the fakes' CPU per
+  lone chat in the note;
+- chats arriving at a steady rate (open loop) for the capacity, the highest rate whose p99
+  total stays within 1.25x ideal: short probes from a predicted rate find the knee, one
+  full-length run confirms it (`_capacity`);
+- in a section of their own (`run_streams`, `--only chat_streams`), 10,000 streams held open
+  by a provider that answers after 30 s: errors, and memory per stream ((the service's RSS
+  where the most streams are open - its idle RSS) / that number).
 """
 
 from __future__ import annotations
@@ -47,11 +59,11 @@ PROVIDER_DELAY_S = 0.2
 PROVIDER_CALLS = 3
 IDEAL_S = PROVIDER_DELAY_S * PROVIDER_CALLS
 CHAT_USERS = 100
-# Issue 15's targets: message_start and total of a single chat (x1: the median of the chats
-# that ran alone, the level's one and the lone ones below: one chat's figure read 6.0-11.6 ms
-# in five runs); p99 total of the chats arriving together, as a multiple of the ideal; memory
-# per open stream. The ideal counts the provider's delays only: the fake provider answers
-# 200 ms after a request arrives, its own checks inside them (tests/fakes/llm.py).
+# The targets: message_start and total of a single chat (x1: the median of the chats that ran
+# alone, the level's one and the lone ones below: one chat's figure moves between 6 and 12 ms
+# from run to run); p99 total of the chats arriving together, as a multiple of the ideal;
+# memory per open stream. The ideal counts the provider's delays only: the fake provider
+# answers 200 ms after a request arrives, its own checks inside them (tests/fakes/llm.py).
 TARGET_START_S = 0.010
 TARGET_TOTAL = {1: 1.05, 100: 1.25, 300: 1.5}
 TARGET_STREAM_KIB = 20
@@ -65,9 +77,8 @@ TARGET_STEP_CPU_S = 0.003
 CAPACITY_S = {False: 60.0, True: 10.0}  # by --quick
 # The second full-length run follows only a miss known within this share of the first: a
 # later miss says the rate is near the capacity, and the host's bursts then decide the next
-# run too. In runs R to AA (2026-11-26/27) the second run passed after 2 of 7 misses known
-# after 20-46 s, and each time it cost up to 60 s more: with two of them a default run took
-# 614-660 s, over the 10 minutes of issue 15. After an early miss it costs seconds.
+# run too (it passed after about one such miss in four), at up to a minute more each time; a
+# default run then goes over 10 minutes. After an early miss it costs seconds.
 SECOND_RUN_WITHIN = 0.25
 PROBE_S = {False: 5.0, True: 3.0}
 PROBE_STEP = 1.25
@@ -75,41 +86,35 @@ MAX_PROBES = 8
 CAPACITY_FACTOR = 1.25
 LIMIT_S = CAPACITY_FACTOR * IDEAL_S  # a capacity run's p99 limit
 # The prediction: this share of the rate x300 sustained, or of what the cores allow at x300's
-# CPU per chat with the fakes and the client using as much again, whichever is lower. The
-# 2026-11-25 runs found the 60 s knee at 0.4-0.65 of the sustained rate (SQLite 49/s: 25/s
-# passed a probe, 20/s missed 60 s; PostgreSQL 31/s: 20/s passed a probe, 16/s passed 60 s);
-# starting at the top walked down three or four probes to it.
-# 0.6 since 2026-11-27 (0.5 before): seven of the eight searches of runs V, W, X and Y passed
-# their first probe at 0.5 (23-34/s; their 60 s figures 30-36/s where one passed), so that
-# probe mostly cost its 6 s; starting above the knee walks down instead, as many probes.
+# CPU per chat with the fakes and the client using as much again, whichever is lower. The 60 s
+# knee lies at 0.4-0.65 of the sustained rate: starting at the top walks down three or four
+# probes to it, and starting at 0.5 nearly always passes the first probe, which then only
+# costs its seconds.
 PROBE_START = 0.6
 # A highest passing probe whose p99 is above this share of the limit is a close call that a
-# 60 s run missed at both rates of those runs: the confirming run takes one step lower.
+# 60 s run usually misses: the confirming run takes one step lower.
 CLOSE_CALL = 0.9
 # The service's CPU per chat by (database, level), as this run measured it: the whole that
 # chat_storage's figures are a share of, when that section runs after this one.
 CPU_PER_CHAT: dict[tuple[str, int], float] = {}
 # x1's CPU: a lone chat is ~20-40 ms of CPU. This many lone chats, one each 0.8 s (each alone:
-# a lone chat takes ~0.63 s; 1 s apart until 2026-11-27, 4 s more of the run per database),
-# less what the idle service uses over as long, read in nanoseconds (`precise_cpu_seconds`;
-# the 10 ms ticks read the same within 1-3%). 20, not 10: two runs of each in turn on a quiet
-# machine read 34.0 and 30.5 ms per chat from 10, 24.6 and 29.7 from 20 (the first seconds
-# after the warm-up cost more), and chat_storage's x1 share is a share of this figure.
+# a lone chat takes ~0.63 s), less what the idle service uses over as long, read in
+# nanoseconds (`precise_cpu_seconds`; the 10 ms ticks read the same within 1-3%). 20, not 10:
+# the first seconds after the warm-up cost more, and 10 chats read ~5 ms more per chat;
+# chat_storage's x1 share is a share of this figure.
 LONE_CHATS = 20
 LONE_RATE = 1.25
 # The idle service's CPU is measured over this long at most and scaled to the lone chats' time:
-# a steady trickle (the outbox's poll each second, ~8 ms of CPU a second in all), which 5 s
-# read to within ~10% (38, 45, 38 ms in three reads). 3 s since 2026-11-27: even 20% off, the
-# lone chats' 16 s of it is off by ~0.1 ms per chat.
+# a steady trickle (the outbox's poll each second, ~8 ms of CPU a second in all); even 20% off,
+# the lone chats' 16 s of it is off by ~0.1 ms per chat.
 LONE_IDLE_S = 3.0
 # Open streams: how many are held open at once (by --quick).
 OPEN_STREAMS = {False: 10_000, True: 2_000}
 STREAMS_SAMPLE_S = 0.25  # RSS samples while they are held (each reads every process's /proc)
 # The held streams' client, lean: its CPU shares the two cores with the service's and sets the
-# pace of the 10,000 streams' ramp and ends. httpx with httpx-sse in pools of 10 chats on uvloop
-# cost ~3 ms of the client's CPU per stream (30 s for 10,000: 4.5-4.9 ms in pools of 100); each
-# chat now has a socket of its own with HTTP and SSE read by hand (`chat_client.one_raw_chat`).
-# The chat levels keep httpx, so their figures stay comparable.
+# pace of the 10,000 streams' ramp and ends. httpx with httpx-sse costs ~3 ms of the client's
+# CPU per stream (30 s for 10,000), so each chat has a socket of its own with HTTP and SSE read
+# by hand (`chat_client.one_raw_chat`). The chat levels keep httpx, their figures comparable.
 
 
 @dataclass
@@ -328,8 +333,8 @@ def _capacity(
             service.wait_settled()
         name = f"rate-{rate:g}-{seconds:g}s"
         chats = round(rate * seconds)
-        # The client stops starting chats once the verdict is a miss (a 60 s run that misses
-        # was a minute of the bench's wall time for a verdict known after seconds).
+        # The client stops starting chats once the verdict is a miss: a 60 s run that misses
+        # would cost a minute of the bench's wall time for a verdict known after seconds.
         give_up = (give_up_after(chats), LIMIT_S)
         records = _client(url, tokens, chats, work, rate=rate, name=name, give_up=give_up)
         tried = Capacity(rate, seconds, records)
@@ -437,7 +442,7 @@ def _rows(db: str, levels: list[Level]) -> list[Row]:
         errors = level.errors
         note = f"{len(errors)} errors, first: {errors[0]}" if errors else ""
         # x1 is every chat that ran alone (the level's and the lone ones): its target is a
-        # chat's, judged on their median; the others' on their p99, as the issue states them.
+        # chat's, judged on their median; the others' on their p99, every chat counted.
         of = f" ({len(level.records)} chats, each alone)" if n == 1 else ""
         judged = "p50" if n == 1 else "p99"
         start_row = Row(

@@ -154,9 +154,9 @@ async def run(
     under way finish, the others' records stay empty."""
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     # One pool per `per_pool` chats: httpcore's pool walks all its connections on every
-    # request and every response's end, so one pool of 10,000 streams spent this process's CPU
-    # (two cores shared with the service) on that walk, and half the streams were never sent.
-    # One TLS context for all (unused on 127.0.0.1): each pool loading the CA bundle again took
+    # request and every response's end, so one pool of 10,000 streams spends this process's CPU
+    # (two cores shared with the service) on that walk, and half the streams are never sent.
+    # One TLS context for all (unused on 127.0.0.1): each pool loading the CA bundle again takes
     # ~0.3 s of a loaded machine, a minute for 100 pools before the first chat.
     tls = ssl.create_default_context()
     pools = [

@@ -1,5 +1,5 @@
-"""What storing the chat's events costs (issue 16: event ids and storage add under 5% to the
-chat figures), measured alone so that the noise of a whole chat does not hide it.
+"""What storing the chat's events costs (the target: event ids and storage add under 5% to the
+chat's CPU), measured alone so that the noise of a whole chat does not hide it.
 
 In the bench process itself, against the run's database: N chats at once, each saving the
 user's message and starting its run (`conversations.TurnStarts`), then sending the events of
@@ -18,9 +18,8 @@ Storage costs the difference between the last and the first. Each level runs in 
 first in every other round (a shared machine's state drifts: taking turns keeps it alike for
 both; measured one after another in separate processes, x300's difference came out negative).
 Storage is the mean of the rounds' differences, with its standard error; the rounds stop once
-that error is small enough (`CLEAR`, `PRECISE`). The figure before the process-wide writer
-(each run's events in transactions of their own) is no longer measured in every run: it was
-for comparison only and cost ~10 s of the default run's wall time (BENCHMARKS.md keeps it).
+that error is small enough (`CLEAR`, `PRECISE`). The row gives it as a share of the chat
+section's CPU per chat at the same level and database, measured earlier in the same run.
 """
 
 from __future__ import annotations
@@ -66,8 +65,8 @@ REPLY_GAP_S = 0.2  # the chat section's provider delay
 QUESTION = "Bench: what is new?"
 ANSWER = "Here is what I found."
 # The service's CPU per chat: the whole that storage is a share of. The chat section's figure
-# for the same database and level when it ran before in this run, else this order (x100 on
-# 2026-11-23, after the chat controls), named as such in the row.
+# for the same database and level when it ran before in this run, else this order of
+# magnitude (a chat at x100), named as such in the row.
 CHAT_CPU_S = 0.030
 TARGET_SHARE = 0.05
 # Rounds by level, at most; x1 is a few ms a chat, so more of them. They stop sooner, after an

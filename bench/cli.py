@@ -2,8 +2,17 @@
 
     make bench BENCH_ARGS="--only dashboard,chat --db sqlite --quick --record"
 
+The service runs as a real `controlcenter serve` subprocess on a throwaway database, loaded
+from other processes, and each figure is printed beside a baseline measured in the same run:
+the machine is shared and noisy, so ratios count. Sections run one after the other, never two
+at once (they would share the cores); dashboard and chat, in that order, share one deployment
+per database (`GROUPS`). The service is measured only once every worker has started and gone
+idle, after warm-up chats that reach each of them. Each step prints its wall time and the CPU
+time every running process used over it (bench/timeline.py); each section its wall time; the
+run its total. Only 127.0.0.1 is ever contacted.
+
 PostgreSQL runs in a child process under scripts/with-postgres.sh (a throwaway server on
-127.0.0.1); its rows come back as JSON and join the same table.
+127.0.0.1, started in about 1.3 s); its rows come back as JSON and join the same table.
 """
 
 from __future__ import annotations
@@ -40,10 +49,9 @@ SECTIONS: dict[str, Section] = {
 # Sections that follow each other in one group share one deployment (database, fakes, one
 # started and warmed-up service, settled again before each): a start-up, seeding and warm-up
 # measure nothing. The dashboard first, on a fresh service; the chat's figures are deltas (CPU)
-# or per chat. The held streams keep a service of their own: after the chat levels its idle
-# RSS was 519 MiB (492 fresh) and a quick run's memory per stream 112.0 KiB (118.5, 123.0 fresh),
-# memory the levels freed serving the streams; before the levels, streams their clients gave
-# up on went on in the service and put PostgreSQL's lone chats at 219 ms of CPU each.
+# or per chat. The held streams keep a service of their own: after the chat levels, memory the
+# levels freed would serve the streams and hide ~10 KiB of each one's cost; before the levels,
+# streams their clients gave up on would go on in the service, as CPU in the levels' figures.
 GROUPS = {"dashboard": "chat", "chat": "chat"}
 DBS = ("sqlite", "postgres")
 

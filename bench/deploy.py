@@ -25,8 +25,8 @@ from controlcenter.cli import cpu_count
 WORKERS = cpu_count()
 LOG_LEVEL = "warning"
 # SIGTERM to SIGKILL when a section is done with the service or the bare app: nothing is measured
-# after, and a graceful stop would wait out the outbox's 5 s CRM calls or the last streams'
-# drain (10 s of the onboarding section's 133 s).
+# after, and a graceful stop would wait out the outbox's 5 s CRM calls (10 s of every onboarding
+# section) or the last streams' drain.
 STOP_GRACE_S = 1.0
 
 
@@ -62,7 +62,7 @@ class Deployment:
 
     def close(self) -> None:
         """Stops what the sections started, then removes the throwaway directory (the SQLite
-        database and its write-turn file: ~25 MB a run were left in the temporary directory)."""
+        database and its files: ~25 MB a run, left in the temporary directory otherwise)."""
         self.shared.clear()
         try:
             self.resources.close()

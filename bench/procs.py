@@ -94,7 +94,7 @@ class Proc:
         deadline = time.monotonic() + timeout
         # One client for every attempt: `httpx.get` builds a client, and its TLS context, each
         # time, ~25 ms of CPU an attempt: 2.4-2.8 s of the bench's CPU per start-up, on the
-        # cores the service was starting on.
+        # cores the service is starting on.
         with httpx.Client(timeout=1.0) as http:
             while time.monotonic() < deadline:
                 assert self.popen is not None
@@ -246,8 +246,8 @@ def cpu_seconds_by_process(pid: int) -> dict[int, float]:
 def precise_cpu_seconds(pid: int) -> float:
     """`cpu_seconds` in nanoseconds rather than 10 ms ticks: the run time of every thread of
     `pid` and the processes below it (/proc's schedstat). A thread that has ended takes its
-    time with it, so this is for windows over which the threads stay: serve's 11 threads (three
-    processes) were the same before and after its lone chats and its idle seconds."""
+    time with it, so this is for windows over which the threads stay, as serve's (three
+    processes, 11 threads) do over its lone chats and its idle seconds."""
     nanoseconds = 0
     for each in process_tree(pid):
         for task in Path(f"/proc/{each}/task").glob("*/schedstat"):

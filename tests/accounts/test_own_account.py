@@ -68,6 +68,7 @@ async def test_token_refusals(
 ) -> None:
     broker = await users.create("user")
     before = await snapshot(server.db)
+    body: object
     for body in ({}, {"label": ""}, {"label": "x" * 201}, {"label": 5}, {"label": None}, []):
         response = await client.post(TOKENS, json=body, headers=broker.headers)
         assert response.status_code == 400, body

@@ -270,13 +270,13 @@ async def test_patch_refusals(
         assert details_paths(response) == [path], body
     bad_json = await client.patch(url, content=b"{", headers=boss.headers)
     assert (bad_json.status_code, bad_json.json()) == (400, {"error": "Invalid JSON body"})
-    for method, path in (
+    for method, missing in (
         ("PATCH", f"{URL}/nope"),
         ("POST", f"{URL}/nope/password"),
         ("DELETE", f"{URL}/nope"),
     ):
-        response = await client.request(method, path, json={}, headers=boss.headers)
-        assert (response.status_code, response.json()) == (404, NOT_FOUND), (method, path)
+        response = await client.request(method, missing, json={}, headers=boss.headers)
+        assert (response.status_code, response.json()) == (404, NOT_FOUND), (method, missing)
     assert await snapshot(server.db) == before
 
 
@@ -366,6 +366,7 @@ async def test_reset_password_generated_or_chosen_revokes_sessions(
     assert chosen.json() == {"success": True}
     assert await can_sign_in(client, broker.email, "another passphrase")
 
+    body: object
     for body in ({"password": "short"}, {"password": None}, {"pass": "x" * 20}, []):
         response = await client.post(url, json=body, headers=admin.headers)
         assert response.status_code == 400, body

@@ -13,7 +13,7 @@ from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
 from controlcenter.admin_settings.store import SettingsDecryptError, values_lookup
 from tests.conftest import RunningServer, UserFactory
 
-USED = ("agencyId", "mcpServerUrl")
+USED = ("crmAgencyId", "mcpServerUrl")
 
 
 @pytest.fixture(autouse=True)
@@ -34,43 +34,44 @@ async def test_the_set_names_in_any_order_each_once(
     server: RunningServer, users: UserFactory
 ) -> None:
     admin = await users.create("super_admin")
-    await _save(server, admin.id, {"agencyId": "ag-1", "mcpServerUrl": ""})
+    await _save(server, admin.id, {"crmAgencyId": "ag-1", "mcpServerUrl": ""})
     store = server.services.settings
 
-    found = await store.get_many(["mcpServerUrl", "providerBApiKey", "agencyId", "agencyId"])
+    found = await store.get_many(["mcpServerUrl", "providerBApiKey", "crmAgencyId", "crmAgencyId"])
 
-    assert found == {"mcpServerUrl": "", "agencyId": "ag-1"}  # set, even when empty
-    assert list(found) == ["mcpServerUrl", "agencyId"]
+    assert found == {"mcpServerUrl": "", "crmAgencyId": "ag-1"}  # set, even when empty
+    assert list(found) == ["mcpServerUrl", "crmAgencyId"]
     assert await store.get_many([]) == {}
 
 
 async def test_a_changed_value_is_read_anew(server: RunningServer, users: UserFactory) -> None:
     admin = await users.create("super_admin")
     store = server.services.settings
-    await _save(server, admin.id, {"agencyId": "before"})
-    assert await store.get_many(["agencyId"]) == {"agencyId": "before"}
+    await _save(server, admin.id, {"crmAgencyId": "before"})
+    assert await store.get_many(["crmAgencyId"]) == {"crmAgencyId": "before"}
 
-    await _save(server, admin.id, {"agencyId": "after"})
+    await _save(server, admin.id, {"crmAgencyId": "after"})
 
-    assert await store.get_many(["agencyId"]) == {"agencyId": "after"}
-    assert await store.get("agencyId") == "after"
+    assert await store.get_many(["crmAgencyId"]) == {"crmAgencyId": "after"}
+    assert await store.get("crmAgencyId") == "after"
 
 
 async def test_a_value_of_another_key_is_a_decrypt_error(
     server: RunningServer, users: UserFactory
 ) -> None:
     admin = await users.create("super_admin")
-    await _save(server, admin.id, {"agencyId": "x"})
+    await _save(server, admin.id, {"crmAgencyId": "x"})
     async with server.db.write() as session:
         await session.execute(
             text(
-                "UPDATE settings SET value_encrypted = 'gAAAAAnot-a-token' WHERE name = 'agencyId'"
+                "UPDATE settings SET value_encrypted = 'gAAAAAnot-a-token' "
+                "WHERE name = 'crmAgencyId'"
             )
         )
     try:
-        await server.services.settings.get_many(["agencyId"])
+        await server.services.settings.get_many(["crmAgencyId"])
     except SettingsDecryptError as exc:
-        assert str(exc) == "agencyId"
+        assert str(exc) == "crmAgencyId"
     else:
         raise AssertionError("a damaged value was answered")
 

@@ -6,12 +6,13 @@ import httpx
 from sqlalchemy import select
 
 from controlcenter.admin_settings.models import Setting
+from controlcenter.admin_settings.names import SettingName
 from tests.conftest import RunningServer, UserFactory
 
 URL = "/api/v1/admin/settings"
 
 # The 21 settings, in the order GET answers them.
-NAMES = [
+NAMES: list[SettingName] = [
     "crmAgencyApiKey",
     "crmAgencyId",
     "crmPrivateToken",

@@ -46,6 +46,7 @@ async def test_wrong_password_and_unknown_email(
 async def test_login_bad_bodies(client: httpx.AsyncClient) -> None:
     response = await client.post("/api/v1/auth/login", content=b"{nope")
     assert (response.status_code, response.json()) == (400, {"error": "Invalid JSON body"})
+    body: object
     for body in ([], {"email": 1, "password": "x"}, {"email": "a@b.c"}):
         response = await client.post("/api/v1/auth/login", json=body)
         assert (response.status_code, response.json()) == (400, {"error": "Validation failed"})

@@ -20,7 +20,7 @@ def test_a_kept_token_is_refused_after_its_expiry(monkeypatch: pytest.MonkeyPatc
     assert claims == tokens.SessionClaims(user_id="user-1", session_id="session-1")
     assert tokens.decode_session(KEY, token) == claims  # from what was kept
     later = time.time() + 61
-    monkeypatch.setattr(tokens.time, "time", lambda: later)
+    monkeypatch.setattr(time, "time", lambda: later)
     assert tokens.decode_session(KEY, token) is None
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, BrowserContext, Page, async_playwright
+from playwright.async_api import Browser, BrowserContext, Page, ViewportSize, async_playwright
 
 from controlcenter.auth.models import User
 from tests.chat.helpers import set_settings
@@ -32,8 +32,8 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-DESKTOP = {"width": 1280, "height": 800}
-PHONE = {"width": 375, "height": 740}
+DESKTOP = ViewportSize(width=1280, height=800)
+PHONE = ViewportSize(width=375, height=740)
 COMPANY_ID = "companyBrowser000001"
 AGENCY_KEY = "agency-oauth-token-browser-0001"
 
@@ -64,7 +64,7 @@ class Browsing:
     contexts: list[BrowserContext]
     errors: list[str]  # uncaught page errors and console errors, of every page opened
 
-    async def page(self, user: AppUser | None = None, viewport: dict[str, int] = DESKTOP) -> Page:
+    async def page(self, user: AppUser | None = None, viewport: ViewportSize = DESKTOP) -> Page:
         context = await self.browser.new_context(viewport=viewport, base_url=self.server.url)
         context.set_default_timeout(10_000)
         self.contexts.append(context)

@@ -1,4 +1,4 @@
-"""Sign-in, signed-out redirects and roles, in the browser (CONTRACT 10)."""
+"""Sign-in, signed-out redirects and roles, in the browser."""
 
 from __future__ import annotations
 

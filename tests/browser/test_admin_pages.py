@@ -1,4 +1,4 @@
-"""/admin/users and /account in the browser, against the users and tokens API (CONTRACT 8)."""
+"""/admin/users and /account in the browser, against the users and tokens API."""
 
 from __future__ import annotations
 

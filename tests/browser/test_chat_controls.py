@@ -1,4 +1,4 @@
-"""The chat page's controls (CONTRACT 11): Stop, resuming after a reload, approving or denying
+"""The chat page's controls: Stop, resuming after a reload, approving or denying
 a write, and each answer's token usage."""
 
 from __future__ import annotations

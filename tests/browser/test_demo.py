@@ -1,5 +1,5 @@
 """`make demo` as a newcomer runs it: one process, no key, prints how to sign in, chats with
-the demo model through the real CRM tools, stops on Ctrl-C (CONTRACT 12)."""
+the demo model through the real CRM tools, stops on Ctrl-C."""
 
 from __future__ import annotations
 

@@ -14,7 +14,14 @@ from controlcenter.chat.context_budget import estimate, fit
 from controlcenter.chat.conversations import new_message_id
 from controlcenter.chat.models import Conversation, Message
 from controlcenter.db import utcnow
-from controlcenter.llm.types import AssistantTurn, ToolCall, ToolResult, ToolResultsTurn, UserTurn
+from controlcenter.llm.types import (
+    AssistantTurn,
+    ToolCall,
+    ToolResult,
+    ToolResultsTurn,
+    Turn,
+    UserTurn,
+)
 from tests.chat.helpers import Llm, stream_chat, types
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.llm import Reply
@@ -24,7 +31,7 @@ POLICY = "/api/v1/admin/chat-policy"
 
 def test_the_oldest_turns_go_first_and_a_call_keeps_its_result() -> None:
     call = ToolCall("call_1", "contact_search", {"q": "x" * 40})
-    history = [
+    history: list[Turn] = [
         UserTurn("u" * 400),
         AssistantTurn("a" * 400),
         UserTurn("find"),
@@ -32,7 +39,7 @@ def test_the_oldest_turns_go_first_and_a_call_keeps_its_result() -> None:
         ToolResultsTurn((ToolResult("call_1", True, result={"r": "y" * 200}),)),
         AssistantTurn("found"),
     ]
-    new = [UserTurn("and now?")]
+    new: list[Turn] = [UserTurn("and now?")]
     assert fit(history, new, 10**6) == [*history, *new]
     # Room for the last units but not for the oldest pair.
     tail = history[2:]
@@ -47,7 +54,8 @@ def test_the_oldest_turns_go_first_and_a_call_keeps_its_result() -> None:
         sent = fit(history, new, budget)
         for index, turn in enumerate(sent):
             if isinstance(turn, ToolResultsTurn):
-                assert isinstance(sent[index - 1], AssistantTurn) and sent[index - 1].tool_calls
+                before = sent[index - 1]
+                assert isinstance(before, AssistantTurn) and before.tool_calls
         assert isinstance(sent[0], UserTurn)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import select, update
@@ -165,7 +166,7 @@ async def test_a_message_id_taken_by_a_finished_answer_is_still_refused(
 ) -> None:
     """Only an interrupted copy gives way: a second save of a finished answer is an error."""
     conversation_id, answer_id = await _answer_started(db, users)
-    first = {"conversation_id": conversation_id, "message_id": answer_id}
+    first: dict[str, Any] = {"conversation_id": conversation_id, "message_id": answer_id}
     done = assistant_message(**first, content="Done", tool_calls=[], tool_results=[])
     await save_assistant_message(db, done)
     again = assistant_message(**first, content="Again", tool_calls=[], tool_results=[])

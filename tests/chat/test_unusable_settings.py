@@ -4,8 +4,6 @@ codec message, a traceback or a flood."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 import pytest
 from structlog.testing import capture_logs
@@ -57,7 +55,7 @@ async def test_an_unusable_mcp_address_is_logged_once_and_chats_go_on(
             _, events = await stream_chat(client, user, {"message": "hi", "provider": llm.name})
             assert types(events) == ["message_start", "content_delta", "message_complete"]
     assert [llm.offered_tools(r) for r in llm.fake.requests] == [[], []]
-    errors: list[dict[str, Any]] = [e for e in logs if e["event"] == "configuration error"]
+    errors = [e for e in logs if e["event"] == "configuration error"]
     assert len(errors) == 1
     assert errors[0]["setting"] == "mcpServerUrl"
     assert errors[0]["problem"] == "it must be an http:// or https:// URL"

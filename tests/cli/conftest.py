@@ -51,6 +51,7 @@ class Cli:
         """The command as a process; `open_files`: its soft open-files limit at start."""
 
         def limit() -> None:
+            assert open_files is not None
             hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
             resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, hard))
 

@@ -91,7 +91,8 @@ async def test_another_brokers_contact_is_unreachable(
     ):
         with pytest.raises(ToolError, match="not in this user's CRM account"):
             await call(tool, args, client)
-    assert fake_crm.contact(theirs["id"])["tags"] == ["vip"]  # type: ignore[index]
+    stored = fake_crm.contact(theirs["id"])
+    assert stored is not None and stored["tags"] == ["vip"]
 
 
 async def test_location_token_is_cached_and_renewed_when_rejected(

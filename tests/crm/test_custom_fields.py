@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from controlcenter.crm.custom_fields import CustomFieldIds
 from controlcenter.crm.errors import CrmAuthError
 from tests.crm.conftest import Location
+from tests.fakes.clock import ManualClock
 from tests.fakes.crm import FakeCrm
 
 
@@ -37,19 +36,25 @@ async def test_the_ids_are_kept_and_a_missing_key_rechecked_after_a_while(
     fake_crm: FakeCrm, location: Location
 ) -> None:
     fake_crm.add_custom_field(location.id, "Size", key="contact.size")
-    ids = CustomFieldIds(ttl_s=60.0, recheck_s=0.2)
+    clock = ManualClock()
+    ids = CustomFieldIds(ttl_s=300.0, recheck_s=60.0, clock=clock)
     for _ in range(3):
         await ids.values(location.client, {"contact.size": 1})
     assert lookups(fake_crm, location) == 1
     created = fake_crm.add_custom_field(location.id, "New", key="contact.new")
+    clock.advance(59.0)
     early = await ids.values(location.client, {"contact.new": "x"})  # fetched < recheck_s ago
     assert early.missing == ["contact.new"] and lookups(fake_crm, location) == 1
-    await asyncio.sleep(0.25)
+    clock.advance(1.0)
     found = await ids.values(location.client, {"contact.new": "x"})
     assert found.items == [{"id": created["id"], "field_value": "x"}] and not found.missing
     assert lookups(fake_crm, location) == 2
+    clock.advance(299.0)
     await ids.values(location.client, {"contact.new": "y", "contact.size": 2})
     assert lookups(fake_crm, location) == 2  # all known now: kept until ttl_s
+    clock.advance(1.0)
+    await ids.values(location.client, {"contact.size": 3})
+    assert lookups(fake_crm, location) == 3  # ttl_s after they were fetched
 
 
 async def test_nothing_to_send_asks_nothing(fake_crm: FakeCrm, location: Location) -> None:

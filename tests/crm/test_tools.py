@@ -428,7 +428,8 @@ async def test_another_locations_records_are_unreachable(
         await run(
             "contacts_update-contact", {"contactId": theirs["id"], "firstName": "X"}, location
         )
-    assert fake_crm.contact(theirs["id"])["firstName"] is None  # type: ignore[index]
+    stored = fake_crm.contact(theirs["id"])
+    assert stored is not None and stored["firstName"] is None
 
 
 def test_answers_in_another_wrapper_reach_the_model_in_the_described_shape() -> None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import cast
 
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import Table, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -18,7 +19,8 @@ from controlcenter.crm.rate_limit import CrmRateBucket
 from controlcenter.db import Database
 from controlcenter.db.group_commit import GroupCommit
 
-_buckets = CrmRateBucket.__table__
+# SQLAlchemy types a model's `__table__` as any FROM clause; a declarative model's is a Table.
+_buckets = cast(Table, CrmRateBucket.__table__)
 
 
 @pytest.fixture(autouse=True)
@@ -100,6 +102,6 @@ async def test_a_caller_cancelled_before_its_transaction_is_left_out(db: Databas
     gone.cancel()
     assert writes.hold is not None
     writes.hold.set()
-    assert await asyncio.wait_for(asyncio.gather(first, kept), 5) == [1, 4]
+    assert list(await asyncio.wait_for(asyncio.gather(first, kept), 5)) == [1, 4]
     assert writes.batches == [["a"], ["kept"]]
     assert await _stored(db) == ["a", "kept"]

@@ -128,7 +128,9 @@ async def test_a_longer_value_never_matches_a_shorter_key(
 ) -> None:
     """An e-mail one character longer than a stored e-mail of the column's full length is not
     that user (PostgreSQL's cast to VARCHAR(n) would cut it down to the stored one)."""
-    length = User.__table__.c.email.type.length
+    column = User.__table__.c.email.type
+    assert isinstance(column, String) and column.length is not None
+    length = column.length
     email = "a" * (length - len("@example.com")) + "@example.com"
     created = await users.create(email=email)
     assert await principal_from_basic(server.db, email, created.api_token) is not None

@@ -12,9 +12,10 @@ import asyncio
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -234,7 +235,7 @@ async def test_a_writer_waits_for_another_process_without_stalling_the_loop(
 
 @pytest.mark.parametrize("write", [increment, increment_by_driver])
 async def test_processes_take_turns_before_asking_sqlite(
-    tmp_path: Path, write: Callable[[Database, str], Awaitable[None]]
+    tmp_path: Path, write: Callable[[Database, str], Coroutine[Any, Any, None]]
 ) -> None:
     """A writer waiting for another process's transaction waits for its turn (`write_turn`),
     not by retrying BEGIN IMMEDIATE, and is let in right after the other's commit; a failed

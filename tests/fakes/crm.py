@@ -13,10 +13,11 @@ their own location only. A record of another location answers 403, as the real A
 
 Faults for tests: `outage(503)` (every call answers that status), `refuse_connections()` (the
 port stops listening), `rate_limit(n, retry_after)` (the next n calls answer 429), `delay_s`
-(every call waits first). HighLevel's burst limit is enforced per resource (a location, or the
-agency for its own calls): 100 requests in any 10 s (`burst_limit(n, s)` changes it), beyond
-which it answers 429 `Too Many Requests` without a Retry-After, as documented; every answer
-carries the documented `X-RateLimit-*` headers. Inspection: `contacts(location_id)`, `calls`,
+(every call waits first), `hold()` (every call waits, unanswered, until `release()`).
+HighLevel's burst limit is enforced per resource (a location, or the agency for its own calls):
+100 requests in any 10 s (`burst_limit(n, s)` changes it), beyond which it answers 429 `Too Many
+Requests` without a Retry-After, as documented; every answer carries the documented
+`X-RateLimit-*` headers. Inspection: `contacts(location_id)`, `calls`,
 `burst_refusals`.
 
 Run alone with seeded demo data: `python -m tests.fakes.crm --port 8100`.
@@ -162,6 +163,9 @@ class FakeCrm:
         self._recent: dict[str, deque[float]] = {}  # resource -> arrival times in the window
         self.burst_refusals = 0
         self._lock = threading.Lock()
+        self._holding = False
+        # Each held call's wake-up, with the server's event loop that waits on it.
+        self._held: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         self._server: LoopbackServer | None = None
         self._port = 0
         self.app = Starlette(
@@ -177,6 +181,7 @@ class FakeCrm:
         return self
 
     def stop(self) -> None:
+        self.release()  # a held call would keep the server from stopping
         if self._server is not None:
             self._server.stop()
             self._server = None
@@ -196,6 +201,29 @@ class FakeCrm:
         self._rate_limited = times
         self._retry_after = retry_after
 
+    def hold(self) -> None:
+        """Every call from now on waits, unanswered, until `release()`: a CRM that hangs, for
+        tests of what must never wait for it."""
+        with self._lock:
+            self._holding = True
+
+    def release(self) -> None:
+        """The held calls go on (and are answered as the fake's faults say), new ones too."""
+        with self._lock:
+            self._holding = False
+            held, self._held = self._held, []
+        for loop, released in held:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(released.set)
+
+    async def _unless_held(self) -> None:
+        with self._lock:
+            if not self._holding:
+                return
+            released = asyncio.Event()
+            self._held.append((asyncio.get_running_loop(), released))
+        await released.wait()
+
     def burst_limit(self, requests: int, interval_s: float) -> None:
         """HighLevel's burst limit per resource: `requests` in any `interval_s` seconds."""
         with self._lock:
@@ -211,6 +239,7 @@ class FakeCrm:
 
     def reset(self) -> None:
         """Forget all data, calls and faults (the server keeps running)."""
+        self.release()
         with self._lock:
             self.state = State()
             self.calls = []
@@ -323,7 +352,7 @@ class FakeCrm:
         return message
 
     def add_pipeline(self, location_id: str, name: str, stages: list[str]) -> dict[str, Any]:
-        pipeline = {
+        pipeline: dict[str, Any] = {
             "id": new_id(),
             "locationId": location_id,
             "name": name,
@@ -612,6 +641,7 @@ class FakeCrm:
         body = await _body(request)
         call = self._call(request, operation, principal, body)
         self.calls.append(call)
+        await self._unless_held()
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         with self._lock:

@@ -1,4 +1,4 @@
-"""`make demo`: the whole product on one machine, with no key and no network (CONTRACT 12).
+"""`make demo`: the whole product on one machine, with no key and no network.
 
 Starts, on a throwaway SQLite database: the demo CRM with sample data (tests/fakes/crm.py),
 the demo model behind the strict Anthropic fake (tests/fakes/demo_provider.py), and the

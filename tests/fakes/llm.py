@@ -26,7 +26,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,6 +153,13 @@ class _FakeLLM:
         self._queue: deque[Answer] = deque()
         self._lock = threading.Lock()  # the test thread scripts, the server thread consumes
         self._server = LoopbackServer(self._app())
+        self._use_real_time()
+
+    def _use_real_time(self) -> None:
+        # When a request arrived, and the wait until its answer is due (`Reply.delay_s`): a test
+        # replaces them to hold or time the answers without waiting on the wall clock.
+        self.clock: Callable[[], float] = time.monotonic
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -184,6 +191,7 @@ class _FakeLLM:
             self.received.clear()
             self.invalid.clear()
             self.context_window = CONTEXT_WINDOW
+            self._use_real_time()
 
     def _next_answer(self, body: dict[str, Any]) -> Answer:
         with self._lock:
@@ -194,6 +202,13 @@ class _FakeLLM:
 
     def _new_id(self) -> str:
         return self.id_prefix + uuid.uuid4().hex[:24]
+
+    async def _answer_time(self, arrived: float, delay_s: float) -> None:
+        """Wait until `delay_s` after the request arrived: a real API's latency holds its own
+        parsing and checks, so the fake's (~2.5 ms for a 25 KB request) are inside the delay,
+        not added to it (a benchmark's ideal chat counts the provider's time as its delays)."""
+        if delay_s:
+            await self.sleep(max(0.0, arrived + delay_s - self.clock()))
 
     @property
     def retry_counts(self) -> list[str | None]:
@@ -259,7 +274,7 @@ class FakeAnthropic(_FakeLLM):
         return JSONResponse(body, status_code=status, headers={"request-id": request_id, **headers})
 
     async def _messages(self, request: Request) -> Response:
-        arrived = time.monotonic()
+        arrived = self.clock()
         # The API takes the key as `x-api-key`, or as a bearer token (what SDK 2.x sends).
         auth = request.headers.get("authorization", "")
         key = request.headers.get("x-api-key") or (auth[7:] if auth.startswith("Bearer ") else "")
@@ -289,7 +304,7 @@ class FakeAnthropic(_FakeLLM):
             return self._error(exc.status, exc.message)
 
         answer = self._next_answer(body)
-        await _answer_time(arrived, answer.delay_s)
+        await self._answer_time(arrived, answer.delay_s)
         if isinstance(answer, RawReply):
             return answer.response()
         if isinstance(answer, ErrorReply):
@@ -327,14 +342,6 @@ class FakeAnthropic(_FakeLLM):
             },
             headers={"request-id": "req_" + uuid.uuid4().hex[:24]},
         )
-
-
-async def _answer_time(arrived: float, delay_s: float) -> None:
-    """Wait until `delay_s` after the request arrived: a real API's latency holds its own
-    parsing and checks, so the fake's (~2.5 ms for a 25 KB request) are inside the delay, not
-    added to it (a benchmark's ideal chat counts the provider's time as its delays)."""
-    if delay_s:
-        await asyncio.sleep(max(0.0, arrived + delay_s - time.monotonic()))
 
 
 def _sse(event: str | None, data: dict[str, Any] | str) -> bytes:
@@ -706,7 +713,7 @@ class FakeOpenAI(_FakeLLM):
         )
 
     async def _completions(self, request: Request) -> Response:
-        arrived = time.monotonic()
+        arrived = self.clock()
         auth = request.headers.get("authorization", "")
         if not auth.startswith("Bearer ") or not auth[7:].strip():
             return self._error(
@@ -748,7 +755,7 @@ class FakeOpenAI(_FakeLLM):
             return self._error(exc.status, exc.message, param=exc.param, code=exc.code)
 
         answer = self._next_answer(body)
-        await _answer_time(arrived, answer.delay_s)
+        await self._answer_time(arrived, answer.delay_s)
         if isinstance(answer, RawReply):
             return answer.response()
         if isinstance(answer, ErrorReply):

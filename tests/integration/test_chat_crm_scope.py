@@ -57,7 +57,8 @@ async def test_another_brokers_contact_is_unreachable(
     seen = json.dumps(events) + json.dumps(llm.fake.requests)
     for value in ("Bartholomew", "bart@theirs.example", "Confidential Holdings", "vip"):
         assert value not in seen
-    assert fake_crm.contact(secret["id"])["tags"] == ["vip"]  # type: ignore[index]
+    stored = fake_crm.contact(secret["id"])
+    assert stored is not None and stored["tags"] == ["vip"]
     # Every call was made with A's location token, which the CRM refused for B's record.
     crm_calls = [c for c in fake_crm.calls if not c.path.startswith("/oauth/")]
     assert {c.location_id for c in crm_calls} == {mine}

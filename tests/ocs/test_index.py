@@ -57,9 +57,9 @@ async def test_every_credential_kind_gets_the_message(
     client: httpx.AsyncClient, users: UserFactory
 ) -> None:
     user = await users.create()
-    for kind, headers in credentials(user).items():
+    for headers in credentials(user).values():
         response = await client.get(PATH, headers={**headers, **OCS})
-        assert_ok(response), kind
+        assert_ok(response)
 
 
 @pytest.mark.parametrize("role", ["user", "admin", "super_admin"])

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 from sqlalchemy import select
 
 from controlcenter.outbox.enqueue import enqueue
+from controlcenter.outbox.kinds import JobKind
 from controlcenter.outbox.models import OutboxJob
 from tests.conftest import RunningServer, UserFactory
 
@@ -93,4 +94,5 @@ async def test_rejected_saves_write_no_jobs(
 async def test_enqueue_refuses_an_unknown_kind(server: RunningServer) -> None:
     async with server.db.read() as db:
         with pytest.raises(ValueError, match="unknown outbox job kind"):
-            enqueue(db, "crm.launch_rockets", {})
+            # A plain string, not a declared kind, as an untyped caller could pass.
+            enqueue(db, cast(JobKind, "crm.launch_rockets"), {})

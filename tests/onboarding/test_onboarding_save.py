@@ -63,7 +63,8 @@ FULL = {
 
 async def me(client: httpx.AsyncClient, user: AppUser) -> dict[str, Any]:
     body: dict[str, Any] = (await client.get("/api/v1/auth/me", headers=user.headers)).json()
-    return body["user"]
+    found: dict[str, Any] = body["user"]
+    return found
 
 
 async def test_get_before_any_save_is_null(client: httpx.AsyncClient, users: UserFactory) -> None:

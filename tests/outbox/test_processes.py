@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,7 +26,6 @@ from tests.outbox.conftest import add_job, fast_config, get_job, job_status, wai
 from tests.outbox.operator import COMPLETE_TAG, operator_location, save_settings
 
 LEASE_S = 3.0
-CRM_DELAY_S = 5.0
 COLD_START_S = 60.0  # a process's first imports on a busy machine
 
 
@@ -72,7 +70,7 @@ async def test_a_worker_killed_mid_delivery_delivers_after_restart(
     env = worker_env(server.services.config, tmp_path / "var")
     log = tmp_path / "worker.log"
 
-    fake_crm.delay_s = 5.0  # the first call hangs: the worker is killed while it waits
+    fake_crm.hold()  # the first call hangs: the worker is killed while it waits
     with worker_process(env, log) as first:
 
         def calling() -> bool:
@@ -86,7 +84,7 @@ async def test_a_worker_killed_mid_delivery_delivers_after_restart(
     assert job.status == PENDING and job.locked_until is not None
     assert job.locked_until > utcnow()  # still leased by the dead worker
 
-    fake_crm.delay_s = 0.0
+    fake_crm.release()
     with worker_process(env, log) as second:
 
         async def delivered() -> bool:
@@ -124,30 +122,26 @@ async def test_serve_runs_the_worker_without_slowing_requests(
         await wait_for(first_done)
         assert fake_crm.contacts(operator.location_id)[0]["tags"] == [COMPLETE_TAG]
 
-        # The CRM now takes 5 s an answer: a delivery is in flight while requests come in.
-        fake_crm.delay_s = CRM_DELAY_S
+        # The CRM now holds its answers: a delivery is in flight, and stays so, while requests
+        # come in; one that waited for it would never be answered.
+        fake_crm.hold()
         calls_before = len(fake_crm.calls)
         other = await users.create()
         second = await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": other.id})
         await wait_for(lambda: len(fake_crm.calls) > calls_before)
-        async with httpx.AsyncClient(base_url=served.url, timeout=10) as client:
+        async with httpx.AsyncClient(base_url=served.url, timeout=30) as client:
             for _ in range(3):
-                started = time.monotonic()
                 response = await client.post(
                     "/api/v1/auth/login", json={"email": other.email, "password": other.password}
                 )
                 assert response.status_code == 200
-                # Well under the CRM's 5 s: the request never waited for the delivery (the
-                # margin absorbs Argon2 and a new connection on a busy 2-core machine).
-                assert time.monotonic() - started < CRM_DELAY_S / 2
             async with server.db.write() as db:  # a write is not held up either
                 row = await db.get(User, other.id)
                 assert row is not None
                 row.brokerage = "Written meanwhile"
     finally:
-        started = time.monotonic()
+        # The stop gives up the delivery the CRM still holds after the grace period.
         await asyncio.to_thread(served.stop)
-        stop_s = time.monotonic() - started
-    assert stop_s < 5.0  # the grace period, not the CRM's 5 s
     job = await get_job(server.db, second)
     assert (job.status, job.locked_until) == (PENDING, None)  # given back for the next start
+    fake_crm.release()

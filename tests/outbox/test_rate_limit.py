@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from types import FrameType
 from typing import Any
 
 import httpx
@@ -164,7 +165,7 @@ async def test_only_a_taken_token_is_a_write_transaction(
 
     def counted() -> Any:
         # Only the limiter's: the app's own tasks (chat liveness) write now and then.
-        caller = sys._getframe(1)
+        caller: FrameType | None = sys._getframe(1)
         while caller is not None and not caller.f_code.co_filename.endswith("rate_limit.py"):
             caller = caller.f_back
         if caller is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from datetime import timedelta
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -210,7 +211,7 @@ async def test_outcomes_that_end_together_share_one_write_transaction(
 
     def counted(name: str) -> Any:
         def opening() -> Any:
-            caller = sys._getframe(1)
+            caller: FrameType | None = sys._getframe(1)
             while caller is not None and caller.f_code.co_name not in ("_finish", "_commit"):
                 caller = caller.f_back
             if caller is not None:  # an outcome's, not a claim's or the test's own

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.fakes.clock import ManualClock
 from tests.fakes.llm import ErrorReply, FakeAnthropic, FakeOpenAI, Reply, ToolUse
 
 
@@ -432,26 +432,26 @@ async def test_a_delay_counts_from_the_requests_arrival(
 ) -> None:
     """A reply's `delay_s` is the API's latency: the fake's own work on the request is inside
     it, as a real API's is, not added to it (the benchmarks' ideal chat is the delays' sum).
-    The work is stood in for by a responder that takes 0.5 s before answering."""
+    On a clock moved by hand, the work is stood in for by a responder that moves it 0.5 s: the
+    fake then waits the 0.3 s left of the 0.8 s delay, not 0.8 s more."""
+    fakes: list[FakeAnthropic | FakeOpenAI] = [fake_anthropic, fake_openai]
+    for fake in fakes:
+        clock = ManualClock()
+        fake.clock, fake.sleep = clock, clock.sleep
+        arrived = clock()
 
-    def slow(body: dict[str, Any]) -> Reply:
-        time.sleep(0.5)
-        return Reply(text="late", delay_s=0.8)
+        def slow(body: dict[str, Any], clock: ManualClock = clock) -> Reply:
+            clock.advance(0.5)
+            return Reply(text="late", delay_s=0.8)
 
-    for fake, post in (
-        (
-            fake_anthropic,
-            lambda: post_anthropic(http, fake_anthropic, anthropic_body([user(text("a"))])),
-        ),
-        (fake_openai, lambda: post_openai(http, fake_openai, [{"role": "user", "content": "a"}])),
-    ):
         fake.responder = slow
-        sent = time.monotonic()
-        response = await post()
-        took = time.monotonic() - sent
+        if isinstance(fake, FakeAnthropic):
+            response = await post_anthropic(http, fake, anthropic_body([user(text("a"))]))
+        else:
+            response = await post_openai(http, fake, [{"role": "user", "content": "a"}])
         assert response.status_code == 200
-        # Never before the delay; well before delay + work (1.3 s), the old behaviour.
-        assert 0.8 <= took < 1.2, took
+        assert clock.waits == [pytest.approx(0.3)]
+        assert clock() - arrived == pytest.approx(0.8)
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from controlcenter.common.secrets import redact
-from controlcenter.llm.types import AssistantTurn, ToolCall, ToolResult, ToolResultsTurn, UserTurn
+from controlcenter.llm.types import (
+    AssistantTurn,
+    ToolCall,
+    ToolResult,
+    ToolResultsTurn,
+    Turn,
+    UserTurn,
+)
 from controlcenter.providers.history import parse_arguments, sendable_turns
 
 CALL_A = ToolCall("a", "t", {})
@@ -11,18 +18,22 @@ CALL_B = ToolCall("b", "t", {})
 
 
 def test_blank_turns_are_dropped() -> None:
-    turns = [UserTurn(""), UserTurn("hi"), AssistantTurn(" \n"), UserTurn("again")]
+    turns: list[Turn] = [UserTurn(""), UserTurn("hi"), AssistantTurn(" \n"), UserTurn("again")]
     assert sendable_turns(turns) == [UserTurn("hi"), UserTurn("again")]
 
 
 def test_calls_without_results_are_dropped_but_their_text_kept() -> None:
-    turns = [UserTurn("hi"), AssistantTurn("checking", (CALL_A,)), UserTurn("?")]
+    turns: list[Turn] = [UserTurn("hi"), AssistantTurn("checking", (CALL_A,)), UserTurn("?")]
     assert sendable_turns(turns) == [UserTurn("hi"), AssistantTurn("checking"), UserTurn("?")]
 
 
 def test_partly_answered_calls_keep_only_the_answered_ones() -> None:
     result_b = ToolResult("b", True, 2)
-    turns = [UserTurn("hi"), AssistantTurn("", (CALL_A, CALL_B)), ToolResultsTurn((result_b,))]
+    turns: list[Turn] = [
+        UserTurn("hi"),
+        AssistantTurn("", (CALL_A, CALL_B)),
+        ToolResultsTurn((result_b,)),
+    ]
     assert sendable_turns(turns) == [
         UserTurn("hi"),
         AssistantTurn("", (CALL_B,)),
@@ -32,7 +43,11 @@ def test_partly_answered_calls_keep_only_the_answered_ones() -> None:
 
 def test_results_follow_their_calls_order_and_strays_are_dropped() -> None:
     a, b, stray = ToolResult("a", True, 1), ToolResult("b", False, error="x"), ToolResult("z", True)
-    turns = [UserTurn("hi"), AssistantTurn("", (CALL_A, CALL_B)), ToolResultsTurn((stray, b, a))]
+    turns: list[Turn] = [
+        UserTurn("hi"),
+        AssistantTurn("", (CALL_A, CALL_B)),
+        ToolResultsTurn((stray, b, a)),
+    ]
     assert sendable_turns(turns)[-1] == ToolResultsTurn((a, b))
     assert sendable_turns([UserTurn("hi"), ToolResultsTurn((a,))]) == [UserTurn("hi")]
 

@@ -1,12 +1,14 @@
-"""Both providers through the real SDKs against their loopback fakes (CONTRACT 1, 5)."""
+"""Both providers through the real SDKs against their loopback fakes: requests in each API's
+native form, replies, tool calls and errors as the chat reads them."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
+from collections.abc import Callable
 from typing import Any
 
+import httpx2
 import pytest
 
 from controlcenter.config import Config
@@ -16,6 +18,7 @@ from controlcenter.llm.types import (
     ToolResult,
     ToolResultsTurn,
     ToolSpec,
+    Turn,
     UserTurn,
 )
 from controlcenter.providers import clients
@@ -161,7 +164,7 @@ async def test_history_round_trip_in_native_form(case: Case) -> None:
         ToolResult(first.tool_calls[0].id, True, {"contacts": [{"id": "c1"}]}),
         ToolResult(first.tool_calls[1].id, False, error="Tag not found"),
     )
-    turns = [
+    turns: list[Turn] = [
         UserTurn("Tag Acme"),
         AssistantTurn(first.text, first.tool_calls),
         ToolResultsTurn(results),
@@ -247,7 +250,7 @@ async def test_blank_text_is_never_sent(case: Case) -> None:
     """Calls without text, empty stored replies and blank user turns: the API accepts all."""
     provider, fake = case
     call = ToolCall("call_x1", "crm_search_contacts", {"query": "a"})
-    turns = [
+    turns: list[Turn] = [
         UserTurn("First"),
         AssistantTurn(""),  # a stored reply with no content
         UserTurn("   "),
@@ -284,7 +287,7 @@ async def test_unanswered_calls_and_stray_results_are_left_out(case: Case) -> No
     """A history cut short (calls whose results were never stored) still makes a valid request."""
     provider, fake = case
     dangling = ToolCall("call_gone", "crm_search_contacts", {"query": "a"})
-    turns = [
+    turns: list[Turn] = [
         UserTurn("First"),
         AssistantTurn("Let me check.", (dangling,)),
         UserTurn("Never mind"),
@@ -308,7 +311,7 @@ async def test_results_are_sent_in_the_order_of_their_calls(case: Case) -> None:
         ToolCall("call_b", "crm_search_contacts", {"query": "b"}),
     )
     results = (ToolResult("call_b", True, "B"), ToolResult("call_a", True, "A"))
-    turns = [UserTurn("Go"), AssistantTurn("", calls), ToolResultsTurn(results)]
+    turns: list[Turn] = [UserTurn("Go"), AssistantTurn("", calls), ToolResultsTurn(results)]
 
     await provider.complete(api_key=fake.api_key, system="s", turns=turns, tools=[SEARCH])
 
@@ -501,20 +504,15 @@ async def test_calls_past_a_pools_share_open_another_pool_and_never_wait(
 ) -> None:
     """A held call (a model thinking for 30 s) must not make the calls after it wait for a
     connection: with 2 calls per pool, 5 held at once all reach the API before any answer
-    (a capped pool sent them in three waves), over 3 pools; once they end, a call goes through
-    the first pool again."""
+    (the fake answers none until all 5 have arrived: a capped pool, sending them in waves,
+    would never get there and time out), over 3 pools; once they end, a call goes through the
+    first pool again."""
     held, fake = case
     monkeypatch.setattr(clients, "SHARD_CALLS", 2)
     built = build_providers(Config(**llm_config, provider_timeout_s=10))
     provider = built[PROVIDER_A if isinstance(held, AnthropicProvider) else PROVIDER_B]
     assert isinstance(provider, AnthropicProvider | OpenAIProvider)
-    arrived: list[float] = []
-
-    def responder(body: dict[str, Any]) -> Reply:
-        arrived.append(time.monotonic())
-        return Reply(text="held", delay_s=0.5)
-
-    fake.responder = responder
+    hold_until_all_arrived(fake, 5)
 
     async def call(i: int) -> str:
         turns = [UserTurn(f"call {i}")]
@@ -523,13 +521,12 @@ async def test_calls_past_a_pools_share_open_another_pool_and_never_wait(
 
     try:
         assert await asyncio.gather(*(call(i) for i in range(5))) == ["held"] * 5
-        assert max(arrived) - min(arrived) < 0.5  # the last came before the first answer
         pools = provider._clients._shards
         assert len(pools) == 3
         assert [pool.in_flight for pool in pools] == [0, 0, 0]
         assert provider._clients.get(fake.api_key)._client is pools[0].http
         # one TLS context (its CA bundle, ~830 KiB) for all the pools, not one each
-        contexts = {id(pool.http._transport._pool._ssl_context) for pool in pools}
+        contexts = {id(_transport(pool.http)._pool._ssl_context) for pool in pools}
         assert len(contexts) == 1
     finally:
         await close_providers(built)
@@ -557,7 +554,7 @@ async def test_a_pool_keeps_a_connection_for_each_call_it_carries(
             )
         )
         pools = provider._clients._shards
-        return [{id(c) for c in pool.http._transport._pool.connections} for pool in pools]
+        return [{id(c) for c in _transport(pool.http)._pool.connections} for pool in pools]
 
     try:
         first = await burst()
@@ -594,12 +591,12 @@ async def test_a_call_without_id_gets_one(case: Case) -> None:
 async def test_many_concurrent_calls_share_the_pool(
     llm_config: dict[str, Any], fake_anthropic: FakeAnthropic, fake_openai: FakeOpenAI
 ) -> None:
-    """Chats wait for the model at the same time: 100 slow calls overlap instead of queueing."""
+    """Chats wait for the model at the same time: 100 slow calls overlap instead of queueing
+    (the fake answers none until all 100 have arrived: calls that queued would time out)."""
     providers = build_providers(Config(**llm_config, provider_timeout_s=20))
     try:
         for name, fake in (("provider_a", fake_anthropic), ("provider_b", fake_openai)):
-            fake.responder = lambda body: Reply(text=body_text(body), delay_s=0.5)
-            started = time.monotonic()
+            hold_until_all_arrived(fake, 100, text=body_text)
             replies = await asyncio.gather(
                 *(
                     providers[name].complete(
@@ -608,7 +605,6 @@ async def test_many_concurrent_calls_share_the_pool(
                     for i in range(100)
                 )
             )
-            assert time.monotonic() - started < 8  # 50 s if they queued
             assert [r.text for r in replies] == [f"n{i}" for i in range(100)]
             assert fake.invalid == []
     finally:
@@ -619,3 +615,32 @@ def body_text(body: dict[str, Any]) -> str:
     """The last user text of a request, in either API's form."""
     content = body["messages"][-1]["content"]
     return content if isinstance(content, str) else content[-1]["text"]
+
+
+def _transport(http: httpx2.AsyncClient) -> httpx2.AsyncHTTPTransport:
+    """The pool's client's own transport, whose connections the tests above look into."""
+    transport = http._transport
+    assert isinstance(transport, httpx2.AsyncHTTPTransport)
+    return transport
+
+
+def hold_until_all_arrived(
+    fake: FakeAnthropic | FakeOpenAI,
+    count: int,
+    text: Callable[[dict[str, Any]], str] = lambda body: "held",
+) -> None:
+    """The fake answers no call until `count` have arrived, then all of them (the responder
+    and the wait both run in the fake's own event loop)."""
+    arrived: list[object] = []
+    all_in = asyncio.Event()
+
+    def responder(body: dict[str, Any]) -> Reply:
+        arrived.append(body)
+        if len(arrived) == count:
+            all_in.set()
+        return Reply(text=text(body), delay_s=1.0)
+
+    async def held(seconds: float) -> None:
+        await all_in.wait()
+
+    fake.responder, fake.sleep = responder, held

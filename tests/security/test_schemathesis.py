@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
+from schemathesis.core.result import Ok
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     response_schema_conformance,
@@ -35,7 +36,10 @@ CHECKS = [response_schema_conformance, content_type_conformance]
 
 def fuzz(base_url: str, token: str) -> tuple[int, list[str]]:
     schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json")
-    operations = [result.ok() for result in schema.get_all_operations()]
+    operations = []
+    for result in schema.get_all_operations():
+        assert isinstance(result, Ok), result
+        operations.append(result.ok())
     strategy = st.one_of(
         [
             operation.as_strategy(generation_mode=mode)

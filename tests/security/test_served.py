@@ -8,7 +8,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,6 +176,4 @@ def test_the_throttle_is_shared_by_processes(served: tuple[Served, Served]) -> N
 def test_the_service_still_answers_after_the_attacks(served: tuple[Served, Served]) -> None:
     for one in served:
         assert one.process.poll() is None
-        started = time.monotonic()
         assert httpx.get(one.url + "/readyz", timeout=30).status_code == 200
-        assert time.monotonic() - started < 30

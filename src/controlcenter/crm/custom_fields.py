@@ -13,7 +13,7 @@ report, and the other values still go out (docs/outbox.md says why a sync does n
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,18 +34,24 @@ class CustomFieldValues:
 @dataclass
 class _Known:
     ids: dict[str, str]  # fieldKey -> id
-    fetched_at: float  # time.monotonic()
+    fetched_at: float  # by the cache's clock
 
 
 class CustomFieldIds:
     """fieldKey -> id per location, kept `ttl_s`; a key not found refetches at most every
     `recheck_s`, so a field the operator has just created is used within that time without a
-    lookup per delivery while it is still missing."""
+    lookup per delivery while it is still missing. `clock` gives monotonic seconds."""
 
-    def __init__(self, ttl_s: float = 300.0, recheck_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        ttl_s: float = 300.0,
+        recheck_s: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._recheck_s = recheck_s
+        self._clock = clock
         self._known: TTLCache[str, _Known] = TTLCache(
-            maxsize=_MAX_LOCATIONS, ttl=ttl_s, timer=time.monotonic
+            maxsize=_MAX_LOCATIONS, ttl=ttl_s, timer=clock
         )
 
     async def values(self, client: CrmClient, by_key: Mapping[str, Any]) -> CustomFieldValues:
@@ -64,11 +70,11 @@ class CustomFieldIds:
     async def _ids(self, client: CrmClient, wanted: set[str]) -> dict[str, str]:
         known = self._known.get(client.location_id)
         if known is not None and (
-            wanted <= known.ids.keys() or time.monotonic() - known.fetched_at < self._recheck_s
+            wanted <= known.ids.keys() or self._clock() - known.fetched_at < self._recheck_s
         ):
             return known.ids
         ids = await self._fetch(client)
-        self._known[client.location_id] = _Known(ids, time.monotonic())
+        self._known[client.location_id] = _Known(ids, self._clock())
         return ids
 
     @staticmethod
