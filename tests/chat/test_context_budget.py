@@ -11,10 +11,16 @@ from datetime import timedelta
 import httpx
 
 from controlcenter.chat.context_budget import estimate, fit
-from controlcenter.chat.conversations import new_message_id
+from controlcenter.chat.store import new_message_id
 from controlcenter.chat.models import Conversation, Message
 from controlcenter.db import utcnow
-from controlcenter.llm.types import AssistantTurn, ToolCall, ToolResult, ToolResultsTurn, UserTurn
+from controlcenter.llm.types import (
+    AssistantTurn,
+    ToolInvocation,
+    ToolOutcome,
+    ToolResultsTurn,
+    UserTurn,
+)
 from tests.chat.helpers import Llm, stream_chat, types
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.llm import Reply
@@ -23,13 +29,13 @@ POLICY = "/api/v1/admin/chat-policy"
 
 
 def test_the_oldest_turns_go_first_and_a_call_keeps_its_result() -> None:
-    call = ToolCall("call_1", "contact_search", {"q": "x" * 40})
+    call = ToolInvocation("call_1", "contact_search", {"q": "x" * 40})
     history = [
         UserTurn("u" * 400),
         AssistantTurn("a" * 400),
         UserTurn("find"),
         AssistantTurn("", (call,)),
-        ToolResultsTurn((ToolResult("call_1", True, result={"r": "y" * 200}),)),
+        ToolResultsTurn((ToolOutcome("call_1", True, result={"r": "y" * 200}),)),
         AssistantTurn("found"),
     ]
     new = [UserTurn("and now?")]

@@ -10,6 +10,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from controlcenter.chat.recorder import EventWriter, RunRecord
+from controlcenter.chat.run_store import RunEnd, RunUsage
 from sqlalchemy import event, select, text
 
 from controlcenter.chat import run_store
@@ -20,8 +22,6 @@ from controlcenter.chat.conversations import (
 )
 from controlcenter.chat.events import content_delta, event_data, message_start
 from controlcenter.chat.models import ChatRun, Conversation, Message
-from controlcenter.chat.recorder import EventWriter, RunRecord
-from controlcenter.chat.run_store import RunEnd, RunUsage
 from controlcenter.chat.signals import Signals
 from controlcenter.db import Database, refused_row
 from tests.conftest import UserFactory

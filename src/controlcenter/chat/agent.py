@@ -8,31 +8,32 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from sqlalchemy.exc import SQLAlchemyError
+
+from controlcenter.admin_settings.names import SettingName
 from controlcenter.admin_settings.usable import UnusableSettingError, check_credential
 from controlcenter.auth.models import User
 from controlcenter.chat import events
 from controlcenter.chat.context import ChatContext
 from controlcenter.chat.context_budget import fit
-from controlcenter.chat.conversations import (
-    ASSISTANT,
-    StoredText,
-    TurnStart,
-    assistant_message,
-    new_message_id,
-    replace_interrupted,
-)
 from controlcenter.chat.policy import DEFAULT_CONTEXT_TOKEN_BUDGET
-from controlcenter.chat.recorder import RunRecord
-from controlcenter.chat.run_store import APPROVED, DONE, FAILED, STOPPED
-from controlcenter.chat.schemas import API_KEY_SETTINGS, message_json
+from controlcenter.chat.schemas import message_json
+from controlcenter.chat.store import (
+    APPROVED,
+    ASSISTANT,
+    DONE,
+    FAILED,
+    STOPPED,
+    StoredText,
+    assistant_message,
+)
 from controlcenter.chat.stream import ChatRuns, EventChannel
 from controlcenter.common.logs import get_logger
 from controlcenter.common.secrets import MASK, redact
-from controlcenter.db import Database, refused_row
 from controlcenter.llm.types import (
     AssistantTurn,
     ProviderReply,
-    ToolResult,
+    ToolOutcome,
     ToolResultsTurn,
     ToolSpec,
     Turn,
@@ -74,6 +75,7 @@ class ChatTurn:
     message: str
     conversation_id: Any  # the raw request value; None when absent
     provider: str
+    key_setting: SettingName  # where `api_key` comes from, named when it is unusable
     api_key: str
     token_deltas: bool = False  # CONTRACT 11 `?deltas=tokens`: the provider in streaming mode
     approve_writes: bool = False  # CONTRACT 11: the policy's `toolApproval: "writes"`
@@ -90,18 +92,13 @@ class ChatTurn:
 
 
 async def run_chat(
-    db: Database,
-    provider: Provider,
-    context: ChatContext,
-    turn: ChatTurn,
-    channel: EventChannel,
-    runs: ChatRuns,
+    provider: Provider, context: ChatContext, turn: ChatTurn, channel: EventChannel, runs: ChatRuns
 ) -> None:
     """Runs to the end whatever happens to the connection (a client that went away resumes
     from the stored events); the channel is closed and the run's end stored in every case."""
     status = FAILED
     try:
-        await _process(db, provider, context, turn, channel, runs)
+        await _process(provider, context, turn, channel, runs)
         status = STOPPED if channel.run is not None and channel.run.stopped else DONE
     except ProviderError as exc:
         code = str(exc.status_code) if exc.status_code is not None else None
@@ -118,43 +115,32 @@ async def run_chat(
         log.error(
             "chat failed", provider=turn.provider, traceback=redact(trace, *turn.secrets, mask=MASK)
         )
-        channel.send(events.error(redact(str(exc), *turn.secrets, mask=MASK) or UNEXPECTED))
+        shown = UNEXPECTED if isinstance(exc, SQLAlchemyError) else str(exc)  # no SQL shown
+        channel.send(events.error(redact(shown, *turn.secrets, mask=MASK) or UNEXPECTED))
     finally:
         channel.close()
-        if channel.run is not None:
-            await _finish(runs, channel.run, status)
-
-
-async def _finish(runs: ChatRuns, run: RunRecord, status: str) -> None:
-    runs.forget(run)
-    try:
-        await run.finish(status)
-    except Exception as exc:
-        log.error("chat run's end not stored", error=redact(str(exc)))
+        run = channel.run
+        if run is not None:
+            runs.forget(run)
+            try:
+                await run.finish(status)
+            except Exception as exc:
+                log.error("chat run's end not stored", error=redact(str(exc)))
 
 
 async def _process(
-    db: Database,
-    provider: Provider,
-    context: ChatContext,
-    turn: ChatTurn,
-    channel: EventChannel,
-    runs: ChatRuns,
+    provider: Provider, context: ChatContext, turn: ChatTurn, channel: EventChannel, runs: ChatRuns
 ) -> None:
     # Before anything is saved: a key that cannot travel in a header fails every call.
-    check_credential(API_KEY_SETTINGS[turn.provider], turn.api_key)
-    message_id = new_message_id()
-    started = await runs.starts.start(
-        TurnStart(turn.user.id, turn.conversation_id, turn.message, answer_id=message_id)
-    )
-    if started is None:
+    check_credential(turn.key_setting, turn.api_key)
+    run = await runs.begin(turn.user.id, turn.conversation_id, turn.message)
+    if run is None:
         channel.send(events.error(CONVERSATION_NOT_FOUND))
         return
-    run = await runs.record(message_id)
-    channel.begin(run, events.message_start(started.conversation_id, message_id))
+    channel.begin(run, events.message_start(run.conversation_id, run.message_id))
 
     toolbox, acting_for = await context.toolbox(turn.user)
-    history = [*map(_as_turn, started.history)]
+    history = [*map(_as_turn, run.history)]
     new_message = UserTurn(turn.message)
     turns: list[Turn] = [*history, new_message]
 
@@ -200,7 +186,7 @@ async def _process(
                 answer = await run.approval(call.id, turn.approval_timeout_s)
                 if answer != APPROVED:
                     refused = STOPPED_BEFORE_RUNNING if answer == STOPPED else DENIED_BY_USER
-                    result = ToolResult(call.id, False, error=refused)
+                    result = ToolOutcome(call.id, False, error=refused)
                     results.append(result)
                     tool_results.append(result.to_json())
                     channel.send(events.tool_result(result))
@@ -216,25 +202,16 @@ async def _process(
         turns.append(ToolResultsTurn(tuple(results)))
 
     message = assistant_message(
-        conversation_id=started.conversation_id,
-        message_id=message_id,
+        conversation_id=run.conversation_id,
+        message_id=run.message_id,
         content=content,
         tool_calls=tool_calls,
         tool_results=tool_results,
         usage=run.usage.json(),
     )
     complete = events.message_complete(message_json(message), stopped=run.stopped)
-    status = STOPPED if run.stopped else DONE
-    try:
-        # One write: the message, the events still pending, message_complete and the run's
-        # end (a lone chat's last two transactions were the message's and the end's).
-        await channel.end_with(complete, status, message)
-    except Exception as exc:
-        # Closed as interrupted by another process meanwhile: its copy is replaced, and the
-        # last events go the writer's way (a refusal for any other reason stands).
-        if not refused_row(exc) or not await replace_interrupted(db, message):
-            raise
-        channel.send(events.message_complete(message_json(message), stopped=run.stopped))
+    # One write: the message, the events still pending, message_complete and the run's end.
+    await channel.end_with(complete, STOPPED if run.stopped else DONE, message)
 
 
 def _passing(exc: ProviderError) -> bool:

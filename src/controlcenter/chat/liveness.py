@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, delete, select, update
 
-from controlcenter.chat import events, run_store
+from controlcenter.chat import events, store
 from controlcenter.chat.events import event_data
 from controlcenter.chat.heartbeat import Heartbeat
 from controlcenter.chat.models import Conversation, Message, RunningMessage
@@ -232,7 +232,7 @@ class Liveness:
         # any process reads the error and stops waiting.
         final = event_data(events.error(INTERRUPTED))
         for message_id in stale:
-            await run_store.close_run(self._db, message_id, final, run_store.INTERRUPTED)
+            await store.close_run(self._db, message_id, final, store.INTERRUPTED)
         if closed:
             log.warning("chat answers interrupted by a stopped process were closed", count=closed)
         return closed

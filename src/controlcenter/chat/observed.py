@@ -12,7 +12,7 @@ from typing import Any
 
 from controlcenter.chat.events import Event
 from controlcenter.chat.liveness import Liveness, RunningAnswer
-from controlcenter.chat.recorder import RunRecord
+from controlcenter.chat.store import RunRecord
 from controlcenter.chat.stream import EventChannel
 from controlcenter.observability import tracing
 from controlcenter.observability.metrics import CHATS

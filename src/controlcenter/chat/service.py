@@ -27,7 +27,7 @@ from controlcenter.chat.context import ChatContext
 from controlcenter.chat.liveness import Liveness
 from controlcenter.chat.observed import ObservedChannel, observed_run
 from controlcenter.chat.policy import CHAT_POLICY, stored_policy
-from controlcenter.chat.schemas import API_KEY_SETTINGS, ChatRequest, missing_key_message
+from controlcenter.chat.request import ChatInput
 from controlcenter.chat.stream import ChatRuns, EventChannel
 from controlcenter.chat.usage import tokens_this_month
 from controlcenter.crm.transport import CrmTransport
@@ -45,6 +45,10 @@ CHAT_SETTINGS: tuple[SettingName, ...] = (
     CHAT_POLICY,
 )
 QUOTA_REACHED = "Monthly token quota reached"
+API_KEY_SETTINGS: dict[str, SettingName] = {
+    PROVIDER_A: PROVIDER_A_API_KEY,
+    PROVIDER_B: PROVIDER_B_API_KEY,
+}
 
 
 class MissingApiKeyError(Exception):
@@ -72,7 +76,7 @@ class ChatParts:
 async def start_chat(
     parts: ChatParts,
     user: User,
-    request: ChatRequest,
+    request: ChatInput,
     *,
     ids: bool = False,
     token_deltas: bool = False,
@@ -83,7 +87,9 @@ async def start_chat(
     settings = await parts.settings.get_many(CHAT_SETTINGS)
     api_key = settings.get(API_KEY_SETTINGS[request.provider], "")
     if not api_key:
-        raise MissingApiKeyError(missing_key_message(request.provider))
+        raise MissingApiKeyError(
+            f"No API key configured for {request.provider}. Please add it in settings."
+        )
     policy = stored_policy(settings.get(CHAT_POLICY))
     if policy.monthly_token_quota is not None:
         used = await tokens_this_month(parts.db, user.id, utcnow())
@@ -95,6 +101,7 @@ async def start_chat(
         message=request.message,
         conversation_id=request.conversation_id,
         provider=request.provider,
+        key_setting=API_KEY_SETTINGS[request.provider],
         api_key=api_key,
         token_deltas=token_deltas,
         approve_writes=policy.tool_approval == "writes",
@@ -104,7 +111,7 @@ async def start_chat(
     )
     context = ChatContext(settings=settings, crm=parts.crm, tools=parts.tools)
     provider = parts.providers[request.provider]
-    run = run_chat(parts.db, provider, context, turn, channel, parts.runs)
+    run = run_chat(provider, context, turn, channel, parts.runs)
     parts.runs.start(observed_run(run, channel, provider=request.provider))
     return channel
 

@@ -3,7 +3,7 @@
 Each run is its own asyncio task writing SSE frames into a channel; the response only reads
 from it. When the client goes away the response stops reading and the channel drops further
 frames, while the run goes on to save the assistant message: its events are stored as they are
-sent (`chat.recorder`), so that the client can resume from any process (`chat.resume`).
+sent (`chat.store`), so that the client can resume from any process (`chat.resume`).
 """
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ import asyncio
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
-from controlcenter.chat import run_store
-from controlcenter.chat.conversations import TurnStarts
+from controlcenter.chat import store
 from controlcenter.chat.events import Event, event_data, frame_of
 from controlcenter.chat.models import Message
-from controlcenter.chat.recorder import EventWriter, RunRecord
 from controlcenter.chat.signals import Signals
+from controlcenter.chat.store import EventWriter, RunRecord
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database
 
@@ -44,9 +43,9 @@ class EventChannel:
         self.run: RunRecord | None = None  # set once the message has an id
 
     def begin(self, run: RunRecord, event: Event) -> None:
-        """Send the run's first event, stored with the run."""
+        """Send the run's first event, stored with the run (its number is 1)."""
         self.run = run
-        self._put(event_data(event), run.began())
+        self._put(event_data(event), 1)
 
     def send(self, event: Event) -> None:
         self.note(event)
@@ -56,11 +55,10 @@ class EventChannel:
 
     async def end_with(self, event: Event, status: str, answer: Message) -> None:
         """Send the run's last event once it is stored with the run's end and its `answer`
-        (`RunRecord.finish_with`). Raises what the database raised, and then nothing is sent:
-        the caller may still `send` it."""
+        (`RunRecord.finish`). Raises what the database raised, and then nothing is sent."""
         assert self.run is not None
         data = event_data(event)
-        n = await self.run.finish_with(data, status, answer)
+        n = await self.run.finish(status, data, answer)
         self.note(event)
         self._put(data, n)
 
@@ -111,14 +109,24 @@ class ChatRuns:
         self._running: dict[str, RunRecord] = {}
         self.signals = Signals(db, on_stop=self.stop_here, on_approval=self.poke_here)
         self.writer = EventWriter(db, self.signals)
-        self.starts = TurnStarts(db)  # the user's message and the run, in shared transactions
         self._poller: asyncio.Task[None] | None = None
         self._next_prune = 0.0
 
-    async def record(self, message_id: str) -> RunRecord:
-        """A new run of this process, known to stops asked here or anywhere else."""
+    async def begin(self, user_id: str, conversation_id: Any, message: str) -> RunRecord | None:
+        """A new run of this process, its turn stored (`store.start_turn`) and known to stops
+        asked here or anywhere else; None when the conversation is not the user's."""
+        message_id = store.new_message_id()
+        started = await store.start_turn(
+            self._db,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            message=message,
+            answer_id=message_id,
+        )
+        if started is None:
+            return None
         await self.signals.listen()
-        run = RunRecord(self._db, self.signals, self.writer, message_id)
+        run = RunRecord(self._db, self.signals, self.writer, message_id, started)
         self._running[message_id] = run
         if self._db.is_sqlite and self._poller is None:
             self._poller = asyncio.create_task(self._poll_stops())
@@ -148,7 +156,7 @@ class ChatRuns:
             while self._running:
                 await asyncio.sleep(STOP_POLL_S)
                 try:
-                    asked = await run_store.stops_asked(self._db)
+                    asked = await store.stops_asked(self._db)
                 except Exception as exc:
                     log.warning("chat stop flags unreadable", error=type(exc).__name__)
                     continue
@@ -159,7 +167,7 @@ class ChatRuns:
 
     async def _prune(self) -> None:
         try:
-            await run_store.prune(self._db)
+            await store.prune(self._db)
         except Exception as exc:
             log.warning("chat events not pruned", error=type(exc).__name__)
 
