@@ -10,6 +10,7 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from controlcenter.auth.models import User
+from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.conversations import (
     delete_conversation,
     get_conversation,
@@ -46,7 +47,6 @@ from controlcenter.chat.store import (
     answer_approval,
     request_stop,
 )
-from controlcenter.chat.stream import EventChannel
 from controlcenter.web.deps import ChatPartsDep, CurrentUser, DatabaseDep
 from controlcenter.web.errors import ApiError
 from controlcenter.web.openapi_doc import Success, answers, json_body

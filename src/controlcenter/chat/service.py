@@ -23,12 +23,13 @@ from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.admin_settings.usable import credential_problem
 from controlcenter.auth.models import User
 from controlcenter.chat.agent import ChatTurn, Fallback, run_chat
+from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.context import ChatContext
 from controlcenter.chat.liveness import Liveness
 from controlcenter.chat.observed import ObservedChannel, observed_run
 from controlcenter.chat.policy import CHAT_POLICY, stored_policy
 from controlcenter.chat.request import ChatInput
-from controlcenter.chat.stream import ChatRuns, EventChannel
+from controlcenter.chat.stream import ChatRuns
 from controlcenter.chat.usage import tokens_this_month
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database, utcnow
@@ -95,6 +96,12 @@ async def start_chat(
         used = await tokens_this_month(parts.db, user.id, utcnow())
         if used >= policy.monthly_token_quota:
             raise QuotaReachedError(QUOTA_REACHED)
+    # The other provider, when the policy allows it and its key is set and usable.
+    other = PROVIDER_B if request.provider == PROVIDER_A else PROVIDER_A
+    other_key = settings.get(API_KEY_SETTINGS[other], "")
+    fallback = None
+    if policy.fallback and other_key and credential_problem(other_key) is None:
+        fallback = Fallback(name=other, provider=parts.providers[other], api_key=other_key)
     channel = ObservedChannel(parts.liveness, ids=ids)
     turn = ChatTurn(
         user=user,
@@ -106,7 +113,7 @@ async def start_chat(
         token_deltas=token_deltas,
         approve_writes=policy.tool_approval == "writes",
         approval_timeout_s=parts.approval_timeout_s,
-        fallback=_fallback(parts, request.provider, settings) if policy.fallback else None,
+        fallback=fallback,
         context_token_budget=policy.context_token_budget,
     )
     context = ChatContext(settings=settings, crm=parts.crm, tools=parts.tools)
@@ -114,12 +121,3 @@ async def start_chat(
     run = run_chat(provider, context, turn, channel, parts.runs)
     parts.runs.start(observed_run(run, channel, provider=request.provider))
     return channel
-
-
-def _fallback(parts: ChatParts, chosen: str, settings: Mapping[str, str]) -> Fallback | None:
-    """The other provider, when its key is set."""
-    other = PROVIDER_B if chosen == PROVIDER_A else PROVIDER_A
-    api_key = settings.get(API_KEY_SETTINGS[other], "")
-    if not api_key or credential_problem(api_key) is not None:  # unusable: no fallback
-        return None
-    return Fallback(name=other, provider=parts.providers[other], api_key=api_key)

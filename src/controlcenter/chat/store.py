@@ -32,7 +32,8 @@ from typing import Any, TypeVar, cast
 from sqlalchemy import Table, bindparam, delete, func, insert, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlcenter.chat.events import event_data, message_start
+from controlcenter.chat.channel import EventChannel
+from controlcenter.chat.events import Event, event_data, message_start
 from controlcenter.chat.models import ChatApproval, ChatEvent, ChatRun, Conversation, Message
 from controlcenter.chat.signals import APPROVAL_CHANNEL, EVENTS_CHANNEL, STOP_CHANNEL, Signals
 from controlcenter.common.logs import get_logger
@@ -490,8 +491,9 @@ def _end_row(message_id: str, end: RunEnd) -> dict[str, Any]:
 
 
 class RunRecord:
-    """One run of this process: its events numbered as they are sent (`message_start` is 1,
-    stored with the run), its usage, its stop flag and its approvals."""
+    """One run of this process, what its loop talks to: its events, numbered (`message_start`
+    is 1, stored with the run), stored and sent to its channel; its usage, its stop flag, its
+    approvals and its end."""
 
     def __init__(
         self,
@@ -500,6 +502,7 @@ class RunRecord:
         writer: EventWriter,
         message_id: str,
         started: StartedTurn,
+        channel: EventChannel,
     ) -> None:
         self.message_id = message_id
         self.conversation_id = started.conversation_id
@@ -508,6 +511,7 @@ class RunRecord:
         self._db = db
         self._signals = signals
         self._writer = writer
+        self._channel = channel
         self._n = 1
         self._ended = False
         self._stop = asyncio.Event()
@@ -534,27 +538,37 @@ class RunRecord:
         (the request is sent before the write, not after it)."""
         asyncio.get_running_loop().call_soon(self._writer.write_soon)
 
-    def record(self, data: str) -> int:
-        """An event sent after `message_start`, stored behind the stream; its number."""
+    def begin(self) -> None:
+        """Send `message_start`, stored with the run's row."""
+        self._channel.send(message_start(self.conversation_id, self.message_id), self._id(1))
+
+    def send(self, event: Event) -> None:
+        """An event after `message_start`: sent at once, stored behind the stream."""
+        data = event_data(event)
         self._n += 1
         self._writer.add(self.message_id, (self._n, data))
-        return self._n
+        self._channel.send(event, self._id(self._n), data)
 
     async def finish(
-        self, status: str, last: str | None = None, answer: Message | None = None
-    ) -> int:
+        self, status: str, last: Event | None = None, answer: Message | None = None
+    ) -> None:
         """The run's end, stored after its events with its `last` event and its `answer`;
-        returns once it is, with the number of `last`. Raises what the database raised, and
-        then nothing of `last`, the answer or the end is stored (the run may still `record`
-        and `finish`). At once when the run has ended already."""
+        `last` is sent once they are stored. Raises what the database raised, and then
+        nothing of `last`, the answer or the end is stored or sent (the run may still `send`
+        and `finish`). Nothing more once the run has ended."""
         if self._ended:
-            return self._n
-        n = self._n + 1 if last is not None else self._n
-        stored = [(n, last)] if last is not None else []
+            return
+        n = self._n + 1
+        data = event_data(last) if last is not None else None
+        stored = [(n, data)] if data is not None else []
         await self._writer.end(self.message_id, RunEnd(status, self.usage, answer), stored)
-        self._n = n
         self._ended = True
-        return n
+        if last is not None:
+            self._n = n
+            self._channel.send(last, self._id(n), data)
+
+    def _id(self, n: int) -> str:
+        return f"{self.message_id}:{n}"
 
     # The stop: no provider or tool call starts once it is asked.
 
