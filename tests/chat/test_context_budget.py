@@ -11,8 +11,8 @@ from datetime import timedelta
 import httpx
 
 from controlcenter.chat.context_budget import estimate, fit
-from controlcenter.chat.store import new_message_id
 from controlcenter.chat.models import Conversation, Message
+from controlcenter.chat.store import new_message_id
 from controlcenter.db import utcnow
 from controlcenter.llm.types import (
     AssistantTurn,

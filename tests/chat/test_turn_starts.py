@@ -64,9 +64,7 @@ async def test_a_turn_starts_or_continues_the_callers_conversation(
         assert await store.run_owner_status(db, refused) is None
 
 
-async def test_a_start_the_database_refuses_saves_nothing(
-    db: Database, users: UserFactory
-) -> None:
+async def test_a_start_the_database_refuses_saves_nothing(db: Database, users: UserFactory) -> None:
     user = await users.create()
     assert await _start(db, user.id, None, "x", "msg_1_dup") is not None
     async with db.read() as session:

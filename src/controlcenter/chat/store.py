@@ -29,12 +29,19 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Table, bindparam, delete, func, insert, literal, select, update
+from sqlalchemy import Table, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.events import Event, event_data, message_start
-from controlcenter.chat.models import ChatApproval, ChatEvent, ChatRun, Conversation, Message
+from controlcenter.chat.models import (
+    STOPS_ASKED,
+    ChatApproval,
+    ChatEvent,
+    ChatRun,
+    Conversation,
+    Message,
+)
 from controlcenter.chat.signals import APPROVAL_CHANNEL, EVENTS_CHANNEL, STOP_CHANNEL, Signals
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database, new_id, utcnow
@@ -85,11 +92,10 @@ _TOUCH = (
     .where(_CONVERSATIONS.c.id == bindparam("conversation"))
     .values(updated_at=bindparam("now"))
 )
-# The poll's condition as the partial index `ix_chat_runs_stops_asked` states it, the status a
-# literal: SQLite uses a partial index only for a query whose WHERE holds the index's terms.
-_STOPS_ASKED = select(ChatRun.message_id).where(
-    ChatRun.stop_requested, ChatRun.status == literal(RUNNING, literal_execute=True)
-)
+# The poll's condition is the partial index's own (`models.STOPS_ASKED`), as its text: SQLite
+# uses a partial index only for a query whose WHERE holds the index's terms as written, and
+# renders a boolean column compared (`stop_requested = 1`), which does not match.
+_STOPS_ASKED = select(ChatRun.message_id).where(text(STOPS_ASKED))
 
 
 def new_message_id() -> str:
