@@ -25,6 +25,12 @@ async def test_another_process_wakes_readers_and_stops_runs(
         stops.append(message_id)
         stopped.set()
 
+    stopped = asyncio.Event()
+
+    def on_stop(message_id: str) -> None:
+        stops.append(message_id)
+        stopped.set()
+
     # A second Database and Signals: what another process (or instance) holds.
     other_db = Database(server.db.url)
     other = EventWriter(other_db, Signals(other_db, on_stop=lambda _: None))
@@ -46,8 +52,7 @@ async def test_another_process_wakes_readers_and_stops_runs(
             await woken.wait()
         asked = await store.request_stop(other_db, message_id, user.id)
         assert asked == store.StopAnswer.ASKED
-        while not stops:  # the handler is a plain callable: polled here
-            await asyncio.sleep(0.02)
+        await stopped.wait()
         assert stops == [message_id]
     finally:
         await here.aclose()

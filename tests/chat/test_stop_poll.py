@@ -32,8 +32,8 @@ async def test_a_stop_asked_elsewhere_stops_the_run_here_and_no_other(
         assert stopped is not None and going_on is not None
         asked = await store.request_stop(there_db, stopped.message_id, user.id)
         assert asked is store.StopAnswer.ASKED
-        while not stopped.stopped:  # polled: nothing to wait on but the run's own flag
-            await asyncio.sleep(0.02)
+        # What the run's loop does while its provider answers: it waits until a stop comes.
+        assert await stopped.unless_stopped(asyncio.Event().wait()) is None
         assert not going_on.stopped
         assert await store.stops_asked(there_db) == [stopped.message_id]
         # Ended, it is no longer polled for, stop flag or not.
