@@ -25,12 +25,6 @@ async def test_another_process_wakes_readers_and_stops_runs(
         stops.append(message_id)
         stopped.set()
 
-    stopped = asyncio.Event()
-
-    def on_stop(message_id: str) -> None:
-        stops.append(message_id)
-        stopped.set()
-
     # A second Database and Signals: what another process (or instance) holds.
     other_db = Database(server.db.url)
     other = EventWriter(other_db, Signals(other_db, on_stop=lambda _: None))
