@@ -7,7 +7,7 @@ from controlcenter.auth.attempts import SignInAttempt
 from controlcenter.auth.models import ApiToken, Session, User
 from controlcenter.chat.models import (
     ChatApproval,
-    ChatEvent,
+    ChatEventRow,
     ChatRun,
     Conversation,
     Message,
@@ -22,7 +22,7 @@ __all__ = [
     "ApiToken",
     "Base",
     "ChatApproval",
-    "ChatEvent",
+    "ChatEventRow",
     "ChatRun",
     "Conversation",
     "CrmRateBucket",

@@ -75,7 +75,7 @@ class ChatRun(Base):
     tool_calls: Mapped[int] = mapped_column(Integer, default=0)
 
 
-class ChatEvent(Base):
+class ChatEventRow(Base):
     """One event of a run as sent (its JSON text), numbered from 1: the `n` of `id: <m>:<n>`.
     Kept 24 h."""
 

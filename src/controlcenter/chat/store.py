@@ -37,7 +37,7 @@ from controlcenter.chat.events import Event, event_data, message_start
 from controlcenter.chat.models import (
     STOPS_ASKED,
     ChatApproval,
-    ChatEvent,
+    ChatEventRow,
     ChatRun,
     Conversation,
     Message,
@@ -71,7 +71,7 @@ _BASE36 = string.digits + string.ascii_lowercase
 
 StoredEvent = tuple[int, str]  # (n, the event's JSON text)
 
-_EVENTS = cast(Table, ChatEvent.__table__)
+_EVENTS = cast(Table, ChatEventRow.__table__)
 _RUNS = cast(Table, ChatRun.__table__)
 _CONVERSATIONS = cast(Table, Conversation.__table__)
 _MESSAGES = cast(Table, Message.__table__)
@@ -671,9 +671,9 @@ async def close_run(db: Database, message_id: str, final_data: str, status: str)
         if not closed.rowcount:  # type: ignore[attr-defined]
             return False
         last = await session.scalar(
-            select(func.max(ChatEvent.n)).where(ChatEvent.message_id == message_id)
+            select(func.max(ChatEventRow.n)).where(ChatEventRow.message_id == message_id)
         )
-        session.add(ChatEvent(message_id=message_id, n=int(last or 0) + 1, data=final_data))
+        session.add(ChatEventRow(message_id=message_id, n=int(last or 0) + 1, data=final_data))
         await notify(session, EVENTS_CHANNEL, [message_id])
         return True
 
@@ -695,9 +695,9 @@ async def run_owner_status(db: Database, message_id: str) -> tuple[str, str] | N
 async def events_after(db: Database, message_id: str, after: int) -> list[StoredEvent]:
     async with db.read() as session:
         rows = await session.execute(
-            select(ChatEvent.n, ChatEvent.data)
-            .where(ChatEvent.message_id == message_id, ChatEvent.n > after)
-            .order_by(ChatEvent.n)
+            select(ChatEventRow.n, ChatEventRow.data)
+            .where(ChatEventRow.message_id == message_id, ChatEventRow.n > after)
+            .order_by(ChatEventRow.n)
         )
         return [(n, data) for n, data in rows]
 
@@ -756,5 +756,7 @@ async def prune(db: Database, now: datetime | None = None) -> int:
     cutoff = (now or utcnow()) - KEPT_FOR
     old = select(ChatRun.message_id).where(ChatRun.created_at < cutoff)
     async with db.write() as session:
-        removed = await session.execute(delete(ChatEvent).where(ChatEvent.message_id.in_(old)))
+        removed = await session.execute(
+            delete(ChatEventRow).where(ChatEventRow.message_id.in_(old))
+        )
         return int(removed.rowcount)  # type: ignore[attr-defined]
