@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import ARRAY, String, func, literal, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -19,8 +19,8 @@ async def notify(session: AsyncSession, channel: str, payloads: Sequence[str]) -
     (PostgreSQL); one statement for any number of payloads."""
     if not payloads or session.get_bind().dialect.name != "postgresql":
         return
-    each = func.unnest(list(payloads)).table_valued("payload")
-    await session.execute(select(func.pg_notify(channel, each.c.payload)).select_from(each))
+    each = func.unnest(literal(list(payloads), ARRAY(String))).column_valued("payload")
+    await session.execute(select(func.pg_notify(channel, each)))
 
 
 class Listener:
