@@ -9,7 +9,7 @@ from controlcenter.chat.models import (
     ChatApproval,
     ChatEventRow,
     ChatRun,
-    Conversation,
+    ConversationRow,
     Message,
     RunningMessage,
 )
@@ -24,7 +24,7 @@ __all__ = [
     "ChatApproval",
     "ChatEventRow",
     "ChatRun",
-    "Conversation",
+    "ConversationRow",
     "CrmRateBucket",
     "Message",
     "Onboarding",

@@ -11,7 +11,7 @@ from datetime import timedelta
 import httpx
 
 from controlcenter.chat.context_budget import estimate, fit
-from controlcenter.chat.models import Conversation, Message
+from controlcenter.chat.models import ConversationRow, Message
 from controlcenter.chat.store import new_message_id
 from controlcenter.db import utcnow
 from controlcenter.llm.types import (
@@ -61,7 +61,7 @@ async def long_conversation(server: RunningServer, user: AppUser, count: int) ->
     """`count` stored messages of about 600 tokens each, user and assistant in turn."""
     start = utcnow() - timedelta(days=1)
     async with server.db.write() as db:
-        conversation = Conversation(user_id=user.id, title="long")
+        conversation = ConversationRow(user_id=user.id, title="long")
         db.add(conversation)
         await db.flush()
         for index in range(count):

@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from controlcenter.chat import store
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.events import Event, content_delta, event_data
-from controlcenter.chat.models import ChatRun, Conversation, Message
+from controlcenter.chat.models import ChatRun, ConversationRow, Message
 from controlcenter.chat.signals import Signals
 from controlcenter.chat.store import EventWriter, RunRecord, assistant_message, start_turn
 from controlcenter.db import Database, utcnow
@@ -112,7 +112,7 @@ async def _stored_answer(db: Database, message_id: str) -> Message | None:
 
 async def _updated_at(db: Database, conversation_id: str) -> datetime:
     async with db.read() as session:
-        conversation = await session.get(Conversation, conversation_id)
+        conversation = await session.get(ConversationRow, conversation_id)
         assert conversation is not None
         return conversation.updated_at
 

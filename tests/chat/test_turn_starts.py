@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy import delete, func, select
 
 from controlcenter.chat import store
-from controlcenter.chat.models import Conversation, Message
+from controlcenter.chat.models import ConversationRow, Message
 from controlcenter.chat.store import StartedTurn, StoredText, start_turn
 from controlcenter.db import Database
 from tests.conftest import UserFactory
@@ -50,9 +50,9 @@ async def test_a_turn_starts_or_continues_the_callers_conversation(
     assert await _messages(db, kept.conversation_id) == ["Earlier", "Again", "Once more"]
     assert await _messages(db, other.conversation_id) == ["Theirs"]
     async with db.read() as session:
-        continued = await session.get(Conversation, kept.conversation_id)
+        continued = await session.get(ConversationRow, kept.conversation_id)
         titles = await session.scalars(
-            select(Conversation.title).where(Conversation.user_id == mine.id)
+            select(ConversationRow.title).where(ConversationRow.user_id == mine.id)
         )
         assert set(titles) == {"Earlier"}
     assert continued is not None and continued.updated_at > continued.created_at

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlcenter.chat.models import Conversation, Message
+from controlcenter.chat.models import ConversationRow, Message
 from controlcenter.db import Database
 from controlcenter.web.pagination import DEFAULT_LIMIT, Cursor
 from controlcenter.web.validation import text_problem
@@ -14,18 +14,18 @@ from controlcenter.web.validation import text_problem
 
 async def list_conversations(
     db: Database, user_id: str, *, limit: int = DEFAULT_LIMIT, after: Cursor | None = None
-) -> tuple[list[Conversation], str | None]:
+) -> tuple[list[ConversationRow], str | None]:
     """A page of the caller's conversations, newest first, and the cursor of the next page
     (None after the last)."""
-    query = select(Conversation).where(Conversation.user_id == user_id)
+    query = select(ConversationRow).where(ConversationRow.user_id == user_id)
     if after is not None:
         query = query.where(
             or_(
-                Conversation.created_at < after.created_at,
-                and_(Conversation.created_at == after.created_at, Conversation.id < after.id),
+                ConversationRow.created_at < after.created_at,
+                and_(ConversationRow.created_at == after.created_at, ConversationRow.id < after.id),
             )
         )
-    query = query.order_by(Conversation.created_at.desc(), Conversation.id.desc())
+    query = query.order_by(ConversationRow.created_at.desc(), ConversationRow.id.desc())
     async with db.read() as session:
         rows = list(await session.scalars(query.limit(limit + 1)))
     page = rows[:limit]
@@ -36,7 +36,7 @@ async def list_conversations(
 
 async def get_conversation(
     db: Database, user_id: str, conversation_id: str
-) -> tuple[Conversation, list[Message]] | None:
+) -> tuple[ConversationRow, list[Message]] | None:
     """The caller's conversation and its messages, oldest first; None when not theirs."""
     async with db.read() as session:
         conversation = await _owned(session, user_id, conversation_id)
@@ -59,12 +59,14 @@ async def delete_conversation(db: Database, user_id: str, conversation_id: str) 
         return True
 
 
-async def _owned(session: AsyncSession, user_id: str, conversation_id: str) -> Conversation | None:
+async def _owned(
+    session: AsyncSession, user_id: str, conversation_id: str
+) -> ConversationRow | None:
     # Another user's conversation is indistinguishable from a missing one.
     if text_problem(conversation_id) is not None:
         return None  # no id holds NUL or a lone surrogate, and PostgreSQL refuses the query
     return await session.scalar(
-        select(Conversation).where(
-            Conversation.id == conversation_id, Conversation.user_id == user_id
+        select(ConversationRow).where(
+            ConversationRow.id == conversation_id, ConversationRow.user_id == user_id
         )
     )

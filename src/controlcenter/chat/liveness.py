@@ -29,7 +29,7 @@ from sqlalchemy import Table, bindparam, delete, select, update
 from controlcenter.chat import events, store
 from controlcenter.chat.events import event_data
 from controlcenter.chat.heartbeat import Heartbeat
-from controlcenter.chat.models import Conversation, Message, RunningMessage
+from controlcenter.chat.models import ConversationRow, Message, RunningMessage
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database, utcnow
 
@@ -212,7 +212,7 @@ class Liveness:
         async with self._db.write() as session:
             for row in (await session.scalars(query)).all():
                 stale.append(row.message_id)
-                conversation = await session.get(Conversation, row.conversation_id)
+                conversation = await session.get(ConversationRow, row.conversation_id)
                 already = await session.scalar(
                     select(Message.id).where(Message.id == row.message_id)
                 )

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from controlcenter.db import Base, UTCDateTime, new_id, utcnow
 
 
-class Conversation(Base):
+class ConversationRow(Base):
     __tablename__ = "conversations"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)

@@ -241,7 +241,7 @@ SSE_EXAMPLE = (
 UI_STREAM_DESCRIPTION = "The Vercel AI SDK's UI message stream (`docs/chat.md`)."
 
 
-def conversation_json(row: models.Conversation) -> dict[str, Any]:
+def conversation_json(row: models.ConversationRow) -> dict[str, Any]:
     return {
         "id": row.id,
         "title": row.title,
@@ -266,6 +266,6 @@ def message_json(row: models.Message) -> dict[str, Any]:
 
 
 def conversation_with_messages(
-    row: models.Conversation, messages: list[models.Message]
+    row: models.ConversationRow, messages: list[models.Message]
 ) -> dict[str, Any]:
     return {**conversation_json(row), "messages": [message_json(m) for m in messages]}

@@ -39,7 +39,7 @@ from controlcenter.chat.models import (
     ChatApproval,
     ChatEventRow,
     ChatRun,
-    Conversation,
+    ConversationRow,
     Message,
 )
 from controlcenter.chat.signals import APPROVAL_CHANNEL, EVENTS_CHANNEL, STOP_CHANNEL, Signals
@@ -73,7 +73,7 @@ StoredEvent = tuple[int, str]  # (n, the event's JSON text)
 
 _EVENTS = cast(Table, ChatEventRow.__table__)
 _RUNS = cast(Table, ChatRun.__table__)
-_CONVERSATIONS = cast(Table, Conversation.__table__)
+_CONVERSATIONS = cast(Table, ConversationRow.__table__)
 _MESSAGES = cast(Table, Message.__table__)
 # One statement for any number of rows each (executemany).
 _END_RUN = (
@@ -220,9 +220,9 @@ async def _owned_history(
         return None  # no id holds NUL or a lone surrogate, and PostgreSQL refuses the query
     rows = (
         await session.execute(
-            select(Conversation.id, Message.role, Message.content)
-            .outerjoin(Message, Message.conversation_id == Conversation.id)
-            .where(Conversation.id == conversation_id, Conversation.user_id == user_id)
+            select(ConversationRow.id, Message.role, Message.content)
+            .outerjoin(Message, Message.conversation_id == ConversationRow.id)
+            .where(ConversationRow.id == conversation_id, ConversationRow.user_id == user_id)
             .order_by(Message.seq)
         )
     ).all()
@@ -266,15 +266,15 @@ class _Ending:
 
 
 @dataclass
-class _Batch:
+class _Pending:
     events: dict[str, list[StoredEvent]] = field(default_factory=dict)
     ends: dict[str, _Ending] = field(default_factory=dict)
 
     def runs(self) -> list[str]:
         return list({**self.events, **self.ends})
 
-    def of(self, message_id: str) -> _Batch:
-        one = _Batch()
+    def of(self, message_id: str) -> _Pending:
+        one = _Pending()
         if message_id in self.events:
             one.events[message_id] = self.events[message_id]
         if message_id in self.ends:
@@ -290,7 +290,7 @@ class EventWriter:
         self._db = db
         self._signals = signals
         self._window_s = window_s
-        self._pending = _Batch()
+        self._pending = _Pending()
         self._task: asyncio.Task[None] | None = None
         self._waking: asyncio.Future[None] | None = None  # the window's wait
         self._last_write = -math.inf  # when the last write began (the loop's clock)
@@ -357,7 +357,7 @@ class EventWriter:
                     # After a refusal, the whole pause: the database is not hurried.
                     await self._pause(pause)
                 self._last_write = asyncio.get_running_loop().time()
-                batch, self._pending = self._pending, _Batch()
+                batch, self._pending = self._pending, _Pending()
                 failed = await self._write(batch)
                 for message_id, kept in failed.items():  # tried again, before newer events
                     self._pending.events[message_id] = kept + self._pending.events.get(
@@ -368,7 +368,7 @@ class EventWriter:
             if self._task is asyncio.current_task():  # not a later one, after a cancel
                 self._task = None
 
-    async def _write(self, batch: _Batch) -> dict[str, list[StoredEvent]]:
+    async def _write(self, batch: _Pending) -> dict[str, list[StoredEvent]]:
         """One transaction for all; when it fails, each run alone, so that one run's bad
         write loses nothing of the others. The events of runs still to be written."""
         try:
@@ -391,14 +391,14 @@ class EventWriter:
                 self._stored(one)
         return failed
 
-    def _stored(self, batch: _Batch) -> None:
+    def _stored(self, batch: _Pending) -> None:
         for message_id in batch.runs():
             self._signals.wake(message_id)
         for ending in batch.ends.values():
             if not ending.done.done():
                 ending.done.set_result(None)
 
-    def _failed(self, batch: _Batch, exc: Exception) -> dict[str, list[StoredEvent]]:
+    def _failed(self, batch: _Pending, exc: Exception) -> dict[str, list[StoredEvent]]:
         """A run's events are kept to be tried again; its end, last events and answer are
         not, and its caller is told."""
         log.warning("chat events not stored yet", error=type(exc).__name__)
@@ -412,7 +412,7 @@ def _fail(future: asyncio.Future[None], exc: BaseException) -> None:
         future.set_exception(exc)
 
 
-async def _write_batch(db: Database, batch: _Batch) -> None:
+async def _write_batch(db: Database, batch: _Pending) -> None:
     """The answers (each touching its conversation), the events and the runs' ends of
     `batch` in one transaction; readers in other processes notified of each run."""
     events = [
