@@ -123,15 +123,16 @@ async def run_chat(
         )
         shown = UNEXPECTED if isinstance(exc, SQLAlchemyError) else str(exc)  # no SQL shown
         failure = events.error(redact(shown, *turn.secrets, mask=MASK) or UNEXPECTED)
-    if failure is not None:
-        (channel.send if run is None else run.send)(failure)
-    channel.close()
-    if run is not None:
-        runs.forget(run)
-        try:
-            await run.finish(status)  # at once when the answer's write ended it already
-        except Exception as exc:
-            log.error("chat run's end not stored", error=redact(str(exc)))
+    finally:  # cancelled at shutdown too
+        if failure is not None:
+            (channel.send if run is None else run.send)(failure)
+        channel.close()
+        if run is not None:
+            runs.forget(run)
+            try:
+                await run.finish(status)  # at once when the answer's write ended it already
+            except Exception as exc:
+                log.error("chat run's end not stored", error=redact(str(exc)))
 
 
 async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run: RunRecord) -> None:
