@@ -33,6 +33,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 
+from controlcenter.chat.recorder import EventWriter, RunRecord
+from controlcenter.chat.run_store import RunUsage
+
 from bench.chat import CPU_PER_CHAT
 from bench.deploy import Deployment, Options
 from bench.results import Row, ms, pct
@@ -53,13 +56,11 @@ from controlcenter.chat.events import (
     tool_result,
 )
 from controlcenter.chat.models import Message
-from controlcenter.chat.recorder import EventWriter, RunRecord
-from controlcenter.chat.run_store import RunUsage
 from controlcenter.chat.schemas import message_json
 from controlcenter.chat.signals import Signals
 from controlcenter.db import Database
 from controlcenter.db.group_commit import GroupCommit
-from controlcenter.llm.types import ToolCall, ToolResult
+from controlcenter.llm.types import ToolInvocation, ToolOutcome
 
 REPLY_GAP_S = 0.2  # the chat section's provider delay
 QUESTION = "Bench: what is new?"
@@ -81,8 +82,8 @@ PRECISE = 0.1
 
 def _bursts(message_id: str) -> list[list[str]]:
     """The chat's events after message_start, as the provider's replies send them."""
-    call = ToolCall(id="toolu_1", name="echo_text", arguments={"text": "round"})
-    result = ToolResult(tool_call_id="toolu_1", success=True, result={"text": "round"})
+    call = ToolInvocation(id="toolu_1", name="echo_text", arguments={"text": "round"})
+    result = ToolOutcome(tool_call_id="toolu_1", success=True, result={"text": "round"})
     tool = [
         event_data(content_delta("Looking that up.")),
         event_data(tool_call_start(call)),

@@ -7,9 +7,9 @@ from controlcenter.auth.attempts import SignInAttempt
 from controlcenter.auth.models import ApiToken, Session, User
 from controlcenter.chat.models import (
     ChatApproval,
-    ChatEvent,
+    ChatEventRow,
     ChatRun,
-    Conversation,
+    ConversationRow,
     Message,
     RunningMessage,
 )
@@ -22,9 +22,9 @@ __all__ = [
     "ApiToken",
     "Base",
     "ChatApproval",
-    "ChatEvent",
+    "ChatEventRow",
     "ChatRun",
-    "Conversation",
+    "ConversationRow",
     "CrmRateBucket",
     "Message",
     "Onboarding",

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from controlcenter.auth.models import ApiToken, Session, User
-from controlcenter.chat.models import Conversation, Message
+from controlcenter.chat.models import ConversationRow, Message
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import OutboxJob
 from tests.conftest import AppUser, RunningServer, UserFactory
@@ -388,7 +388,7 @@ async def test_delete_removes_everything_and_cancels_pending_jobs(
         )
         assert saved.status_code == 200
     async with server.db.write() as db:
-        conversation = Conversation(user_id=broker.id, title="t")
+        conversation = ConversationRow(user_id=broker.id, title="t")
         db.add(conversation)
         await db.flush()
         db.add(Message(id="m1", conversation_id=conversation.id, role="user", content="hi"))
@@ -401,7 +401,7 @@ async def test_delete_removes_everything_and_cancels_pending_jobs(
             (User, User.id),
             (Session, Session.user_id),
             (ApiToken, ApiToken.user_id),
-            (Conversation, Conversation.user_id),
+            (ConversationRow, ConversationRow.user_id),
             (Onboarding, Onboarding.userId),
         ):
             count = await db.scalar(

@@ -16,11 +16,10 @@ from tests.fakes.llm import FakeAnthropic, FakeOpenAI
 def without_builtin_tools(server: RunningServer) -> Iterator[None]:
     """The chat tests offer only the tools they register (and the MCP server's): the built-in
     CRM catalogue is set aside here and exercised by tests/integration."""
-    router = server.services.tools
-    builtin = router.sources[0]
-    router.remove_source(builtin)
+    sources = server.services.tools.sources
+    builtin = sources.pop(0)
     yield
-    router.add_source(builtin, first=True)
+    sources.insert(0, builtin)
 
 
 @pytest.fixture(params=["provider_a", "provider_b"])
@@ -76,12 +75,12 @@ async def register_tools(server: RunningServer) -> AsyncIterator[Any]:
 
     def register(tools: list[Tool]) -> None:
         source = StaticSource(tools)
-        server.services.tools.add_source(source)
+        server.services.tools.sources.append(source)
         added.append(source)
 
     yield register
     for source in added:
-        server.services.tools.remove_source(source)
+        server.services.tools.sources.remove(source)
 
 
 @pytest.fixture

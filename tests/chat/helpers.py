@@ -12,7 +12,7 @@ import httpx
 from httpx_sse import aconnect_sse
 from sqlalchemy import func, select
 
-from controlcenter.chat.models import Conversation, Message
+from controlcenter.chat.models import ConversationRow, Message
 from tests.conftest import AppUser, RunningServer
 from tests.fakes.llm import FakeAnthropic, FakeOpenAI
 
@@ -102,7 +102,7 @@ def types(events: list[dict[str, Any]]) -> list[str]:
 
 async def count_rows(server: RunningServer) -> tuple[int, int]:
     async with server.db.read() as db:
-        conversations = await db.scalar(select(func.count()).select_from(Conversation))
+        conversations = await db.scalar(select(func.count()).select_from(ConversationRow))
         messages = await db.scalar(select(func.count()).select_from(Message))
     return int(conversations or 0), int(messages or 0)
 

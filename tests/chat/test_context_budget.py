@@ -11,13 +11,13 @@ from datetime import timedelta
 import httpx
 
 from controlcenter.chat.context_budget import estimate, fit
-from controlcenter.chat.conversations import new_message_id
-from controlcenter.chat.models import Conversation, Message
+from controlcenter.chat.models import ConversationRow, Message
+from controlcenter.chat.store import new_message_id
 from controlcenter.db import utcnow
 from controlcenter.llm.types import (
     AssistantTurn,
-    ToolCall,
-    ToolResult,
+    ToolInvocation,
+    ToolOutcome,
     ToolResultsTurn,
     Turn,
     UserTurn,
@@ -30,13 +30,13 @@ POLICY = "/api/v1/admin/chat-policy"
 
 
 def test_the_oldest_turns_go_first_and_a_call_keeps_its_result() -> None:
-    call = ToolCall("call_1", "contact_search", {"q": "x" * 40})
+    call = ToolInvocation("call_1", "contact_search", {"q": "x" * 40})
     history: list[Turn] = [
         UserTurn("u" * 400),
         AssistantTurn("a" * 400),
         UserTurn("find"),
         AssistantTurn("", (call,)),
-        ToolResultsTurn((ToolResult("call_1", True, result={"r": "y" * 200}),)),
+        ToolResultsTurn((ToolOutcome("call_1", True, result={"r": "y" * 200}),)),
         AssistantTurn("found"),
     ]
     new: list[Turn] = [UserTurn("and now?")]
@@ -63,7 +63,7 @@ async def long_conversation(server: RunningServer, user: AppUser, count: int) ->
     """`count` stored messages of about 600 tokens each, user and assistant in turn."""
     start = utcnow() - timedelta(days=1)
     async with server.db.write() as db:
-        conversation = Conversation(user_id=user.id, title="long")
+        conversation = ConversationRow(user_id=user.id, title="long")
         db.add(conversation)
         await db.flush()
         for index in range(count):

@@ -1,32 +1,25 @@
-"""Liveness (CONTRACT 13) under load: a process whose event loop is busy for longer than the
-stale limit is not taken for dead, since its heartbeat comes from a thread; and if another
-process did close an answer as interrupted, the answer's real end replaces that copy instead
-of failing on the message's id. On both databases. (tests/integration/test_interrupted.py
-kills a real process.)"""
+"""Liveness under load: a process whose event loop is busy for longer than the stale limit is
+not taken for dead, since its heartbeat comes from a thread, while a dead process's answers are
+closed. On both databases. (tests/test_event_writer.py has an answer's real end replacing its
+interrupted copy; tests/integration/test_interrupted.py kills a real process.)"""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from datetime import timedelta
-from typing import Any
 
-import pytest
 from sqlalchemy import select, update
 
-from controlcenter.chat.conversations import (
-    assistant_message,
-    new_message_id,
-    save_assistant_message,
-    start_turn,
-)
 from controlcenter.chat.liveness import FLUSH_DELAY_S, STALE_INTERVALS, Liveness
 from controlcenter.chat.models import Message, RunningMessage
+from controlcenter.chat.store import new_message_id, start_turn
 from controlcenter.db import Database, utcnow
 from tests.conftest import UserFactory
 from tests.outbox.conftest import wait_for
 
 INTERVAL_S = 0.2
+STALE = timedelta(seconds=INTERVAL_S * STALE_INTERVALS)
 
 
 async def _answer_started(db: Database, users: UserFactory) -> tuple[str, str]:
@@ -59,13 +52,19 @@ async def test_a_busy_loop_is_not_taken_for_a_dead_process(
             return await _running_row(db, answer_id) is not None
 
         await wait_for(written, within=10 + FLUSH_DELAY_S)
-        # The loop does nothing else for three times the stale limit (a burst of chats).
-        time.sleep(INTERVAL_S * STALE_INTERVALS * 3)  # noqa: ASYNC251 - the point of it
-        other = Liveness(db, INTERVAL_S)
+        # The loop does nothing else for longer than the stale limit (a burst of chats), and
+        # until the heartbeat's thread has beaten meanwhile.
+        blocked = utcnow()
+        time.sleep(STALE.total_seconds())  # noqa: ASYNC251 - the point of it
+        hung = time.monotonic() + 60  # only if the thread never beats: no bound on a beat
+        while (busy.heartbeat.last_beat or blocked) <= blocked:
+            assert time.monotonic() < hung, "the heartbeat's thread does not beat"
+            time.sleep(0.01)  # noqa: ASYNC251 - the point of it
+        # Another process, looking when a loop-driven heartbeat would be stale by now.
+        other = Liveness(db, INTERVAL_S, now=lambda: blocked + STALE)
         assert await other.close_stale() == 0
         row = await _running_row(db, answer_id)
-        assert row is not None
-        assert row.heartbeat_at > utcnow() - timedelta(seconds=INTERVAL_S * STALE_INTERVALS)
+        assert row is not None and row.heartbeat_at > blocked
         async with db.read() as session:
             assert await session.scalar(select(Message).where(Message.id == answer_id)) is None
     finally:
@@ -117,64 +116,12 @@ async def test_a_dead_process_is_still_closed(db: Database, users: UserFactory) 
     await wait_for(written, within=10 + FLUSH_DELAY_S)
     task.cancel()  # its thread stops: what a killed process's heartbeat does
     await asyncio.gather(task, return_exceptions=True)
-    await asyncio.sleep(INTERVAL_S * STALE_INTERVALS * 2)
-    assert await Liveness(db, INTERVAL_S).close_stale() == 1
+    later = utcnow() + 2 * STALE  # another process, once the row's heartbeat is stale
+    assert await Liveness(db, INTERVAL_S, now=lambda: later).close_stale() == 1
     async with db.read() as session:
         closed = await session.scalar(select(Message).where(Message.id == answer_id))
     assert closed is not None
     assert (closed.content, closed.interrupted) == ("Cut", True)
-
-
-async def test_the_real_end_replaces_an_interrupted_copy(db: Database, users: UserFactory) -> None:
-    conversation_id, answer_id = await _answer_started(db, users)
-    async with db.write() as session:  # what another process's close_stale saves
-        session.add(
-            Message(
-                id=answer_id,
-                conversation_id=conversation_id,
-                role="assistant",
-                content="Half",
-                interrupted=True,
-                created_at=utcnow(),
-            )
-        )
-    calls = [{"id": "t1", "name": "echo_text", "arguments": {"text": "x"}}]
-    results = [{"toolCallId": "t1", "success": True, "result": "x"}]
-    saved = await save_assistant_message(
-        db,
-        assistant_message(
-            conversation_id=conversation_id,
-            message_id=answer_id,
-            content="The whole answer",
-            tool_calls=calls,
-            tool_results=results,
-            usage={"inputTokens": 3, "outputTokens": 4},
-        ),
-    )
-    assert not saved.interrupted
-    async with db.read() as session:
-        rows = (await session.scalars(select(Message).where(Message.id == answer_id))).all()
-    assert len(rows) == 1
-    stored = rows[0]
-    assert (stored.content, stored.interrupted) == ("The whole answer", False)
-    assert (stored.tool_calls, stored.tool_results) == (calls, results)
-    assert stored.usage == {"inputTokens": 3, "outputTokens": 4}
-
-
-async def test_a_message_id_taken_by_a_finished_answer_is_still_refused(
-    db: Database, users: UserFactory
-) -> None:
-    """Only an interrupted copy gives way: a second save of a finished answer is an error."""
-    conversation_id, answer_id = await _answer_started(db, users)
-    first: dict[str, Any] = {"conversation_id": conversation_id, "message_id": answer_id}
-    done = assistant_message(**first, content="Done", tool_calls=[], tool_results=[])
-    await save_assistant_message(db, done)
-    again = assistant_message(**first, content="Again", tool_calls=[], tool_results=[])
-    with pytest.raises(Exception, match=r"(?i)unique|duplicate"):
-        await save_assistant_message(db, again)
-    async with db.read() as session:
-        stored = await session.scalar(select(Message).where(Message.id == answer_id))
-    assert stored is not None and stored.content == "Done"
 
 
 async def test_what_the_answers_gain_after_their_first_write_is_saved_at_the_next_beat(

@@ -11,17 +11,12 @@ from pathlib import Path
 
 from sqlalchemy.dialects import sqlite
 
-from controlcenter.chat import run_store
-from controlcenter.chat.events import event_data, message_start
-from controlcenter.chat.stream import STOP_POLL_S, ChatRuns
+from controlcenter.chat import store
+from controlcenter.chat.channel import EventChannel
+from controlcenter.chat.stream import ChatRuns
 from controlcenter.db import Database
 from controlcenter.db.migrate import upgrade
 from tests.conftest import RunningServer, UserFactory
-
-
-async def _run(db: Database, user_id: str, message_id: str) -> None:
-    first = (1, event_data(message_start("c", message_id)))
-    await run_store.create_run(db, message_id, user_id, first)
 
 
 async def test_a_stop_asked_elsewhere_stops_the_run_here_and_no_other(
@@ -30,27 +25,24 @@ async def test_a_stop_asked_elsewhere_stops_the_run_here_and_no_other(
     user = await users.create()
     here_db, there_db = Database(server.db.url), Database(server.db.url)
     here = ChatRuns(here_db)
+    stopped = going_on = None
     try:
-        for message_id in ("msg_1_poll0000a", "msg_1_poll0000b"):
-            await _run(here_db, user.id, message_id)
-        stopped = await here.record("msg_1_poll0000a")
-        going_on = await here.record("msg_1_poll0000b")
-        asked = await run_store.request_stop(there_db, "msg_1_poll0000a", user.id)
-        assert asked is run_store.StopAnswer.ASKED
-        for _ in range(250):
-            if stopped.stopped:
-                break
-            await asyncio.sleep(0.02)
-        assert stopped.stopped
+        stopped = await here.begin(user.id, None, "stop me", EventChannel())
+        going_on = await here.begin(user.id, None, "go on", EventChannel())
+        assert stopped is not None and going_on is not None
+        asked = await store.request_stop(there_db, stopped.message_id, user.id)
+        assert asked is store.StopAnswer.ASKED
+        # What the run's loop does while its provider answers: it waits until a stop comes.
+        assert await stopped.unless_stopped(asyncio.Event().wait()) is None
         assert not going_on.stopped
-        assert await run_store.stops_asked(there_db) == ["msg_1_poll0000a"]
+        assert await store.stops_asked(there_db) == [stopped.message_id]
         # Ended, it is no longer polled for, stop flag or not.
-        await run_store.append_events(there_db, "msg_1_poll0000a", [], status=run_store.STOPPED)
-        assert await run_store.stops_asked(there_db) == []
+        await stopped.finish(store.STOPPED)
+        assert await store.stops_asked(there_db) == []
     finally:
-        here.forget(stopped)
-        here.forget(going_on)
-        await asyncio.sleep(2 * STOP_POLL_S)  # the poller sees no run left and ends
+        for run in (stopped, going_on):
+            if run is not None:
+                here.forget(run)
         await here.drain(1.0)
         await here_db.dispose()
         await there_db.dispose()
@@ -59,7 +51,7 @@ async def test_a_stop_asked_elsewhere_stops_the_run_here_and_no_other(
 def test_sqlites_poll_reads_the_partial_index_only(tmp_path: Path) -> None:
     path = tmp_path / "poll.db"
     upgrade(f"sqlite+aiosqlite:///{path}")
-    query = str(run_store._STOPS_ASKED.compile(dialect=sqlite.dialect()))
+    compiled = store._STOPS_ASKED.compile(dialect=sqlite.dialect())
     with closing(sqlite3.connect(path)) as connection:
-        plan = connection.execute(f"EXPLAIN QUERY PLAN {query}").fetchall()
+        plan = connection.execute(f"EXPLAIN QUERY PLAN {compiled}").fetchall()
     assert [row[3] for row in plan] == ["SCAN chat_runs USING INDEX ix_chat_runs_stops_asked"]

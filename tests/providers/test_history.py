@@ -5,16 +5,16 @@ from __future__ import annotations
 from controlcenter.common.secrets import redact
 from controlcenter.llm.types import (
     AssistantTurn,
-    ToolCall,
-    ToolResult,
+    ToolInvocation,
+    ToolOutcome,
     ToolResultsTurn,
     Turn,
     UserTurn,
 )
 from controlcenter.providers.history import parse_arguments, sendable_turns
 
-CALL_A = ToolCall("a", "t", {})
-CALL_B = ToolCall("b", "t", {})
+CALL_A = ToolInvocation("a", "t", {})
+CALL_B = ToolInvocation("b", "t", {})
 
 
 def test_blank_turns_are_dropped() -> None:
@@ -28,7 +28,7 @@ def test_calls_without_results_are_dropped_but_their_text_kept() -> None:
 
 
 def test_partly_answered_calls_keep_only_the_answered_ones() -> None:
-    result_b = ToolResult("b", True, 2)
+    result_b = ToolOutcome("b", True, 2)
     turns: list[Turn] = [
         UserTurn("hi"),
         AssistantTurn("", (CALL_A, CALL_B)),
@@ -42,7 +42,11 @@ def test_partly_answered_calls_keep_only_the_answered_ones() -> None:
 
 
 def test_results_follow_their_calls_order_and_strays_are_dropped() -> None:
-    a, b, stray = ToolResult("a", True, 1), ToolResult("b", False, error="x"), ToolResult("z", True)
+    a, b, stray = (
+        ToolOutcome("a", True, 1),
+        ToolOutcome("b", False, error="x"),
+        ToolOutcome("z", True),
+    )
     turns: list[Turn] = [
         UserTurn("hi"),
         AssistantTurn("", (CALL_A, CALL_B)),

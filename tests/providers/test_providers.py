@@ -14,8 +14,8 @@ import pytest
 from controlcenter.config import Config
 from controlcenter.llm.types import (
     AssistantTurn,
-    ToolCall,
-    ToolResult,
+    ToolInvocation,
+    ToolOutcome,
     ToolResultsTurn,
     ToolSpec,
     Turn,
@@ -137,9 +137,9 @@ async def test_several_tool_calls_keep_their_order_and_ids(case: Case) -> None:
 
     assert reply.text == "Working on it."
     assert reply.tool_calls == (
-        ToolCall("id_1", "crm_search_contacts", {"query": "a"}),
-        ToolCall("id_2", "crm_add_tag", {"contactId": "c2"}),
-        ToolCall("id_3", "crm_search_contacts", {"query": "c"}),
+        ToolInvocation("id_1", "crm_search_contacts", {"query": "a"}),
+        ToolInvocation("id_2", "crm_add_tag", {"contactId": "c2"}),
+        ToolInvocation("id_3", "crm_search_contacts", {"query": "c"}),
     )
 
 
@@ -161,8 +161,8 @@ async def test_history_round_trip_in_native_form(case: Case) -> None:
         api_key=fake.api_key, system="s", turns=[UserTurn("Tag Acme")], tools=[SEARCH, TAG]
     )
     results = (
-        ToolResult(first.tool_calls[0].id, True, {"contacts": [{"id": "c1"}]}),
-        ToolResult(first.tool_calls[1].id, False, error="Tag not found"),
+        ToolOutcome(first.tool_calls[0].id, True, {"contacts": [{"id": "c1"}]}),
+        ToolOutcome(first.tool_calls[1].id, False, error="Tag not found"),
     )
     turns: list[Turn] = [
         UserTurn("Tag Acme"),
@@ -249,14 +249,14 @@ async def test_history_round_trip_in_native_form(case: Case) -> None:
 async def test_blank_text_is_never_sent(case: Case) -> None:
     """Calls without text, empty stored replies and blank user turns: the API accepts all."""
     provider, fake = case
-    call = ToolCall("call_x1", "crm_search_contacts", {"query": "a"})
+    call = ToolInvocation("call_x1", "crm_search_contacts", {"query": "a"})
     turns: list[Turn] = [
         UserTurn("First"),
         AssistantTurn(""),  # a stored reply with no content
         UserTurn("   "),
         UserTurn("Second"),
         AssistantTurn("", (call,)),
-        ToolResultsTurn((ToolResult("call_x1", True, []),)),
+        ToolResultsTurn((ToolOutcome("call_x1", True, []),)),
     ]
 
     await provider.complete(api_key=fake.api_key, system="s", turns=turns, tools=[SEARCH])
@@ -286,12 +286,12 @@ async def test_blank_text_is_never_sent(case: Case) -> None:
 async def test_unanswered_calls_and_stray_results_are_left_out(case: Case) -> None:
     """A history cut short (calls whose results were never stored) still makes a valid request."""
     provider, fake = case
-    dangling = ToolCall("call_gone", "crm_search_contacts", {"query": "a"})
+    dangling = ToolInvocation("call_gone", "crm_search_contacts", {"query": "a"})
     turns: list[Turn] = [
         UserTurn("First"),
         AssistantTurn("Let me check.", (dangling,)),
         UserTurn("Never mind"),
-        ToolResultsTurn((ToolResult("call_stray", True, 1),)),
+        ToolResultsTurn((ToolOutcome("call_stray", True, 1),)),
         UserTurn("Hello?"),
     ]
 
@@ -307,10 +307,10 @@ async def test_unanswered_calls_and_stray_results_are_left_out(case: Case) -> No
 async def test_results_are_sent_in_the_order_of_their_calls(case: Case) -> None:
     provider, fake = case
     calls = (
-        ToolCall("call_a", "crm_search_contacts", {"query": "a"}),
-        ToolCall("call_b", "crm_search_contacts", {"query": "b"}),
+        ToolInvocation("call_a", "crm_search_contacts", {"query": "a"}),
+        ToolInvocation("call_b", "crm_search_contacts", {"query": "b"}),
     )
-    results = (ToolResult("call_b", True, "B"), ToolResult("call_a", True, "A"))
+    results = (ToolOutcome("call_b", True, "B"), ToolOutcome("call_a", True, "A"))
     turns: list[Turn] = [UserTurn("Go"), AssistantTurn("", calls), ToolResultsTurn(results)]
 
     await provider.complete(api_key=fake.api_key, system="s", turns=turns, tools=[SEARCH])

@@ -14,8 +14,8 @@ import pytest
 from controlcenter.config import Config
 from controlcenter.llm.types import (
     AssistantTurn,
-    ToolCall,
-    ToolResult,
+    ToolInvocation,
+    ToolOutcome,
     ToolResultsTurn,
     ToolSpec,
     Turn,
@@ -37,11 +37,11 @@ SEARCH = ToolSpec(
     {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
 )
 TAG = ToolSpec("crm_add_tag", "Tag a contact", {"type": "object", "properties": {}})
-CALL = ToolCall("toolu_1", "crm_search_contacts", {"query": "Smith"})
+CALL = ToolInvocation("toolu_1", "crm_search_contacts", {"query": "Smith"})
 TURNS: list[Turn] = [
     UserTurn("Find the Smiths"),
     AssistantTurn("Looking.", (CALL,)),
-    ToolResultsTurn((ToolResult("toolu_1", True, {"contacts": ["Ann Smith"]}),)),
+    ToolResultsTurn((ToolOutcome("toolu_1", True, {"contacts": ["Ann Smith"]}),)),
 ]
 
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from controlcenter.chat.models import Conversation
+from controlcenter.chat.models import ConversationRow
 from controlcenter.db import utcnow
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import OutboxJob
@@ -80,7 +80,7 @@ async def test_a_chat_message_over_32000_characters_is_400(
         400,
         {"error": "Message too long: at most 32000 characters"},
     )
-    assert await count(server, Conversation) == 0
+    assert await count(server, ConversationRow) == 0
     # At the bound the message passes this check and meets the next (no API key here).
     response = await client.post(CHAT, json={"message": "é" * 32_000}, headers=user.headers)
     assert response.status_code == 400
@@ -92,7 +92,9 @@ async def seed_conversations(server: RunningServer, user: AppUser, n: int) -> li
     the order within a tie (by id) is exercised too."""
     start = utcnow()
     rows = [
-        Conversation(user_id=user.id, title=f"c{i}", created_at=start + timedelta(seconds=i // 2))
+        ConversationRow(
+            user_id=user.id, title=f"c{i}", created_at=start + timedelta(seconds=i // 2)
+        )
         for i in range(n)
     ]
     async with server.db.write() as db:

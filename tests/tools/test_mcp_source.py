@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from controlcenter.llm.types import ToolCall
+from controlcenter.llm.types import ToolInvocation
 from controlcenter.tools.base import ToolContext, ToolError
 from controlcenter.tools.mcp_source import McpSource
 from controlcenter.tools.router import StaticSource, ToolRouter
@@ -42,20 +42,20 @@ async def test_lists_the_servers_tools_with_their_schemas(fake_mcp: FakeMcp) -> 
 
 async def test_calls_return_structured_results_and_errors(fake_mcp: FakeMcp) -> None:
     box = await ToolRouter([source_for(fake_mcp.url)]).toolbox()
-    ok = await box.execute(ToolCall("c1", "lookup_listing", {"mls_number": "A1"}), CONTEXT)
+    ok = await box.execute(ToolInvocation("c1", "lookup_listing", {"mls_number": "A1"}), CONTEXT)
     assert ok.to_json() == {
         "toolCallId": "c1",
         "success": True,
         "result": {"mlsNumber": "A1", "price": 1250000, "status": "active"},
     }
-    failed = await box.execute(ToolCall("c2", "fail_always", {"reason": "today"}), CONTEXT)
+    failed = await box.execute(ToolInvocation("c2", "fail_always", {"reason": "today"}), CONTEXT)
     assert failed.success is False
     assert failed.error == "Error executing tool fail_always: listing service unavailable today"
     # Checked against the listed schema before the server is asked.
-    invalid = await box.execute(ToolCall("c3", "mls_search", {"city": 3}), CONTEXT)
+    invalid = await box.execute(ToolInvocation("c3", "mls_search", {"city": 3}), CONTEXT)
     assert invalid.error == "Invalid arguments: 3 is not of type 'string' (at city)"
     # The dotted name is offered sanitised and called by its real name.
-    found = await box.execute(ToolCall("c4", "mls_search", {"city": "Austin"}), CONTEXT)
+    found = await box.execute(ToolInvocation("c4", "mls_search", {"city": "Austin"}), CONTEXT)
     assert found.result == {"result": ["Austin tower", "Austin plaza"]}  # the server wraps lists
     assert fake_mcp.calls == [
         ("lookup_listing", {"mls_number": "A1"}),

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from controlcenter.llm.types import ToolCall
+from controlcenter.llm.types import ToolInvocation
 from controlcenter.tools.base import Settings, Tool, ToolContext, ToolError
 from controlcenter.tools.router import (
     MAX_TOOLS,
@@ -97,8 +97,7 @@ async def test_builtin_source_wins_a_name_clash() -> None:
     builtin = make_tool("contact_search")
     clash = make_tool("contact_search")
     extra = make_tool("listing_search")
-    router = ToolRouter([StaticSource([builtin])])
-    router.add_source(StaticSource([clash, extra]))
+    router = ToolRouter([StaticSource([builtin]), StaticSource([clash, extra])])
     tools = await router.tools()
     assert [t.name for t in tools] == ["contact_search", "listing_search"]
     assert tools[0] is builtin
@@ -121,8 +120,10 @@ def test_provider_names_are_valid_unique_and_keep_valid_names() -> None:
 async def test_sanitised_call_is_mapped_back_to_the_original_tool() -> None:
     box = await ToolRouter([StaticSource([make_tool("mls.search")])]).toolbox()
     assert [s.name for s in box.specs] == ["mls_search"]
-    call = ToolCall(id="c1", name="mls_search", arguments={"city": "Austin"})
-    assert box.original(call) == ToolCall(id="c1", name="mls.search", arguments={"city": "Austin"})
+    call = ToolInvocation(id="c1", name="mls_search", arguments={"city": "Austin"})
+    assert box.original(call) == ToolInvocation(
+        id="c1", name="mls.search", arguments={"city": "Austin"}
+    )
     result = await box.execute(call, CONTEXT)
     assert result.to_json() == {
         "toolCallId": "c1",
@@ -133,7 +134,7 @@ async def test_sanitised_call_is_mapped_back_to_the_original_tool() -> None:
 
 async def test_unknown_tool_is_a_failed_result() -> None:
     box = await ToolRouter([StaticSource([make_tool("contact_get")])]).toolbox()
-    result = await box.execute(ToolCall("c9", "nope", {}), CONTEXT)
+    result = await box.execute(ToolInvocation("c9", "nope", {}), CONTEXT)
     assert result.to_json() == {"toolCallId": "c9", "success": False, "error": "Unknown tool: nope"}
     assert result.line() == "Tool c9 error: Unknown tool: nope"
 
@@ -152,15 +153,19 @@ async def test_arguments_are_validated_before_the_handler_runs() -> None:
         "additionalProperties": False,
     }
     box = await ToolRouter([StaticSource([make_tool("contact_search", schema, handler)])]).toolbox()
-    missing = await box.execute(ToolCall("c1", "contact_search", {}), CONTEXT)
+    missing = await box.execute(ToolInvocation("c1", "contact_search", {}), CONTEXT)
     assert missing.success is False
     assert missing.error == "Invalid arguments: 'q' is a required property"
-    wrong = await box.execute(ToolCall("c2", "contact_search", {"q": "a", "limit": "5"}), CONTEXT)
+    wrong = await box.execute(
+        ToolInvocation("c2", "contact_search", {"q": "a", "limit": "5"}), CONTEXT
+    )
     assert wrong.error == "Invalid arguments: '5' is not of type 'integer' (at limit)"
-    extra = await box.execute(ToolCall("c3", "contact_search", {"q": "a", "x": 1}), CONTEXT)
+    extra = await box.execute(ToolInvocation("c3", "contact_search", {"q": "a", "x": 1}), CONTEXT)
     assert extra.success is False and "'x' was unexpected" in (extra.error or "")
     assert ran == []
-    good = await box.execute(ToolCall("c4", "contact_search", {"q": "a", "limit": 2}), CONTEXT)
+    good = await box.execute(
+        ToolInvocation("c4", "contact_search", {"q": "a", "limit": 2}), CONTEXT
+    )
     assert good.to_json() == {"toolCallId": "c4", "success": True, "result": "ok"}
     assert ran == [{"q": "a", "limit": 2}]
 
@@ -175,13 +180,13 @@ async def test_tool_error_and_unexpected_exception_are_failed_results() -> None:
     box = await ToolRouter(
         [StaticSource([make_tool("contact_get", handler=refuses), make_tool("x", handler=crashes)])]
     ).toolbox()
-    refused = await box.execute(ToolCall("a", "contact_get", {}), CONTEXT)
+    refused = await box.execute(ToolInvocation("a", "contact_get", {}), CONTEXT)
     assert refused.to_json() == {
         "toolCallId": "a",
         "success": False,
         "error": "Contact 42 does not exist",
     }
-    crashed = await box.execute(ToolCall("b", "x", {}), CONTEXT)
+    crashed = await box.execute(ToolInvocation("b", "x", {}), CONTEXT)
     assert crashed.to_json() == {
         "toolCallId": "b",
         "success": False,
@@ -191,7 +196,7 @@ async def test_tool_error_and_unexpected_exception_are_failed_results() -> None:
 
 async def test_a_broken_schema_does_not_block_the_tool() -> None:
     box = await ToolRouter([StaticSource([make_tool("t", {"type": 12})])]).toolbox()
-    result = await box.execute(ToolCall("c", "t", {"a": 1}), CONTEXT)
+    result = await box.execute(ToolInvocation("c", "t", {"a": 1}), CONTEXT)
     assert result.success is True
 
 
@@ -210,7 +215,7 @@ async def test_toolbox_is_shared_while_no_source_changes() -> None:
 @pytest.mark.parametrize("arguments", [[1, 2], "text", None])
 async def test_arguments_that_are_not_an_object_fail(arguments: Any) -> None:
     box = await ToolRouter([StaticSource([make_tool("t")])]).toolbox()
-    result = await box.execute(ToolCall("c", "t", arguments), CONTEXT)
+    result = await box.execute(ToolInvocation("c", "t", arguments), CONTEXT)
     assert result.to_json() == {
         "toolCallId": "c",
         "success": False,

@@ -10,7 +10,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from controlcenter.crm.tools import crm_tools
-from controlcenter.llm.types import ToolCall
+from controlcenter.llm.types import ToolInvocation
 from controlcenter.tools.base import Settings, Tool, ToolContext
 from controlcenter.tools.mcp_source import McpSource
 from controlcenter.tools.router import MAX_TOOLS, StaticSource, Toolbox, ToolRouter
@@ -185,16 +185,16 @@ async def test_arguments_are_checked_against_the_schema_as_published() -> None:
     assert "anyOf" not in spec.input_schema  # offered without it
     assert "anyOf" in EMAIL_OR_PHONE_SCHEMA  # the published schema is left as it is
 
-    refused = await box.execute(ToolCall("c1", "book", {}), CONTEXT)
+    refused = await box.execute(ToolInvocation("c1", "book", {}), CONTEXT)
     assert refused.to_json() == {
         "toolCallId": "c1",
         "success": False,
         "error": "Invalid arguments: Give at least one of: email; phone.",
     }
-    wrong_type = await box.execute(ToolCall("c2", "book", {"email": 5}), CONTEXT)
+    wrong_type = await box.execute(ToolInvocation("c2", "book", {"email": 5}), CONTEXT)
     assert wrong_type.error == "Invalid arguments: 5 is not of type 'string' (at email)"
     assert ran == []
-    ok = await box.execute(ToolCall("c3", "book", {"phone": "+15550100"}), CONTEXT)
+    ok = await box.execute(ToolInvocation("c3", "book", {"phone": "+15550100"}), CONTEXT)
     assert ok.success and ran == [{"phone": "+15550100"}]
 
 

@@ -21,7 +21,7 @@ from controlcenter.auth.models import ADMIN, SUPER_ADMIN, USER, ApiToken, Sessio
 from controlcenter.auth.passwords import hash_password_off_loop, verify_password
 from controlcenter.auth.service import create_user, normalise_email
 from controlcenter.auth.verified import verified_credentials
-from controlcenter.chat.models import Conversation, Message
+from controlcenter.chat.models import ConversationRow, Message
 from controlcenter.common.logs import get_logger
 from controlcenter.common.times import iso
 from controlcenter.db import Database, utcnow
@@ -244,9 +244,9 @@ async def delete_user(database: Database, user_id: str, *, actor_role: str) -> i
         user = await _locked_target(db, user_id)
         _check_may_act(actor_role, user.role)
         await _check_not_last_super_admin(db, user)
-        conversations = select(Conversation.id).where(Conversation.user_id == user_id)
+        conversations = select(ConversationRow.id).where(ConversationRow.user_id == user_id)
         await db.execute(delete(Message).where(Message.conversation_id.in_(conversations)))
-        await db.execute(delete(Conversation).where(Conversation.user_id == user_id))
+        await db.execute(delete(ConversationRow).where(ConversationRow.user_id == user_id))
         await db.execute(delete(Onboarding).where(Onboarding.userId == user_id))
         await db.execute(delete(Session).where(Session.user_id == user_id))
         await db.execute(delete(ApiToken).where(ApiToken.user_id == user_id))

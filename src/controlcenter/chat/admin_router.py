@@ -9,8 +9,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from pydantic import ValidationError
 
-from controlcenter.chat.api_schemas import ChatPolicyAnswer, UsageReport
 from controlcenter.chat.policy import CHAT_POLICY, ChatPolicyInput, policy_text, stored_policy
+from controlcenter.chat.schemas import ChatPolicyAnswer, UsageReport
 from controlcenter.chat.usage import usage_report
 from controlcenter.db import utcnow
 from controlcenter.web.body import read_object

@@ -4,41 +4,40 @@ agentic loop between the provider and the tools, the assistant message, and the 
 from __future__ import annotations
 
 import traceback
-from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
+from controlcenter.admin_settings.names import SettingName
 from controlcenter.admin_settings.usable import UnusableSettingError, check_credential
 from controlcenter.auth.models import User
 from controlcenter.chat import events
+from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.context import ChatContext
 from controlcenter.chat.context_budget import fit
-from controlcenter.chat.conversations import (
-    ASSISTANT,
-    StoredText,
-    TurnStart,
-    assistant_message,
-    new_message_id,
-    replace_interrupted,
-)
 from controlcenter.chat.policy import DEFAULT_CONTEXT_TOKEN_BUDGET
-from controlcenter.chat.recorder import RunRecord
-from controlcenter.chat.run_store import APPROVED, DONE, FAILED, STOPPED
-from controlcenter.chat.schemas import API_KEY_SETTINGS, message_json
-from controlcenter.chat.stream import ChatRuns, EventChannel
+from controlcenter.chat.schemas import message_json
+from controlcenter.chat.store import (
+    APPROVED,
+    ASSISTANT,
+    DONE,
+    FAILED,
+    STOPPED,
+    RunRecord,
+    assistant_message,
+)
+from controlcenter.chat.stream import ChatRuns
 from controlcenter.common.logs import get_logger
 from controlcenter.common.secrets import MASK, redact
-from controlcenter.db import Database, refused_row
 from controlcenter.llm.types import (
     AssistantTurn,
-    ProviderReply,
-    ToolResult,
+    ToolOutcome,
     ToolResultsTurn,
-    ToolSpec,
     Turn,
     UserTurn,
 )
-from controlcenter.providers.base import Provider, ProviderError, StreamingProvider
+from controlcenter.providers.base import Ask, Provider, ProviderError
 from controlcenter.providers.history import TIMEOUT_MESSAGE
 
 log = get_logger(__name__)
@@ -74,6 +73,7 @@ class ChatTurn:
     message: str
     conversation_id: Any  # the raw request value; None when absent
     provider: str
+    key_setting: SettingName  # where `api_key` comes from, named when it is unusable
     api_key: str
     token_deltas: bool = False  # CONTRACT 11 `?deltas=tokens`: the provider in streaming mode
     approve_writes: bool = False  # CONTRACT 11: the policy's `toolApproval: "writes"`
@@ -90,93 +90,82 @@ class ChatTurn:
 
 
 async def run_chat(
-    db: Database,
-    provider: Provider,
-    context: ChatContext,
-    turn: ChatTurn,
-    channel: EventChannel,
-    runs: ChatRuns,
+    provider: Provider, context: ChatContext, turn: ChatTurn, channel: EventChannel, runs: ChatRuns
 ) -> None:
     """Runs to the end whatever happens to the connection (a client that went away resumes
     from the stored events); the channel is closed and the run's end stored in every case."""
+    run: RunRecord | None = None
     status = FAILED
+    failure: events.Event | None = None
     try:
-        await _process(db, provider, context, turn, channel, runs)
-        status = STOPPED if channel.run is not None and channel.run.stopped else DONE
+        # Before anything is saved: a key that cannot travel in a header fails every call.
+        check_credential(turn.key_setting, turn.api_key)
+        run = await runs.begin(turn.user.id, turn.conversation_id, turn.message, channel)
+        if run is None:
+            channel.send(events.error(CONVERSATION_NOT_FOUND))  # belongs to no message
+        else:
+            await _answer(provider, context, turn, run)
+            status = STOPPED if run.stopped else DONE
     except ProviderError as exc:
         code = str(exc.status_code) if exc.status_code is not None else None
         message = redact(exc.message, *turn.secrets, mask=MASK)
         log.warning("provider error", provider=turn.provider, status=code, message=message)
-        channel.send(events.error(message or UNEXPECTED, code))
+        failure = events.error(message or UNEXPECTED, code)
     except UnusableSettingError as exc:
         # An operator's mistake, not a bug: one line naming the setting, no traceback.
         log.warning("chat refused: configuration error", setting=exc.name, problem=exc.reason)
-        channel.send(events.error(str(exc)))
+        failure = events.error(str(exc))
     except Exception as exc:
         # The traceback is logged as text so that the key can be taken out of it as well.
         trace = "".join(traceback.format_exception(exc))
         log.error(
             "chat failed", provider=turn.provider, traceback=redact(trace, *turn.secrets, mask=MASK)
         )
-        channel.send(events.error(redact(str(exc), *turn.secrets, mask=MASK) or UNEXPECTED))
-    finally:
+        shown = UNEXPECTED if isinstance(exc, SQLAlchemyError) else str(exc)  # no SQL shown
+        failure = events.error(redact(shown, *turn.secrets, mask=MASK) or UNEXPECTED)
+    finally:  # cancelled at shutdown too
+        if failure is not None:
+            (channel.send if run is None else run.send)(failure)
         channel.close()
-        if channel.run is not None:
-            await _finish(runs, channel.run, status)
+        if run is not None:
+            runs.forget(run)
+            try:
+                await run.finish(status)  # at once when the answer's write ended it already
+            except Exception as exc:
+                log.error("chat run's end not stored", error=redact(str(exc)))
 
 
-async def _finish(runs: ChatRuns, run: RunRecord, status: str) -> None:
-    runs.forget(run)
-    try:
-        await run.finish(status)
-    except Exception as exc:
-        log.error("chat run's end not stored", error=redact(str(exc)))
-
-
-async def _process(
-    db: Database,
-    provider: Provider,
-    context: ChatContext,
-    turn: ChatTurn,
-    channel: EventChannel,
-    runs: ChatRuns,
-) -> None:
-    # Before anything is saved: a key that cannot travel in a header fails every call.
-    check_credential(API_KEY_SETTINGS[turn.provider], turn.api_key)
-    message_id = new_message_id()
-    started = await runs.starts.start(
-        TurnStart(turn.user.id, turn.conversation_id, turn.message, answer_id=message_id)
-    )
-    if started is None:
-        channel.send(events.error(CONVERSATION_NOT_FOUND))
-        return
-    run = await runs.record(message_id)
-    channel.begin(run, events.message_start(started.conversation_id, message_id))
-
+async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run: RunRecord) -> None:
+    """The loop between the provider and the tools, then the assistant message."""
     toolbox, acting_for = await context.toolbox(turn.user)
-    history = [*map(_as_turn, started.history)]
-    new_message = UserTurn(turn.message)
-    turns: list[Turn] = [*history, new_message]
+    history = [
+        AssistantTurn(text.content) if text.role == ASSISTANT else UserTurn(text.content)
+        for text in run.history
+    ]
+    turns: list[Turn] = [*history, UserTurn(turn.message)]
+    # `?deltas=tokens`: the provider in streaming mode, each piece of text an event.
+    streamed: list[str] = []
+
+    def on_text(piece: str) -> None:
+        streamed.append(piece)
+        run.send(events.content_delta(piece))
 
     content = ""
     tool_calls: list[dict[str, Any]] = []
     tool_results: list[dict[str, Any]] = []
     for _ in range(MAX_ITERATIONS):
-        streamed: list[str] = []
+        streamed.clear()
         sent = fit(history, turns[len(history) :], turn.context_token_budget)
         run.waiting()  # the last round's events written now, not after a wake-up of their own
+        asking = Ask(SYSTEM_PROMPT, sent, toolbox.specs, on_text if turn.token_deltas else None)
         try:
-            reply = await run.unless_stopped(
-                _ask(provider, turn.api_key, turn, sent, toolbox.specs, channel, streamed)
-            )
+            reply = await run.unless_stopped(asking.of(provider, turn.api_key))
         except ProviderError as exc:
             other = turn.fallback
             if other is None or streamed or not _passing(exc):
                 raise
-            channel.send(events.provider_fallback(turn.provider, other.name))
-            reply = await run.unless_stopped(
-                _ask(other.provider, other.api_key, turn, sent, toolbox.specs, channel, streamed)
-            )
+            run.send(events.provider_fallback(turn.provider, other.name))
+            reply = await run.unless_stopped(asking.of(other.provider, other.api_key))
         if reply is None:  # stopped: the text already sent is kept
             content += "".join(streamed)
             break
@@ -184,7 +173,7 @@ async def _process(
         if reply.text:
             content += reply.text
             if not streamed:
-                channel.send(events.content_delta(reply.text))
+                run.send(events.content_delta(reply.text))
         if not reply.tool_calls:
             break
         results = []
@@ -193,48 +182,39 @@ async def _process(
                 break
             shown = toolbox.original(call)
             tool_calls.append(shown.to_json())
-            channel.send(events.tool_call_start(shown))
+            run.send(events.tool_call_start(shown))
             if turn.approve_writes and toolbox.writes(call):
                 await run.ask_approval(call.id)  # stored first: the event invites an answer
-                channel.send(events.tool_approval_required(shown))
+                run.send(events.tool_approval_required(shown))
                 answer = await run.approval(call.id, turn.approval_timeout_s)
                 if answer != APPROVED:
                     refused = STOPPED_BEFORE_RUNNING if answer == STOPPED else DENIED_BY_USER
-                    result = ToolResult(call.id, False, error=refused)
+                    result = ToolOutcome(call.id, False, error=refused)
                     results.append(result)
                     tool_results.append(result.to_json())
-                    channel.send(events.tool_result(result))
+                    run.send(events.tool_result(result))
                     continue
             run.count_tool_call()
             result = await toolbox.execute(call, acting_for)
             results.append(result)
             tool_results.append(result.to_json())
-            channel.send(events.tool_result(result))
+            run.send(events.tool_result(result))
         if run.stopped:
             break
         turns.append(AssistantTurn(reply.text, reply.tool_calls))
         turns.append(ToolResultsTurn(tuple(results)))
 
     message = assistant_message(
-        conversation_id=started.conversation_id,
-        message_id=message_id,
+        conversation_id=run.conversation_id,
+        message_id=run.message_id,
         content=content,
         tool_calls=tool_calls,
         tool_results=tool_results,
         usage=run.usage.json(),
     )
     complete = events.message_complete(message_json(message), stopped=run.stopped)
-    status = STOPPED if run.stopped else DONE
-    try:
-        # One write: the message, the events still pending, message_complete and the run's
-        # end (a lone chat's last two transactions were the message's and the end's).
-        await channel.end_with(complete, status, message)
-    except Exception as exc:
-        # Closed as interrupted by another process meanwhile: its copy is replaced, and the
-        # last events go the writer's way (a refusal for any other reason stands).
-        if not refused_row(exc) or not await replace_interrupted(db, message):
-            raise
-        channel.send(events.message_complete(message_json(message), stopped=run.stopped))
+    # One write: the message, the events still pending, message_complete and the run's end.
+    await run.finish(STOPPED if run.stopped else DONE, complete, message)
 
 
 def _passing(exc: ProviderError) -> bool:
@@ -244,34 +224,3 @@ def _passing(exc: ProviderError) -> bool:
     if status is None:
         return exc.message == TIMEOUT_MESSAGE
     return status == 429 or status >= 500
-
-
-def _ask(
-    provider: Provider,
-    api_key: str,
-    turn: ChatTurn,
-    turns: list[Turn],
-    tools: Sequence[ToolSpec],
-    channel: EventChannel,
-    streamed: list[str],
-) -> Awaitable[ProviderReply]:
-    """One provider call: in streaming mode with `?deltas=tokens` (each piece of text is a
-    `content_delta` as it arrives, and kept in `streamed`), else SPEC's one reply."""
-    stream = getattr(provider, "stream", None) if turn.token_deltas else None
-    if stream is None:
-        return provider.complete(api_key=api_key, system=SYSTEM_PROMPT, turns=turns, tools=tools)
-
-    def on_text(piece: str) -> None:
-        streamed.append(piece)
-        channel.send(events.content_delta(piece))
-
-    streaming = cast(StreamingProvider, provider)
-    return streaming.stream(
-        api_key=api_key, system=SYSTEM_PROMPT, turns=turns, tools=tools, on_text=on_text
-    )
-
-
-def _as_turn(stored: StoredText) -> Turn:
-    if stored.role == ASSISTANT:
-        return AssistantTurn(text=stored.content)
-    return UserTurn(text=stored.content)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from controlcenter.llm.types import ToolCall, ToolResult
+from controlcenter.llm.types import ToolInvocation, ToolOutcome
 
 Event = dict[str, Any]
 
@@ -18,16 +18,16 @@ def content_delta(delta: str) -> Event:
     return {"type": "content_delta", "delta": delta}
 
 
-def tool_call_start(call: ToolCall) -> Event:
+def tool_call_start(call: ToolInvocation) -> Event:
     return {"type": "tool_call_start", "toolCall": call.to_json()}
 
 
-def tool_approval_required(call: ToolCall) -> Event:
+def tool_approval_required(call: ToolInvocation) -> Event:
     """CONTRACT 11: the call writes and waits for the user's approve or deny."""
     return {"type": "tool_approval_required", "toolCall": call.to_json()}
 
 
-def tool_result(result: ToolResult) -> Event:
+def tool_result(result: ToolOutcome) -> Event:
     return {"type": "tool_result", "toolResult": result.to_json()}
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from datetime import datetime
 
 from sqlalchemy import update
 
@@ -27,11 +28,18 @@ log = get_logger(__name__)
 
 class Heartbeat:
     def __init__(
-        self, url: str, owner: str, interval_s: float, has_rows: Callable[[], bool]
+        self,
+        url: str,
+        owner: str,
+        interval_s: float,
+        has_rows: Callable[[], bool],
+        now: Callable[[], datetime] = utcnow,
     ) -> None:
         """`has_rows`: whether the process has running answers in the table (read from the
         thread; a wrong answer costs one idle write or one skipped beat, never a lost one:
-        rows are written with a fresh heartbeat)."""
+        rows are written with a fresh heartbeat). `now`: the clock of the beats."""
+        self.last_beat: datetime | None = None  # the time the last beat wrote
+        self._now = now
         self._url = url
         self._owner = owner
         self._interval_s = interval_s
@@ -62,9 +70,11 @@ class Heartbeat:
                 runner.run(db.dispose())
 
     async def _beat(self, db: Database) -> None:
+        beat = self._now()
         async with db.write() as session:
             await session.execute(
                 update(RunningMessage)
                 .where(RunningMessage.owner == self._owner)
-                .values(heartbeat_at=utcnow())
+                .values(heartbeat_at=beat)
             )
+        self.last_beat = beat

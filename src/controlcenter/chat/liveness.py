@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, delete, select, update
 
-from controlcenter.chat import events, run_store
+from controlcenter.chat import events, store
 from controlcenter.chat.events import event_data
 from controlcenter.chat.heartbeat import Heartbeat
-from controlcenter.chat.models import Conversation, Message, RunningMessage
+from controlcenter.chat.models import ConversationRow, Message, RunningMessage
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database, utcnow
 
@@ -84,14 +85,21 @@ class RunningAnswer:
 
 
 class Liveness:
-    def __init__(self, db: Database, interval_s: float) -> None:
+    def __init__(
+        self, db: Database, interval_s: float, now: Callable[[], datetime] = utcnow
+    ) -> None:
+        """`now`: the clock of the heartbeats and of the stale limit."""
         self._db = db
         self._interval_s = interval_s
+        self._now = now
         self.owner = uuid.uuid4().hex
         self._unwritten: dict[str, RunningAnswer] = {}
         self._written: dict[str, RunningAnswer] = {}
         self._finished: set[str] = set()
         self._wake = asyncio.Event()
+        self.heartbeat = Heartbeat(
+            db.url, self.owner, interval_s, has_rows=lambda: bool(self._written), now=now
+        )
 
     # -- from the chats (synchronous, no I/O) --------------------------------------------------
 
@@ -112,14 +120,11 @@ class Liveness:
         """Until cancelled: flush, save the answers so far, close the answers of dead
         processes (at once on start: what a previous process left behind and is stale is
         closed now). The heartbeat's thread runs as long as this does."""
-        heartbeat = Heartbeat(
-            self._db.url, self.owner, self._interval_s, has_rows=lambda: bool(self._written)
-        )
-        heartbeat.start()
+        self.heartbeat.start()
         try:
             await self._run()
         finally:
-            await asyncio.to_thread(heartbeat.stop)
+            await asyncio.to_thread(self.heartbeat.stop)
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -154,7 +159,7 @@ class Liveness:
         done = set(self._finished)
         if not new and not done:
             return
-        now = utcnow()
+        now = self._now()
         async with self._db.write() as session:
             if done:
                 await session.execute(
@@ -190,7 +195,7 @@ class Liveness:
 
     async def close_stale(self) -> int:
         """Close the answers whose process stopped beating; how many."""
-        limit = utcnow() - timedelta(seconds=self._interval_s * STALE_INTERVALS)
+        limit = self._now() - timedelta(seconds=self._interval_s * STALE_INTERVALS)
         stale_rows = (RunningMessage.heartbeat_at < limit, RunningMessage.owner != self.owner)
         # Nearly every beat finds nothing: looked for in a read first, so that the beat holds
         # no write transaction (on SQLite the whole database's lock) for nothing. Held while
@@ -207,12 +212,12 @@ class Liveness:
         async with self._db.write() as session:
             for row in (await session.scalars(query)).all():
                 stale.append(row.message_id)
-                conversation = await session.get(Conversation, row.conversation_id)
+                conversation = await session.get(ConversationRow, row.conversation_id)
                 already = await session.scalar(
                     select(Message.id).where(Message.id == row.message_id)
                 )
                 if conversation is not None and already is None:
-                    now = utcnow()
+                    now = self._now()
                     session.add(
                         Message(
                             id=row.message_id,
@@ -232,7 +237,7 @@ class Liveness:
         # any process reads the error and stops waiting.
         final = event_data(events.error(INTERRUPTED))
         for message_id in stale:
-            await run_store.close_run(self._db, message_id, final, run_store.INTERRUPTED)
+            await store.close_run(self._db, message_id, final, store.INTERRUPTED)
         if closed:
             log.warning("chat answers interrupted by a stopped process were closed", count=closed)
         return closed

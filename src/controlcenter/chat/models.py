@@ -11,7 +11,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from controlcenter.db import Base, UTCDateTime, new_id, utcnow
 
 
-class Conversation(Base):
+class ConversationRow(Base):
     __tablename__ = "conversations"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
@@ -75,7 +75,7 @@ class ChatRun(Base):
     tool_calls: Mapped[int] = mapped_column(Integer, default=0)
 
 
-class ChatEvent(Base):
+class ChatEventRow(Base):
     """One event of a run as sent (its JSON text), numbered from 1: the `n` of `id: <m>:<n>`.
     Kept 24 h."""
 

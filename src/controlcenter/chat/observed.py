@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any
 
+from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.events import Event
 from controlcenter.chat.liveness import Liveness, RunningAnswer
-from controlcenter.chat.recorder import RunRecord
-from controlcenter.chat.stream import EventChannel
 from controlcenter.observability import tracing
 from controlcenter.observability.metrics import CHATS
 
@@ -33,14 +32,10 @@ class ObservedChannel(EventChannel):
         self._liveness = liveness
         self._answer: RunningAnswer | None = None
 
-    def begin(self, run: RunRecord, event: Event) -> None:
-        # The run's first event (`message_start`) comes here, stored with the run.
-        super().begin(run, event)
-        if event.get("type") == "message_start" and self._liveness is not None:
-            self._answer = self._liveness.started(event["conversationId"], event["messageId"])
-
     def note(self, event: Event) -> None:
         kind = event.get("type")
+        if kind == "message_start" and self._liveness is not None:
+            self._answer = self._liveness.started(event["conversationId"], event["messageId"])
         answer = self._answer
         if answer is not None:
             answer.apply(event)

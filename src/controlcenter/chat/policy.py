@@ -33,7 +33,7 @@ class ChatPolicyInput(BaseModel):
 
 
 @dataclass(frozen=True)
-class ChatPolicy:
+class PolicyValues:
     tool_approval: Literal["off", "writes"] = "off"
     monthly_token_quota: int | None = None
     fallback: bool = False
@@ -47,13 +47,13 @@ class ChatPolicy:
             "contextTokenBudget": self.context_token_budget,
         }
 
-    def updated(self, body: dict[str, Any]) -> ChatPolicy:
+    def updated(self, body: dict[str, Any]) -> PolicyValues:
         """This policy with the fields of a PUT body. Raises pydantic's ValidationError.
 
         `monthlyTokenQuota: null` removes the quota (an absent field leaves it)."""
         given = ChatPolicyInput.model_validate(body)
         sent = given.model_fields_set
-        return ChatPolicy(
+        return PolicyValues(
             tool_approval=given.toolApproval if "toolApproval" in sent else self.tool_approval,
             monthly_token_quota=(
                 given.monthlyTokenQuota if "monthlyTokenQuota" in sent else self.monthly_token_quota
@@ -67,15 +67,15 @@ class ChatPolicy:
         )
 
 
-def stored_policy(raw: str | None) -> ChatPolicy:
+def stored_policy(raw: str | None) -> PolicyValues:
     """The policy from its stored JSON; the defaults when unset (or unreadable)."""
     if not raw:
-        return ChatPolicy()
+        return PolicyValues()
     try:
-        return ChatPolicy().updated(json.loads(raw))
+        return PolicyValues().updated(json.loads(raw))
     except (ValueError, ValidationError):
-        return ChatPolicy()
+        return PolicyValues()
 
 
-def policy_text(policy: ChatPolicy) -> str:
+def policy_text(policy: PolicyValues) -> str:
     return json.dumps(policy.json(), separators=(",", ":"))

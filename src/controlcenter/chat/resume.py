@@ -9,10 +9,10 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import suppress
 
-from controlcenter.chat import run_store
+from controlcenter.chat import store
 from controlcenter.chat.events import frame_of, is_last
-from controlcenter.chat.run_store import RUNNING
 from controlcenter.chat.signals import Signals
+from controlcenter.chat.store import RUNNING
 from controlcenter.db import Database
 
 _EVENT_ID = re.compile(r"^(?P<message>[^:\s]{1,64}):(?P<n>\d{1,9})$")
@@ -35,7 +35,7 @@ def after_event(message_id: str, last_event_id: str | None, after: int | None) -
 
 
 async def owned_run(db: Database, message_id: str, user_id: str) -> bool:
-    found = await run_store.run_owner_status(db, message_id)
+    found = await store.run_owner_status(db, message_id)
     return found is not None and found[0] == user_id
 
 
@@ -46,17 +46,17 @@ async def tail(db: Database, signals: Signals, message_id: str, after: int) -> A
         await signals.listen()
         while True:
             woken.clear()
-            rows = await run_store.events_after(db, message_id, last)
+            rows = await store.events_after(db, message_id, last)
             for n, data in rows:
                 yield frame_of(data, f"{message_id}:{n}")
                 last = n
                 if is_last(data):
                     return
             if not rows:
-                found = await run_store.run_owner_status(db, message_id)
+                found = await store.run_owner_status(db, message_id)
                 if found is None or found[1] != RUNNING:
                     # Its end was stored with its last events: anything left is read now.
-                    for n, data in await run_store.events_after(db, message_id, last):
+                    for n, data in await store.events_after(db, message_id, last):
                         yield frame_of(data, f"{message_id}:{n}")
                     return
                 with suppress(TimeoutError):

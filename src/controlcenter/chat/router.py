@@ -10,37 +10,28 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from controlcenter.auth.models import User
-from controlcenter.chat.api_schemas import (
-    SSE_DESCRIPTION,
-    SSE_EXAMPLE,
-    ChatEventFrame,
-    ConversationAnswer,
-    ConversationPage,
-)
-from controlcenter.chat.api_schemas import (
-    ChatRequest as ChatRequestBody,
-)
+from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.conversations import (
     delete_conversation,
     get_conversation,
     list_conversations,
 )
-from controlcenter.chat.request_body import read_chat_body
-from controlcenter.chat.resume import InvalidLastEventIdError, after_event, owned_run, tail
-from controlcenter.chat.run_store import (
-    APPROVED,
-    DENIED,
-    Answer,
-    StopAnswer,
-    answer_approval,
-    request_stop,
-)
-from controlcenter.chat.schemas import (
-    ChatRequest,
+from controlcenter.chat.request import (
+    ChatInput,
     ChatRequestError,
+    parse_chat_request,
+    read_chat_body,
+)
+from controlcenter.chat.resume import InvalidLastEventIdError, after_event, owned_run, tail
+from controlcenter.chat.schemas import (
+    SSE_DESCRIPTION,
+    SSE_EXAMPLE,
+    ChatEventFrame,
+    ChatRequest,
+    ConversationAnswer,
+    ConversationPage,
     conversation_json,
     conversation_with_messages,
-    parse_chat_request,
 )
 from controlcenter.chat.service import (
     ChatParts,
@@ -48,7 +39,14 @@ from controlcenter.chat.service import (
     QuotaReachedError,
     start_chat,
 )
-from controlcenter.chat.stream import EventChannel
+from controlcenter.chat.store import (
+    APPROVED,
+    DENIED,
+    Answer,
+    StopAnswer,
+    answer_approval,
+    request_stop,
+)
 from controlcenter.web.deps import ChatPartsDep, CurrentUser, DatabaseDep
 from controlcenter.web.errors import ApiError
 from controlcenter.web.openapi_doc import Success, answers, json_body
@@ -82,7 +80,7 @@ SSE_HEADERS = {
     **answers(
         ChatEventFrame, 400, 401, 413, 429, write=True, stream=SSE_DESCRIPTION, example=SSE_EXAMPLE
     ),
-    openapi_extra=json_body(ChatRequestBody),
+    openapi_extra=json_body(ChatRequest),
 )
 async def chat(
     request: Request,
@@ -110,7 +108,7 @@ async def chat(
 async def started_chat(
     chat_parts: ChatParts,
     user: User,
-    parse: Callable[[], ChatRequest],
+    parse: Callable[[], ChatInput],
     *,
     ids: bool = False,
     token_deltas: bool = False,

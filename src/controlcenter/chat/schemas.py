@@ -1,59 +1,247 @@
-"""The ChatRequest (SPEC 2.3) and its checks, in SPEC 4.2's order (steps 2-4; step 5 needs
-the settings and is the service's)."""
+"""The chat's requests, answers and events as JSON: the
+models that describe them in the interface description (`tests/test_openapi.py` checks real
+answers against them), and the functions that build the answers from the stored rows."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from controlcenter.admin_settings.names import PROVIDER_A_API_KEY, PROVIDER_B_API_KEY, SettingName
-from controlcenter.chat.models import Conversation, Message
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, Json, RootModel
+
+from controlcenter.chat import models
 from controlcenter.common.times import iso
-from controlcenter.providers.base import PROVIDER_A, PROVIDER_B, PROVIDERS
+from controlcenter.web.openapi_doc import absent
 
-MISSING_MESSAGE = "Missing or empty message"
-MESSAGE_MAX_CHARS = 32_000  # CONTRACT 9; characters (code points), as SPEC 8 counts them
-MESSAGE_TOO_LONG = f"Message too long: at most {MESSAGE_MAX_CHARS} characters"
-INVALID_PROVIDER = f"Invalid provider: must be one of {', '.join(PROVIDERS)}"
-INVALID_TEXT = "Invalid text: strings must not contain NUL characters or unpaired surrogates"
-API_KEY_SETTINGS: dict[str, SettingName] = {
-    PROVIDER_A: PROVIDER_A_API_KEY,
-    PROVIDER_B: PROVIDER_B_API_KEY,
-}
+ProviderName = Literal["provider_a", "provider_b"]
+_NEW_CONVERSATION = "absent: a new conversation"
 
 
-class ChatRequestError(ValueError):
-    """The request breaks one of SPEC 4.2's checks; the message is the answer's `error`."""
-
-
-@dataclass(frozen=True)
-class ChatRequest:
-    message: str
-    conversation_id: Any  # None when absent or null; otherwise the raw value (see docs/chat.md)
-    provider: str
-
-
-def parse_chat_request(body: Any) -> ChatRequest:
-    """Raises ChatRequestError for a missing/blank message or a provider that is not allowed."""
-    fields = body if isinstance(body, dict) else {}
-    message = fields.get("message")
-    if not isinstance(message, str) or not message.strip():
-        raise ChatRequestError(MISSING_MESSAGE)
-    if len(message) > MESSAGE_MAX_CHARS:
-        raise ChatRequestError(MESSAGE_TOO_LONG)
-    provider = fields.get("provider", PROVIDER_A)
-    if not isinstance(provider, str) or provider not in PROVIDERS:
-        raise ChatRequestError(INVALID_PROVIDER)
-    return ChatRequest(
-        message=message, conversation_id=fields.get("conversationId"), provider=provider
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "example": {"message": "Which contacts did I add this week?", "provider": "provider_a"}
+        }
     )
+    message: str = Field(min_length=1, description="not blank")
+    conversationId: str = absent(_NEW_CONVERSATION)
+    provider: ProviderName = "provider_a"
 
 
-def missing_key_message(provider: str) -> str:
-    return f"No API key configured for {provider}. Please add it in settings."
+class UiChatRequest(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "example": {
+                "id": "chat-1",
+                "trigger": "submit-message",
+                "messages": [
+                    {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Hi"}]}
+                ],
+            }
+        }
+    )
+    id: str = absent()
+    messages: list[dict[str, Any]] = Field(
+        description="AI SDK UIMessages; the last must be the user's, with text parts"
+    )
+    trigger: str = absent()
+    conversationId: str = absent(_NEW_CONVERSATION)
+    provider: ProviderName = absent()
 
 
-def conversation_json(row: Conversation) -> dict[str, Any]:
+class ToolCall(BaseModel):
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class ToolResult(BaseModel):
+    toolCallId: str
+    success: bool
+    result: Any = absent("on success: the tool's result")
+    error: str = absent("on failure")
+
+
+class Usage(BaseModel):
+    """CONTRACT 11: an assistant message's tokens, from the providers' own counts."""
+
+    inputTokens: int
+    outputTokens: int
+    providerCalls: int
+
+
+class ChatMessage(BaseModel):
+    id: str
+    role: Literal["user", "assistant"]
+    content: str
+    toolCalls: list[ToolCall] = absent("only when the message made tool calls")
+    toolResults: list[ToolResult] = absent("only when the message made tool calls")
+    createdAt: AwareDatetime
+    usage: Usage = absent("assistant messages (CONTRACT 11)")
+    interrupted: Literal[True] = absent("closed after its process died (CONTRACT 13)")
+
+
+class Conversation(BaseModel):
+    id: str
+    title: str
+    createdAt: AwareDatetime = absent()
+    updatedAt: AwareDatetime = absent()
+    messages: list[ChatMessage] = absent("in GET /conversations/{conversation_id}")
+
+
+class ConversationPage(BaseModel):
+    conversations: list[Conversation]
+    nextCursor: str | None
+
+
+class ConversationAnswer(BaseModel):
+    conversation: Conversation
+
+
+class ChatPolicy(BaseModel):
+    toolApproval: Literal["off", "writes"]
+    monthlyTokenQuota: int | None = Field(ge=0)
+    fallback: bool
+    contextTokenBudget: int = Field(ge=1000)
+
+
+class ChatPolicyAnswer(BaseModel):
+    policy: ChatPolicy
+
+
+class UserUsage(BaseModel):
+    userId: str
+    email: str
+    name: str
+    inputTokens: int
+    outputTokens: int
+    chats: int
+    toolCalls: int
+
+
+class UsageReport(BaseModel):
+    month: str = Field(description="YYYY-MM")
+    users: list[UserUsage]
+
+
+# The events of the stream.
+
+
+class MessageStart(BaseModel):
+    type: Literal["message_start"]
+    conversationId: str
+    messageId: str
+
+
+class ContentDelta(BaseModel):
+    type: Literal["content_delta"]
+    delta: str
+
+
+class ToolCallStart(BaseModel):
+    type: Literal["tool_call_start"]
+    toolCall: ToolCall
+
+
+class ProviderFallback(BaseModel):
+    """With the chat policy's `fallback` (CONTRACT 11)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    type: Literal["provider_fallback"]
+    from_: ProviderName = Field(alias="from")
+    to: ProviderName
+
+
+class ToolApprovalRequired(BaseModel):
+    """With the chat policy's `toolApproval: "writes"` (CONTRACT 11)."""
+
+    type: Literal["tool_approval_required"]
+    toolCall: ToolCall
+
+
+class ToolResultEvent(BaseModel):
+    type: Literal["tool_result"]
+    toolResult: ToolResult
+
+
+class MessageComplete(BaseModel):
+    type: Literal["message_complete"]
+    message: ChatMessage
+    stopped: Literal[True] = absent("only when the message was stopped (CONTRACT 11)")
+
+
+class ErrorEvent(BaseModel):
+    type: Literal["error"]
+    error: str
+    code: str = absent()
+
+
+class ChatEvent(RootModel[Any]):
+    """One `data:` frame of the chat's event stream (SPEC 6)."""
+
+    root: Annotated[
+        MessageStart
+        | ContentDelta
+        | ToolCallStart
+        | ProviderFallback
+        | ToolApprovalRequired
+        | ToolResultEvent
+        | MessageComplete
+        | ErrorEvent,
+        Field(discriminator="type"),
+    ]
+
+
+class ChatEventFrame(BaseModel):
+    """One event of the stream. Before OpenAPI 3.2 an event stream's `schema` describes one
+    event: its `data` line holds a JSON ChatEvent (what 3.2 calls the `itemSchema`)."""
+
+    data: Json[ChatEvent]
+
+
+UiChunkType = Literal[
+    "start",
+    "text-start",
+    "text-delta",
+    "text-end",
+    "tool-input-available",
+    "tool-output-available",
+    "tool-output-error",
+    "finish",
+    "error",
+]
+
+
+class UiMessageChunk(BaseModel):
+    """One `data:` frame of the AI SDK's UI message stream (then `[DONE]`)."""
+
+    model_config = ConfigDict(extra="allow")
+    type: UiChunkType
+
+
+class UiMessageFrame(BaseModel):
+    """The UI message stream ends with the frame `data: [DONE]`, which is not JSON."""
+
+    data: Literal["[DONE]"] | Json[UiMessageChunk]
+
+
+SSE_DESCRIPTION = (
+    "Server-sent events: each frame is `data: <JSON ChatEvent>` and a blank line. Order: "
+    "`message_start`, then `content_delta`, `tool_call_start` and `tool_result` events, then "
+    "`message_complete`; after an `error` event nothing follows. Errors found before the "
+    "stream starts are plain JSON answers (400, 401). With `?ids=1` (and always on the "
+    "events endpoint) each frame also has an `id: <messageId>:<n>` line (CONTRACT 11)."
+)
+SSE_EXAMPLE = (
+    'data: {"type":"message_start","conversationId":"c1","messageId":"msg_1763888400000_a1b2c3d4e"}'
+    '\n\ndata: {"type":"content_delta","delta":"You added 3 contacts."}\n\n'
+    'data: {"type":"message_complete","message":{"id":"msg_1763888400000_a1b2c3d4e",'
+    '"role":"assistant","content":"You added 3 contacts.","createdAt":"2026-11-23T09:00:00.000Z"}}'
+    "\n\n"
+)
+UI_STREAM_DESCRIPTION = "The Vercel AI SDK's UI message stream (`docs/chat.md`)."
+
+
+def conversation_json(row: models.ConversationRow) -> dict[str, Any]:
     return {
         "id": row.id,
         "title": row.title,
@@ -62,7 +250,7 @@ def conversation_json(row: Conversation) -> dict[str, Any]:
     }
 
 
-def message_json(row: Message) -> dict[str, Any]:
+def message_json(row: models.Message) -> dict[str, Any]:
     """A stored message / ControlCenterMessage: toolCalls and toolResults only when present."""
     body: dict[str, Any] = {"id": row.id, "role": row.role, "content": row.content}
     if row.tool_calls:
@@ -71,11 +259,13 @@ def message_json(row: Message) -> dict[str, Any]:
         body["toolResults"] = row.tool_results
     body["createdAt"] = iso(row.created_at)
     if row.usage is not None:
-        body["usage"] = row.usage  # CONTRACT 11: an added field of assistant messages
+        body["usage"] = row.usage  # assistant messages only
     if row.interrupted:
-        body["interrupted"] = True  # CONTRACT 13: closed after its process died
+        body["interrupted"] = True  # closed by another process after its own died
     return body
 
 
-def conversation_with_messages(row: Conversation, messages: list[Message]) -> dict[str, Any]:
+def conversation_with_messages(
+    row: models.ConversationRow, messages: list[models.Message]
+) -> dict[str, Any]:
     return {**conversation_json(row), "messages": [message_json(m) for m in messages]}

@@ -23,12 +23,13 @@ from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.admin_settings.usable import credential_problem
 from controlcenter.auth.models import User
 from controlcenter.chat.agent import ChatTurn, Fallback, run_chat
+from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.context import ChatContext
 from controlcenter.chat.liveness import Liveness
 from controlcenter.chat.observed import ObservedChannel, observed_run
 from controlcenter.chat.policy import CHAT_POLICY, stored_policy
-from controlcenter.chat.schemas import API_KEY_SETTINGS, ChatRequest, missing_key_message
-from controlcenter.chat.stream import ChatRuns, EventChannel
+from controlcenter.chat.request import ChatInput
+from controlcenter.chat.stream import ChatRuns
 from controlcenter.chat.usage import tokens_this_month
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database, utcnow
@@ -45,6 +46,10 @@ CHAT_SETTINGS: tuple[SettingName, ...] = (
     CHAT_POLICY,
 )
 QUOTA_REACHED = "Monthly token quota reached"
+API_KEY_SETTINGS: dict[str, SettingName] = {
+    PROVIDER_A: PROVIDER_A_API_KEY,
+    PROVIDER_B: PROVIDER_B_API_KEY,
+}
 
 
 class MissingApiKeyError(Exception):
@@ -72,7 +77,7 @@ class ChatParts:
 async def start_chat(
     parts: ChatParts,
     user: User,
-    request: ChatRequest,
+    request: ChatInput,
     *,
     ids: bool = False,
     token_deltas: bool = False,
@@ -83,36 +88,36 @@ async def start_chat(
     settings = await parts.settings.get_many(CHAT_SETTINGS)
     api_key = settings.get(API_KEY_SETTINGS[request.provider], "")
     if not api_key:
-        raise MissingApiKeyError(missing_key_message(request.provider))
+        raise MissingApiKeyError(
+            f"No API key configured for {request.provider}. Please add it in settings."
+        )
     policy = stored_policy(settings.get(CHAT_POLICY))
     if policy.monthly_token_quota is not None:
         used = await tokens_this_month(parts.db, user.id, utcnow())
         if used >= policy.monthly_token_quota:
             raise QuotaReachedError(QUOTA_REACHED)
+    # The other provider, when the policy allows it and its key is set and usable.
+    other = PROVIDER_B if request.provider == PROVIDER_A else PROVIDER_A
+    other_key = settings.get(API_KEY_SETTINGS[other], "")
+    fallback = None
+    if policy.fallback and other_key and credential_problem(other_key) is None:
+        fallback = Fallback(name=other, provider=parts.providers[other], api_key=other_key)
     channel = ObservedChannel(parts.liveness, ids=ids)
     turn = ChatTurn(
         user=user,
         message=request.message,
         conversation_id=request.conversation_id,
         provider=request.provider,
+        key_setting=API_KEY_SETTINGS[request.provider],
         api_key=api_key,
         token_deltas=token_deltas,
         approve_writes=policy.tool_approval == "writes",
         approval_timeout_s=parts.approval_timeout_s,
-        fallback=_fallback(parts, request.provider, settings) if policy.fallback else None,
+        fallback=fallback,
         context_token_budget=policy.context_token_budget,
     )
     context = ChatContext(settings=settings, crm=parts.crm, tools=parts.tools)
     provider = parts.providers[request.provider]
-    run = run_chat(parts.db, provider, context, turn, channel, parts.runs)
+    run = run_chat(provider, context, turn, channel, parts.runs)
     parts.runs.start(observed_run(run, channel, provider=request.provider))
     return channel
-
-
-def _fallback(parts: ChatParts, chosen: str, settings: Mapping[str, str]) -> Fallback | None:
-    """The other provider, when its key is set."""
-    other = PROVIDER_B if chosen == PROVIDER_A else PROVIDER_A
-    api_key = settings.get(API_KEY_SETTINGS[other], "")
-    if not api_key or credential_problem(api_key) is not None:  # unusable: no fallback
-        return None
-    return Fallback(name=other, provider=parts.providers[other], api_key=api_key)

@@ -1,12 +1,13 @@
 """Wake-ups between the parts of chats that run apart: the readers of a message's events
-(`chat.resume`) and a run asked to stop, in this process and in others.
+(`chat.resume`), a run asked to stop and a run waiting for an approval, in this process and in
+others.
 
 In one process a wake-up is an `asyncio.Event`. Across processes and instances on PostgreSQL,
-one LISTEN connection per process (asyncpg's `add_listener`) receives the notifications that
-`chat.run_store` sends with each write, so instances share nothing but the database. SQLite
-has no notifications: readers poll the events table (`SQLITE_POLL_S`), the runs of a
-process poll their stop flags (`chat.stream.ChatRuns`) and a run waiting for an approval reads
-its answer every `poll_s` (`RunRecord.approval`); all are cheap local reads.
+one LISTEN connection per process (`db.notifications.Listener`) receives the notifications
+that `chat.store` sends with each write, so instances share nothing but the database. SQLite
+has no notifications: readers poll the events table (`SQLITE_POLL_S`), the runs of a process
+poll their stop flags (`chat.stream.ChatRuns`) and a run waiting for an approval reads its
+answer every `poll_s` (`chat.store.RunRecord.approval`); all are cheap local reads.
 """
 
 from __future__ import annotations
@@ -14,16 +15,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
-from sqlalchemy.engine import make_url
-
-from controlcenter.chat.run_store import APPROVAL_CHANNEL, EVENTS_CHANNEL, STOP_CHANNEL
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database
+from controlcenter.db.notifications import Listener
 
 log = get_logger(__name__)
 
+EVENTS_CHANNEL = "cc_chat_events"
+STOP_CHANNEL = "cc_chat_stop"
+APPROVAL_CHANNEL = "cc_chat_approval"
 SQLITE_POLL_S = 0.1
 # On PostgreSQL a reader wakes on notifications; this only bounds the wait should one be
 # lost (the LISTEN connection dropped and is being opened again).
@@ -39,9 +40,9 @@ class Signals:
     ) -> None:
         self._db = db
         self._on_stop = on_stop
-        self._on_approval = on_approval
+        self._on_approval = on_approval or (lambda _: None)
         self._watchers: dict[str, set[asyncio.Event]] = {}
-        self._listener: Any = None  # asyncpg.Connection
+        self._listener: Listener | None = None
         self._opening = asyncio.Lock()
         self.poll_s = SQLITE_POLL_S if db.is_sqlite else POSTGRES_SAFETY_POLL_S
 
@@ -67,34 +68,21 @@ class Signals:
         """Open this process's LISTEN connection if it is not open (PostgreSQL only)."""
         if self._db.is_sqlite or self._listener is not None:
             return
-        import asyncpg  # type: ignore[import-untyped]  # loaded by PostgreSQL deployments only
-
         async with self._opening:
             if self._listener is not None:
                 return
-            dsn = make_url(self._db.url).set(drivername="postgresql")
+            handlers = {
+                EVENTS_CHANNEL: self.wake,
+                STOP_CHANNEL: self._on_stop,
+                APPROVAL_CHANNEL: self._on_approval,
+            }
             try:
-                connection = await asyncpg.connect(dsn.render_as_string(hide_password=False))
-                await connection.add_listener(EVENTS_CHANNEL, self._notified)
-                await connection.add_listener(STOP_CHANNEL, self._notified)
-                await connection.add_listener(APPROVAL_CHANNEL, self._notified)
+                self._listener = await Listener.open(self._db.url, handlers, self._lost)
             except Exception as exc:  # readers fall back to polling until the next attempt
                 log.warning("chat notifications unavailable", error=type(exc).__name__)
-                return
-            connection.add_termination_listener(self._lost)
-            self._listener = connection
 
-    def _notified(self, connection: Any, pid: int, channel: str, payload: str) -> None:
-        if channel == STOP_CHANNEL:
-            self._on_stop(payload)
-        elif channel == APPROVAL_CHANNEL:
-            if self._on_approval is not None:
-                self._on_approval(payload)
-        else:
-            self.wake(payload)
-
-    def _lost(self, connection: Any) -> None:
-        if self._listener is connection:
+    def _lost(self, listener: Listener) -> None:
+        if self._listener is listener:
             self._listener = None
             for watchers in self._watchers.values():  # read again, then listen again
                 for woken in watchers:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
-from controlcenter.chat.api_schemas import UI_STREAM_DESCRIPTION, UiChatRequest, UiMessageFrame
-from controlcenter.chat.request_body import read_chat_body
+from controlcenter.chat.request import read_chat_body
 from controlcenter.chat.router import SSE_HEADERS, started_chat
+from controlcenter.chat.schemas import UI_STREAM_DESCRIPTION, UiChatRequest, UiMessageFrame
 from controlcenter.chat.ui_stream import parse_ui_chat_request, ui_frames
 from controlcenter.web.deps import ChatPartsDep, CurrentUser
 from controlcenter.web.openapi_doc import answers, json_body

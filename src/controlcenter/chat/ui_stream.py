@@ -12,13 +12,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from controlcenter.chat.events import Event
-from controlcenter.chat.schemas import ChatRequest, parse_chat_request
+from controlcenter.chat.request import ChatInput, parse_chat_request
 
 DONE = b"data: [DONE]\n\n"
 Chunk = dict[str, Any]
 
 
-def parse_ui_chat_request(body: Any) -> ChatRequest:
+def parse_ui_chat_request(body: Any) -> ChatInput:
     """`{id, messages, trigger}` plus the optional `conversationId` and `provider`: the turn
     runs on the last message when it is the user's, its text parts joined by blank lines.
     Raises ChatRequestError with the chat's own messages."""

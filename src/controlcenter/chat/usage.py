@@ -34,7 +34,7 @@ async def tokens_this_month(db: Database, user_id: str, now: datetime) -> int:
 
 
 @dataclass(frozen=True)
-class UserUsage:
+class UsageRow:
     user_id: str
     email: str
     name: str
@@ -55,7 +55,7 @@ class UserUsage:
         }
 
 
-async def usage_report(db: Database, year: int, month: int) -> list[UserUsage]:
+async def usage_report(db: Database, year: int, month: int) -> list[UsageRow]:
     """Every user who chatted in the month, by e-mail: tokens, chats (assistant messages
     started) and tool calls."""
     start, end = month_bounds(year, month)
@@ -77,6 +77,6 @@ async def usage_report(db: Database, year: int, month: int) -> list[UserUsage]:
     async with db.read() as session:
         rows = await session.execute(query)
         return [
-            UserUsage(uid, email, name, int(tin or 0), int(tout or 0), int(n), int(tools or 0))
+            UsageRow(uid, email, name, int(tin or 0), int(tout or 0), int(n), int(tools or 0))
             for uid, email, name, tin, tout, n, tools in rows
         ]

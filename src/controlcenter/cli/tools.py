@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from controlcenter.llm.types import ToolCall
+from controlcenter.llm.types import ToolInvocation
 from controlcenter.tools.base import ToolContext
 
 if TYPE_CHECKING:  # the service's components load only when a command runs
@@ -83,7 +83,7 @@ async def _offered(parts: ChatParts) -> tuple[Toolbox, list[Offered]]:
             origin.setdefault(tool.name, label)
     offered = []
     for spec in toolbox.specs:
-        original = toolbox.original(ToolCall("list", spec.name, {})).name
+        original = toolbox.original(ToolInvocation("list", spec.name, {})).name
         offered.append(
             Offered(
                 spec.name,
@@ -167,7 +167,7 @@ def tools_call(
         entry = _find(offered, name)
         agency = await parts.settings.get_many(AGENCY_SETTINGS)
         context = ToolContext(user_id=user.id, crm=await broker_client(agency, parts.crm, user))
-        result = await toolbox.execute(ToolCall("cli", entry.name, arguments), context)
+        result = await toolbox.execute(ToolInvocation("cli", entry.name, arguments), context)
         return {"result": result.result} if result.success else {"error": result.error or ""}
 
     answer = _run(work)

@@ -19,8 +19,8 @@ class ToolSpec:
 
 
 @dataclass(frozen=True)
-class ToolCall:
-    """CONTRACT 5: `{id, name, arguments}`; `id` is what a ToolResult's `toolCallId` names."""
+class ToolInvocation:
+    """CONTRACT 5: `{id, name, arguments}`; `id` is what a ToolOutcome's `toolCallId` names."""
 
     id: str
     name: str
@@ -31,7 +31,7 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
-class ToolResult:
+class ToolOutcome:
     """SPEC 2.4: `result` on success, `error` on failure."""
 
     tool_call_id: str
@@ -63,14 +63,14 @@ class UserTurn:
 @dataclass(frozen=True)
 class AssistantTurn:
     text: str
-    tool_calls: tuple[ToolCall, ...] = ()
+    tool_calls: tuple[ToolInvocation, ...] = ()
 
 
 @dataclass(frozen=True)
 class ToolResultsTurn:
     """The results of the previous assistant turn's tool calls, one per call, in order."""
 
-    results: tuple[ToolResult, ...]
+    results: tuple[ToolOutcome, ...]
 
 
 Turn = UserTurn | AssistantTurn | ToolResultsTurn
@@ -79,7 +79,7 @@ Turn = UserTurn | AssistantTurn | ToolResultsTurn
 @dataclass(frozen=True)
 class ProviderReply:
     text: str
-    tool_calls: tuple[ToolCall, ...] = ()
+    tool_calls: tuple[ToolInvocation, ...] = ()
     # The API's own usage fields for this call (CONTRACT 11); 0 when it sent none.
     input_tokens: int = 0
     output_tokens: int = 0

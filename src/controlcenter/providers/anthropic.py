@@ -16,7 +16,14 @@ from anthropic.types import (
     ToolUseBlockParam,
 )
 
-from controlcenter.llm.types import AssistantTurn, ProviderReply, ToolCall, ToolSpec, Turn, UserTurn
+from controlcenter.llm.types import (
+    AssistantTurn,
+    ProviderReply,
+    ToolInvocation,
+    ToolSpec,
+    Turn,
+    UserTurn,
+)
 from controlcenter.providers.base import ProviderError
 from controlcenter.providers.body import Body, Parts
 from controlcenter.providers.history import (
@@ -101,7 +108,9 @@ def _options(system: str, tools: Tools) -> dict[str, Any]:
 def _reply(message: Message) -> ProviderReply:
     text = "".join(block.text for block in message.content if block.type == "text")
     calls = tuple(
-        ToolCall(id=block.id or new_call_id(), name=block.name, arguments=_object(block.input))
+        ToolInvocation(
+            id=block.id or new_call_id(), name=block.name, arguments=_object(block.input)
+        )
         for block in message.content
         if block.type == "tool_use"
     )
@@ -121,7 +130,7 @@ def _reply_json(data: Any) -> ProviderReply:
     blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
     text = "".join(str(b.get("text") or "") for b in blocks if b.get("type") == "text")
     calls = tuple(
-        ToolCall(
+        ToolInvocation(
             id=b.get("id") or new_call_id(),
             name=str(b.get("name") or ""),
             arguments=_object(b.get("input")),

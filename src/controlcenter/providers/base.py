@@ -7,8 +7,9 @@ and back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, cast
 
 from controlcenter.llm.types import ProviderReply, ToolSpec, Turn
 
@@ -53,3 +54,30 @@ class StreamingProvider(Provider, Protocol):
         tools: Sequence[ToolSpec],
         on_text: Callable[[str], None],
     ) -> ProviderReply: ...
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One request for a reply, ready to send to a provider: the system prompt, the turns and
+    the tools offered. With `on_text`, a provider that streams is called in streaming mode
+    and hands it each piece of text as it arrives; else the reply comes whole."""
+
+    system: str
+    turns: Sequence[Turn]
+    tools: Sequence[ToolSpec]
+    on_text: Callable[[str], None] | None = None
+
+    def of(self, provider: Provider, api_key: str) -> Awaitable[ProviderReply]:
+        stream = getattr(provider, "stream", None) if self.on_text is not None else None
+        if stream is None or self.on_text is None:
+            return provider.complete(
+                api_key=api_key, system=self.system, turns=self.turns, tools=self.tools
+            )
+        streaming = cast(StreamingProvider, provider)
+        return streaming.stream(
+            api_key=api_key,
+            system=self.system,
+            turns=self.turns,
+            tools=self.tools,
+            on_text=self.on_text,
+        )

@@ -12,7 +12,7 @@ import json
 import uuid
 from collections.abc import Sequence
 
-from controlcenter.llm.types import AssistantTurn, ToolResult, ToolResultsTurn, Turn, UserTurn
+from controlcenter.llm.types import AssistantTurn, ToolOutcome, ToolResultsTurn, Turn, UserTurn
 
 # The same words for both providers (the SDKs word them differently).
 TIMEOUT_MESSAGE = "Request timed out."
@@ -43,7 +43,7 @@ def sendable_turns(turns: Sequence[Turn]) -> list[Turn]:
             previous = out[-1] if out else None
             if not isinstance(previous, AssistantTurn) or not previous.tool_calls:
                 continue
-            by_id: dict[str, ToolResult] = {}
+            by_id: dict[str, ToolOutcome] = {}
             for result in turn.results:
                 by_id.setdefault(result.tool_call_id, result)
             out.append(ToolResultsTurn(results=tuple(by_id[c.id] for c in previous.tool_calls)))
@@ -66,7 +66,7 @@ def parse_arguments(raw: str | None) -> dict[str, object]:
 
     A model can emit arguments that are not a JSON object (truncated output, a bare string).
     The call is kept with no arguments so that the tool's own validation answers the model
-    with a failed ToolResult it can correct, instead of failing the whole chat.
+    with a failed ToolOutcome it can correct, instead of failing the whole chat.
     """
     if not raw:
         return {}

@@ -14,7 +14,14 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 
-from controlcenter.llm.types import AssistantTurn, ProviderReply, ToolCall, ToolSpec, Turn, UserTurn
+from controlcenter.llm.types import (
+    AssistantTurn,
+    ProviderReply,
+    ToolInvocation,
+    ToolSpec,
+    Turn,
+    UserTurn,
+)
 from controlcenter.providers.base import ProviderError
 from controlcenter.providers.body import Body, Parts
 from controlcenter.providers.history import (
@@ -62,7 +69,7 @@ class OpenAIProvider(SdkProvider[openai.AsyncOpenAI, ChatCompletionMessageParam]
             raise ProviderError(NO_CHOICES, None)
         message = completion.choices[0].message
         calls = tuple(
-            ToolCall(
+            ToolInvocation(
                 id=call.id or new_call_id(),
                 name=call.function.name,
                 arguments=parse_arguments(call.function.arguments),
@@ -123,7 +130,7 @@ class OpenAIProvider(SdkProvider[openai.AsyncOpenAI, ChatCompletionMessageParam]
         return ProviderReply(
             text="".join(text),
             tool_calls=tuple(
-                ToolCall(id=id_ or new_call_id(), name=name, arguments=parse_arguments(args))
+                ToolInvocation(id=id_ or new_call_id(), name=name, arguments=parse_arguments(args))
                 for id_, name, args in (calls[i] for i in sorted(calls))
             ),
             input_tokens=usage.prompt_tokens if usage is not None else 0,

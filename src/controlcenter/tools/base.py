@@ -36,4 +36,4 @@ class Tool:
 
 
 class ToolError(Exception):
-    """A failure the model should read as the ToolResult's `error`, and can act on."""
+    """A failure the model should read as the ToolOutcome's `error`, and can act on."""

@@ -4,7 +4,7 @@ streamable HTTP.
 The list is cached for `mcp_cache_ttl_s` per URL, failures included, so a server that is down
 or slow costs one attempt per TTL instead of one per chat. An unreachable server means "no MCP
 tools" (logged), never a failed chat; a failed call is a ToolError, which the router turns
-into a failed ToolResult the model can read. A list fetched again and found the same as the
+into a failed ToolOutcome the model can read. A list fetched again and found the same as the
 last one is answered with the last one's objects: the memos kept by identity downstream (the
 metrics wrapper, the router's toolbox with its offered schemas and validators, the providers'
 request bodies) then hold, where a new list cost a worker ~50 ms of CPU every TTL.

@@ -1,5 +1,5 @@
 """The tool router: one registry that tool sources add to, the order and cut of SPEC 4.2 step 5,
-provider-safe names (CONTRACT 5) and execution that always ends in a ToolResult.
+provider-safe names (CONTRACT 5) and execution that always ends in a ToolOutcome.
 
 A chat asks the router for a `Toolbox` once, before its loop: the tools offered to the provider
 and everything needed to run the calls that come back. Toolboxes are memoised while no source
@@ -18,7 +18,7 @@ from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
 from controlcenter.common.logs import get_logger
-from controlcenter.llm.types import ToolCall, ToolResult, ToolSpec
+from controlcenter.llm.types import ToolInvocation, ToolOutcome, ToolSpec
 from controlcenter.tools.base import Settings, Tool, ToolContext, ToolError
 from controlcenter.tools.schema import combinator_rule, offered_schema
 
@@ -138,37 +138,37 @@ class Toolbox:
             n: _Entry(t) for n, t in zip(names, ordered, strict=True)
         }
 
-    def original(self, call: ToolCall) -> ToolCall:
+    def original(self, call: ToolInvocation) -> ToolInvocation:
         """The call as the user sees it: with the tool's real name, not the offered one."""
         entry = self._by_offered.get(call.name)
         if entry is None or entry.tool.name == call.name:
             return call
-        return ToolCall(id=call.id, name=entry.tool.name, arguments=call.arguments)
+        return ToolInvocation(id=call.id, name=entry.tool.name, arguments=call.arguments)
 
-    def writes(self, call: ToolCall) -> bool:
+    def writes(self, call: ToolInvocation) -> bool:
         """Whether the call is to a tool that may write (CONTRACT 11); an unknown name runs
         nothing, so it needs no approval."""
         entry = self._by_offered.get(call.name)
         return entry is not None and not entry.tool.read_only
 
-    async def execute(self, call: ToolCall, context: ToolContext) -> ToolResult:
-        """Run one call; every failure becomes a failed ToolResult, never an exception."""
+    async def execute(self, call: ToolInvocation, context: ToolContext) -> ToolOutcome:
+        """Run one call; every failure becomes a failed ToolOutcome, never an exception."""
         entry = self._by_offered.get(call.name)
         if entry is None:
-            return ToolResult(call.id, False, error=f"Unknown tool: {call.name}")
+            return ToolOutcome(call.id, False, error=f"Unknown tool: {call.name}")
         if not isinstance(call.arguments, dict):
-            return ToolResult(call.id, False, error="Invalid arguments: expected a JSON object")
+            return ToolOutcome(call.id, False, error="Invalid arguments: expected a JSON object")
         problem = entry.check(call.arguments)
         if problem is not None:
-            return ToolResult(call.id, False, error=problem)
+            return ToolOutcome(call.id, False, error=problem)
         try:
             result = await entry.tool.handler(call.arguments, context)
         except ToolError as exc:
-            return ToolResult(call.id, False, error=str(exc) or "Tool failed")
+            return ToolOutcome(call.id, False, error=str(exc) or "Tool failed")
         except Exception:
             log.exception("tool raised", tool=entry.tool.name, tool_call_id=call.id)
-            return ToolResult(call.id, False, error=f"Tool {entry.tool.name} failed unexpectedly")
-        return ToolResult(call.id, True, result=result)
+            return ToolOutcome(call.id, False, error=f"Tool {entry.tool.name} failed unexpectedly")
+        return ToolOutcome(call.id, True, result=result)
 
 
 class ToolRouter:
@@ -176,37 +176,25 @@ class ToolRouter:
     earlier source wins, so the built-in catalogue (added first) beats any other source."""
 
     def __init__(self, sources: Sequence[ToolSource] = ()) -> None:
-        self._sources: list[ToolSource] = list(sources)
+        # In order; a toolbox is built again whenever what they list differs (`toolbox`).
+        self.sources: list[ToolSource] = list(sources)
         self._memo: tuple[tuple[Sequence[Tool], ...], Toolbox] | None = None
         self._not_offered: set[str] = set()
 
-    @property
-    def sources(self) -> tuple[ToolSource, ...]:
-        return tuple(self._sources)
-
-    def add_source(self, source: ToolSource, *, first: bool = False) -> None:
-        """Add a source; `first` puts it ahead of the others, so it wins every name clash."""
-        self._sources.insert(0 if first else len(self._sources), source)
-        self._memo = None
-
-    def remove_source(self, source: ToolSource) -> None:
-        self._sources.remove(source)
-        self._memo = None
-
     async def aclose(self) -> None:
         """Close the sources that hold connections (at shutdown)."""
-        for source in self._sources:
+        for source in self.sources:
             close = getattr(source, "aclose", None)
             if close is not None:
                 await close()
 
     async def tools(self) -> list[Tool]:
         """Every known tool, first source first, one per name."""
-        return _merge([await source.list_tools() for source in self._sources])
+        return _merge([await source.list_tools() for source in self.sources])
 
     async def toolbox(self, settings: Settings | None = None) -> Toolbox:
         """The tools as the sources list them now; `settings`: the chat's snapshot."""
-        lists = tuple([await source.list_tools(settings) for source in self._sources])
+        lists = tuple([await source.list_tools(settings) for source in self.sources])
         memo = self._memo
         if memo is not None and _same(memo[0], lists):
             return memo[1]

@@ -1,0 +1,59 @@
+"""The chat's request (`/chat` and `/ui-chat` alike): its body read, and its checks in order
+(steps 2-4; step 5 needs the settings and is the service's)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Request
+
+from controlcenter.providers.base import PROVIDER_A, PROVIDERS
+from controlcenter.web.body import read_json
+from controlcenter.web.errors import ApiError, InvalidJSONError, InvalidTextError
+
+MISSING_MESSAGE = "Missing or empty message"
+MESSAGE_MAX_CHARS = 32_000  # characters (code points), not bytes
+MESSAGE_TOO_LONG = f"Message too long: at most {MESSAGE_MAX_CHARS} characters"
+INVALID_PROVIDER = f"Invalid provider: must be one of {', '.join(PROVIDERS)}"
+INVALID_JSON = "Invalid JSON body"
+INVALID_TEXT = "Invalid text: strings must not contain NUL characters or unpaired surrogates"
+
+
+class ChatRequestError(ValueError):
+    """The request breaks one of the checks; the message is the answer's `error`."""
+
+
+@dataclass(frozen=True)
+class ChatInput:
+    """A chat request that passed the checks on its body."""
+
+    message: str
+    conversation_id: Any  # None when absent or null; otherwise the raw value (see docs/chat.md)
+    provider: str
+
+
+async def read_chat_body(request: Request) -> Any:
+    """The body as JSON; the chat's errors are plain `{error}` answers."""
+    try:
+        return await read_json(request)
+    except InvalidJSONError as exc:
+        raise ApiError(400, INVALID_JSON) from exc
+    except InvalidTextError as exc:
+        raise ApiError(400, INVALID_TEXT) from exc
+
+
+def parse_chat_request(body: Any) -> ChatInput:
+    """Raises ChatRequestError for a missing/blank message or a provider that is not allowed."""
+    fields = body if isinstance(body, dict) else {}
+    message = fields.get("message")
+    if not isinstance(message, str) or not message.strip():
+        raise ChatRequestError(MISSING_MESSAGE)
+    if len(message) > MESSAGE_MAX_CHARS:
+        raise ChatRequestError(MESSAGE_TOO_LONG)
+    provider = fields.get("provider", PROVIDER_A)
+    if not isinstance(provider, str) or provider not in PROVIDERS:
+        raise ChatRequestError(INVALID_PROVIDER)
+    return ChatInput(
+        message=message, conversation_id=fields.get("conversationId"), provider=provider
+    )
