@@ -16,7 +16,7 @@ from tests.fakes.llm import FakeAnthropic, FakeOpenAI
 def without_builtin_tools(server: RunningServer) -> Iterator[None]:
     """The chat tests offer only the tools they register (and the MCP server's): the built-in
     CRM catalogue is set aside here and exercised by tests/integration."""
-    router = server.services.tools
+    router = server.tools
     builtin = router.sources[0]
     router.remove_source(builtin)
     yield
@@ -76,12 +76,12 @@ async def register_tools(server: RunningServer) -> AsyncIterator[Any]:
 
     def register(tools: list[Tool]) -> None:
         source = StaticSource(tools)
-        server.services.tools.add_source(source)
+        server.tools.add_source(source)
         added.append(source)
 
     yield register
     for source in added:
-        server.services.tools.remove_source(source)
+        server.tools.remove_source(source)
 
 
 @pytest.fixture

@@ -80,7 +80,7 @@ def approval_timeout(server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> 
 
     def set_to(seconds: float) -> None:
         monkeypatch.setattr(
-            server.services, "chat", replace(server.services.chat, approval_timeout_s=seconds)
+            server.app.state, "chat", replace(server.chat, approval_timeout_s=seconds)
         )
 
     return set_to

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
+from controlcenter.auth.deps import CurrentUser
 from controlcenter.auth.models import User
 from controlcenter.chat.api_schemas import (
     SSE_DESCRIPTION,
@@ -25,6 +26,7 @@ from controlcenter.chat.conversations import (
     get_conversation,
     list_conversations,
 )
+from controlcenter.chat.deps import ChatPartsDep
 from controlcenter.chat.request_body import read_chat_body
 from controlcenter.chat.resume import InvalidLastEventIdError, after_event, owned_run, tail
 from controlcenter.chat.run_store import (
@@ -49,7 +51,7 @@ from controlcenter.chat.service import (
     start_chat,
 )
 from controlcenter.chat.stream import EventChannel
-from controlcenter.web.deps import ChatPartsDep, CurrentUser, DatabaseDep
+from controlcenter.web.deps import DatabaseDep
 from controlcenter.web.errors import ApiError
 from controlcenter.web.openapi_doc import Success, answers, json_body
 from controlcenter.web.pagination import (
