@@ -53,7 +53,6 @@ from controlcenter.web.allow import AllowedMethods
 from controlcenter.web.errors import ApiError
 from controlcenter.web.middleware.body_limit import BodyLimitMiddleware
 from controlcenter.web.middleware.cross_origin import CrossOriginProtection
-from controlcenter.web.middleware.header_limit import HeaderLimitMiddleware
 from controlcenter.web.middleware.metrics import RequestMetrics
 from controlcenter.web.middleware.redirects import RelativeRedirects
 from controlcenter.web.middleware.request_id import HEADER as REQUEST_ID_HEADER
@@ -195,7 +194,6 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
     app.add_middleware(RelativeRedirects)
     app.add_middleware(CrossOriginProtection, allowed=config.trusted_origins)
-    app.add_middleware(HeaderLimitMiddleware)
     app.add_middleware(RequestIdMiddleware)  # every answer and log record has one
     app.add_middleware(RequestMetrics)  # outermost: times it all
     _install_error_handlers(app)

@@ -65,6 +65,7 @@ def serve(
 
     from controlcenter.cli.open_files import raise_open_files_limit
     from controlcenter.common.logs import get_logger
+    from controlcenter.web.middleware.header_limit import HEADER_LIMIT_PROTOCOL
 
     config = Config()
 
@@ -93,6 +94,7 @@ def serve(
             log_level=config.log_level.lower(),
             log_config=None,  # uvicorn's records go through our logging (logs.py)
             **proxy_options(),
+            http=HEADER_LIMIT_PROTOCOL,  # the 431 header limit, before the parser holds more
         )
 
 

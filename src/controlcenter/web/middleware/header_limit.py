@@ -1,37 +1,81 @@
-"""Refuse a request whose head (request line and headers) is over 16 KiB in all with 431.
+"""Refuse requests whose head (request line and headers) is over 16 KiB with 431 (CONTRACT 9).
 
-The head is measured as it was written on the wire: the request line, each header as
-`name: value` and its line end, and the blank line that ends the head.
+uvicorn's httptools parser has no limit of its own: httptools collects each header's name and
+value in memory until it ends, so a single 64 MiB header cost 64 MiB. This protocol feeds the
+parser at most the limit's worth of a request's head; a head that has not ended by then is
+answered 431 without the parser (or anything else) holding more of it.
+
+`controlcenter serve` runs uvicorn with it (`HEADER_LIMIT_PROTOCOL`): an ASGI middleware sees a
+head only once the parser has taken all of it, and httptools joins the pieces of a header
+value by concatenating bytes, so behind such a middleware a 64 MiB header went unanswered
+for more than 30 s. The head
+is counted per request; a request pipelined right behind another on the same connection may
+get up to twice the limit before the count notices (the parser does not say where in the
+bytes it was fed a message ended), which bounds memory all the same.
 """
 
 from __future__ import annotations
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from typing import Any
 
-from controlcenter.web.middleware.raw_answer import json_body, send_json
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from controlcenter.web.middleware.raw_answer import json_body
 
 HEADER_LIMIT = 16 * 1024
-TOO_LARGE = json_body({"error": "Request header fields too large"})
-_LINE_END = len(b"\r\n")
-_HEADER_EXTRA = len(b": ") + _LINE_END
+HEADER_LIMIT_PROTOCOL = "controlcenter.web.middleware.header_limit:HeaderLimitProtocol"
+# After the answer the connection stays open this long, reading and dropping what the client
+# still sends: closing with unread data makes the kernel reset the connection, and a client
+# still writing its header would then never see the 431.
+DRAIN_S = 2.0
+_BODY = json_body({"error": "Request header fields too large"})
+_ANSWER = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+    b"content-type: application/json\r\n"
+    b"content-length: " + str(len(_BODY)).encode() + b"\r\n"
+    b"connection: close\r\n\r\n" + _BODY
+)
 
 
-class HeaderLimitMiddleware:
-    def __init__(self, app: ASGIApp, limit: int = HEADER_LIMIT) -> None:
-        self.app = app
-        self.limit = limit
+class HeaderLimitProtocol(HttpToolsProtocol):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._in_head = True
+        self._head_bytes = 0
+        self._refused = False
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and head_size(scope) > self.limit:
-            await send_json(send, 431, TOO_LARGE, close=True)
-            return
-        await self.app(scope, receive, send)
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return  # draining: see DRAIN_S
+        while data and self._in_head:
+            if self._head_bytes >= HEADER_LIMIT:  # the head goes on past the limit
+                self._refuse()
+                return
+            room = HEADER_LIMIT - self._head_bytes
+            piece, data = data[:room], data[room:]
+            self._head_bytes += len(piece)
+            super().data_received(piece)
+            if self.transport.is_closing():
+                return  # the parser refused the request (400)
+        if data:
+            super().data_received(data)
 
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        super().on_headers_complete()
 
-def head_size(scope: Scope) -> int:
-    """The bytes of the request's head: `METHOD target HTTP/version`, the headers, the end."""
-    query = scope.get("query_string", b"")
-    target = len(scope.get("raw_path") or scope["path"].encode()) + (len(query) + 1 if query else 0)
-    line = len(scope["method"]) + 1 + target + len(" HTTP/") + len(scope["http_version"])
-    headers = sum(len(name) + len(value) + _HEADER_EXTRA for name, value in scope["headers"])
-    return line + _LINE_END + headers + _LINE_END
+    def on_message_complete(self) -> None:
+        self._in_head = True
+        self._head_bytes = 0
+        super().on_message_complete()
+
+    def _refuse(self) -> None:
+        self._refused = True
+        if self.cycle is None or self.cycle.response_complete:
+            self.transport.write(_ANSWER)
+        # else a response is being written on this connection: cut it short, answer nothing.
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+            self.loop.call_later(DRAIN_S, self.transport.close)
+        else:
+            self.transport.close()
