@@ -19,14 +19,23 @@ import uvicorn
 from cryptography.fernet import Fernet
 from fastapi import FastAPI
 
-from controlcenter.app import create_app
+from controlcenter.admin_settings.store import SettingsStore
+from controlcenter.app import create_app, worker_handlers
 from controlcenter.auth import passwords
-from controlcenter.auth.service import create_api_token, create_user, start_session
+from controlcenter.auth.service import (
+    RequestAuth,
+    create_api_token,
+    create_user,
+    start_session,
+)
+from controlcenter.chat.service import ChatParts
 from controlcenter.config import Config
+from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
 from controlcenter.db.migrate import upgrade
+from controlcenter.outbox.worker import Handler
 from controlcenter.tables import Base
-from controlcenter.web.deps import Services
+from controlcenter.tools.router import ToolRouter
 from tests.dbtools import reset_postgres
 from tests.fakes.server import listening_socket
 
@@ -121,14 +130,44 @@ class RunningServer:
     app: FastAPI
     url: str
 
+    """The parts the app made in its lifespan, as its routes' dependencies read them."""
+
     @property
-    def services(self) -> Services:
-        services: Services = self.app.state.services
-        return services
+    def config(self) -> Config:
+        config: Config = self.app.state.config
+        return config
 
     @property
     def db(self) -> Database:
-        return self.services.db
+        db: Database = self.app.state.db
+        return db
+
+    @property
+    def settings(self) -> SettingsStore:
+        settings: SettingsStore = self.app.state.settings
+        return settings
+
+    @property
+    def chat(self) -> ChatParts:
+        chat: ChatParts = self.app.state.chat
+        return chat
+
+    @property
+    def crm(self) -> CrmTransport:
+        return self.chat.crm
+
+    @property
+    def tools(self) -> ToolRouter:
+        return self.chat.tools
+
+    @property
+    def auth(self) -> RequestAuth:
+        auth: RequestAuth = self.app.state.auth
+        return auth
+
+    def worker_handlers(self) -> dict[str, Handler]:
+        """The outbox's handlers over this server's parts, as its lifespan's worker has them."""
+        return worker_handlers(self.config, self.db, self.settings, self.crm)
 
 
 @pytest.fixture(scope="session")
@@ -192,7 +231,7 @@ class UserFactory:
         self._count += 1
         email = email or f"{role}{self._count}-{os.urandom(3).hex()}@example.com"
         password = f"pw-{os.urandom(8).hex()}"
-        config = self._server.services.config
+        config = self._server.config
         async with self._server.db.write() as db:
             user = await create_user(
                 db, email=email, password=password, name=f"{role} user", role=role

@@ -1,9 +1,9 @@
-"""The package's shape (docs/architecture.md): no import cycle between its packages, nothing
-loose at the top, and `Services` seen only where the app is put together.
+"""The package's layers (docs/architecture.md): every import points down, `web/` imports no
+domain, no import cycle between packages, and nothing loose at the top.
 
-The graph is read from the source (every `import` that runs, at any depth of a module; imports
-under `if TYPE_CHECKING:` are left out, since they never run). Every module counts, Alembic's
-script directory (`db/migrations/`) included; it and `web/` count apart (see `package_of`).
+The graph is read from the source: every `import` at any depth of a module, those under
+`if TYPE_CHECKING:` included (a type-only import still ties a lower layer to a higher one).
+Every module counts, Alembic's script directory (`db/migrations/`) included.
 """
 
 from __future__ import annotations
@@ -12,11 +12,31 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "controlcenter"
 TOP_MODULES = {"__init__.py", "app.py", "config.py", "asgi.py", "tables.py"}
-SEES_SERVICES = {"controlcenter.app", "controlcenter.web.deps"}
+
+# From the top down. A package imports only packages of the tiers below its own, so the
+# packages of one tier never import each other.
+TOP = [
+    ("asgi", "cli"),
+    ("app", "tables"),
+    ("pages",),
+]
+DOMAINS = [
+    ("accounts",),
+    ("chat", "onboarding"),
+    ("crm", "ocs"),
+    ("outbox", "providers", "tools"),
+    ("admin_settings",),
+    ("auth",),
+]
+INFRASTRUCTURE = [
+    ("web",),
+    ("db", "llm", "observability"),
+    ("common", "config"),
+]
+TIERS = [*TOP, *DOMAINS, *INFRASTRUCTURE]
+TIER_OF = {package: n for n, tier in enumerate(TIERS) for package in tier}
 
 
 def modules(root: Path = PACKAGE) -> Iterator[tuple[str, ast.Module]]:
@@ -26,15 +46,9 @@ def modules(root: Path = PACKAGE) -> Iterator[tuple[str, ast.Module]]:
         yield name, ast.parse(path.read_text(), str(path))
 
 
-def runtime_imports(tree: ast.Module) -> Iterator[tuple[str, list[str]]]:
-    """(module imported, names taken from it), skipping `if TYPE_CHECKING:` blocks."""
-    skipped: set[int] = set()
+def imports(tree: ast.Module) -> Iterator[tuple[str, list[str]]]:
+    """(module imported, names taken from it), those under `if TYPE_CHECKING:` included."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skipped.update(id(inner) for inner in ast.walk(node))
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             yield node.module, [alias.name for alias in node.names]
         elif isinstance(node, ast.Import):
@@ -42,24 +56,10 @@ def runtime_imports(tree: ast.Module) -> Iterator[tuple[str, list[str]]]:
 
 
 def package_of(module: str) -> str | None:
-    """The top-level package (or top module) a module belongs to, below `controlcenter`.
-
-    `web/` is the HTTP edge, of two kinds: what every router uses (errors, bodies, validation,
-    middleware) and the app's surface over the domains (deps, pages, the OpenAPI document). So
-    each of its modules and subpackages counts on its own: a router may use `web.errors` while
-    `web.pages` shows the router's domain.
-
-    `db/migrations/` (Alembic's scripts, loaded by path, never imported) is the schema's history
-    over every domain's tables, so it counts on its own, above the domains: its `env.py` reads
-    the table registry (`controlcenter.tables`), which imports every domain's models.
-    """
+    """The top-level package (or top module) a module belongs to, below `controlcenter`."""
     parts = module.split(".")
     if parts[0] != "controlcenter" or len(parts) < 2:
         return None
-    if parts[1] == "web" and len(parts) > 2:
-        return ".".join(parts[1:3])
-    if parts[1:3] == ["db", "migrations"]:
-        return "db.migrations"
     return parts[1]
 
 
@@ -70,7 +70,7 @@ def package_graph(found: Iterator[tuple[str, ast.Module]]) -> dict[str, dict[str
         source = package_of(name)
         if source is None:
             continue
-        for imported, _ in runtime_imports(tree):
+        for imported, _ in imports(tree):
             target = package_of(imported)
             if target is not None and target != source:
                 graph.setdefault(source, {}).setdefault(target, f"{name} -> {imported}")
@@ -119,43 +119,66 @@ def test_no_import_cycle_between_packages() -> None:
     assert not found, "\n".join(shown)
 
 
-def test_every_module_is_in_the_graph() -> None:
-    """Alembic's scripts too: `env.py` reads the table registry, which imports the domains."""
+def test_every_module_is_read() -> None:
+    """Alembic's scripts too (`db/migrations/`, loaded by path, never imported): they are part
+    of `db` and import nothing above it."""
+    names = {name for name, _ in modules()}
+    assert {"controlcenter.db.migrations.env", "controlcenter.tables"} <= names
+    assert "auth" in package_graph(modules())["tables"]
+
+
+def test_every_package_has_its_tier() -> None:
     graph = package_graph(modules())
-    assert set(graph["db.migrations"]) >= {"tables", "db"}
-    assert "auth" in graph["tables"]
-    importers = [source for source, targets in graph.items() if "db.migrations" in targets]
-    assert not importers, f"db/migrations is loaded by Alembic, never imported: {importers}"
+    packages = set(graph) | {target for targets in graph.values() for target in targets}
+    placed = set(TIER_OF)
+    assert packages <= placed, f"packages in no tier: {sorted(packages - placed)}"
+    assert len(placed) == sum(map(len, TIERS)), "a package in two tiers"
 
 
-def test_the_cycle_check_can_fail(tmp_path: Path) -> None:
-    """Two packages importing each other are reported; a type-checking import is not."""
+def upward(graph: dict[str, dict[str, str]]) -> list[str]:
+    """The imports that do not point to a lower tier, one example each."""
+    return [
+        example
+        for source, targets in graph.items()
+        for target, example in targets.items()
+        if TIER_OF.get(target, -1) <= TIER_OF.get(source, -1)
+    ]
+
+
+def test_every_import_points_down() -> None:
+    found = upward(package_graph(modules()))
+    assert not found, "imports that do not point down:\n" + "\n".join(found)
+
+
+def test_web_imports_no_domain() -> None:
+    infrastructure = {package for tier in INFRASTRUCTURE for package in tier}
+    graph = package_graph(modules())
+    beyond = {t: e for t, e in graph["web"].items() if t not in infrastructure}
+    assert not beyond, f"web/ imports beyond the infrastructure: {beyond}"
+
+
+def test_the_checks_can_fail(tmp_path: Path) -> None:
+    """Two packages importing each other are a cycle; a type-checking import from a lower tier
+    to a higher one is an import that does not point down."""
     root = tmp_path / "controlcenter"
-    for package, imported in (("a", "b"), ("b", "a"), ("c", "a")):
+    for package, imported in (("a", "b"), ("b", "a")):
         (root / package).mkdir(parents=True)
         (root / package / "__init__.py").write_text("")
         (root / package / "m.py").write_text(f"from controlcenter.{imported}.m import x\n")
-    (root / "a" / "t.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from controlcenter.c.m import y\n"
+    for package in ("web", "auth"):
+        (root / package).mkdir(parents=True)
+        (root / package / "__init__.py").write_text("")
+    (root / "web" / "t.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from controlcenter.auth import y\n"
     )
     (root / "__init__.py").write_text("")
-    assert cycles(package_graph(modules(root))) == [["a", "b"]]
+    graph = package_graph(modules(root))
+    assert cycles(graph) == [["a", "b"]]
+    assert "controlcenter.web.t -> controlcenter.auth" in upward(graph)
 
 
 def test_the_top_shows_only_the_app_and_packages() -> None:
     loose = {p.name for p in PACKAGE.glob("*.py")} - TOP_MODULES
     assert not loose, f"modules loose at the top of the package: {sorted(loose)}"
-
-
-@pytest.mark.parametrize("name", ["Services", "ServicesDep", "get_services"])
-def test_only_the_app_and_web_deps_see_services(name: str) -> None:
-    seen = sorted(
-        module
-        for module, tree in modules()
-        if module not in SEES_SERVICES
-        and any(
-            isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names)
-            for node in ast.walk(tree)
-        )
-    )
-    assert not seen, f"{name} imported outside app.py and web/deps.py: {seen}"

@@ -35,15 +35,14 @@ from controlcenter.crm.tools import crm_tools
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
 from controlcenter.observability import tracing
-from controlcenter.ocs.fast_path import IndexFastPath
 from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.crm_sync import CrmSync
-from controlcenter.onboarding.fast_path import SaveFastPath
 from controlcenter.onboarding.router import router as onboarding_router
 from controlcenter.onboarding.service import OnboardingSaves
 from controlcenter.outbox.observed import observed_handlers
 from controlcenter.outbox.runtime import start_worker
 from controlcenter.outbox.worker import Handler
+from controlcenter.pages import mount_pages
 from controlcenter.providers.observed import observed
 from controlcenter.providers.registry import build_providers, close_providers
 from controlcenter.tools.mcp_source import MCP_SERVER_URL_SETTING, McpSource
@@ -51,28 +50,29 @@ from controlcenter.tools.observed import ObservedSource
 from controlcenter.tools.router import StaticSource, ToolRouter
 from controlcenter.web import api_docs, health, metrics, openapi_doc
 from controlcenter.web.allow import AllowedMethods
-from controlcenter.web.deps import Services
-from controlcenter.web.entry import ControlCenterApp
 from controlcenter.web.errors import ApiError
 from controlcenter.web.middleware.body_limit import BodyLimitMiddleware
 from controlcenter.web.middleware.cross_origin import CrossOriginProtection
 from controlcenter.web.middleware.metrics import RequestMetrics
 from controlcenter.web.middleware.redirects import RelativeRedirects
-from controlcenter.web.middleware.request_id import RequestIdMiddleware
-from controlcenter.web.pages import mount_pages
+from controlcenter.web.middleware.request_id import HEADER as REQUEST_ID_HEADER
+from controlcenter.web.middleware.request_id import STATE_KEY, RequestIdMiddleware
 
 log = get_logger(__name__)
 
 CHAT_DRAIN_S = 30.0
 
 
-def build_services(config: Config) -> Services:
-    db = Database(
+def open_database(config: Config) -> Database:
+    """The database every part of one process shares."""
+    return Database(
         config.database_url, sqlite_driver=config.sqlite_driver, checkpoints_in_thread=True
     )
-    settings = SettingsStore(db, config.fernet_key)
-    # Each shared object is made once, here; the app's services name the chat's own.
-    chat = ChatParts(
+
+
+def build_chat_parts(config: Config, db: Database, settings: SettingsStore) -> ChatParts:
+    """What chats use: the shared CRM pool, the providers, the tools, the runs being written."""
+    return ChatParts(
         db=db,
         settings=settings,
         crm=CrmTransport.from_config(config),
@@ -82,18 +82,14 @@ def build_services(config: Config) -> Services:
         approval_timeout_s=config.chat_approval_timeout_s,
         liveness=Liveness(db, config.chat_liveness_interval_s),
     )
-    return Services(
-        config=config,
-        db=db,
-        settings=settings,
-        crm=chat.crm,
-        providers=chat.providers,
-        tools=chat.tools,
-        chat_runs=chat.runs,
-        auth=RequestAuth(db, config.jwt_key),
-        chat=chat,
-        onboarding=OnboardingSaves(db),
-    )
+
+
+async def close_chat_parts(chat: ChatParts) -> None:
+    # Replies being written when the server stops are still saved (bounded wait).
+    await chat.runs.drain(CHAT_DRAIN_S)
+    await close_providers(dict(chat.providers))
+    await chat.crm.aclose()
+    await chat.tools.aclose()
 
 
 def build_tool_router(config: Config, settings: SettingsStore) -> ToolRouter:
@@ -108,24 +104,16 @@ def build_tool_router(config: Config, settings: SettingsStore) -> ToolRouter:
     )
 
 
-def worker_handlers(services: Services) -> dict[str, Handler]:
+def worker_handlers(
+    config: Config, db: Database, settings: SettingsStore, crm: CrmTransport
+) -> dict[str, Handler]:
     """The outbox's handler of every job kind."""
-    config = services.config
     limit = RateLimit(
         config.crm_rate_limit_requests, config.crm_rate_limit_window_s, config.crm_rate_limit_share
     )
-    limiter = LocationRateLimiter(services.db, limit, max_wait_s=config.outbox_rate_wait_s)
-    sync = CrmSync(services.db, services.settings, services.crm, limiter)
+    limiter = LocationRateLimiter(db, limit, max_wait_s=config.outbox_rate_wait_s)
+    sync = CrmSync(db, settings, crm, limiter)
     return observed_handlers(sync.handlers())
-
-
-async def close_services(services: Services) -> None:
-    # Replies being written when the server stops are still saved (bounded wait).
-    await services.chat_runs.drain(CHAT_DRAIN_S)
-    await close_providers(dict(services.providers))
-    await services.crm.aclose()
-    await services.tools.aclose()
-    await services.db.dispose()
 
 
 def create_app(
@@ -145,19 +133,29 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        services = build_services(config)
-        app.state.services = services
+        # Each part is made once, here, and kept on `app.state` under its own name, where the
+        # route dependencies of its domain read it (`web/deps.py`, `auth/deps.py`, ...).
+        db = open_database(config)
+        settings = SettingsStore(db, config.fernet_key)
+        chat = build_chat_parts(config, db, settings)
+        app.state.db = db
+        app.state.settings = settings
+        app.state.auth = RequestAuth(db, config.jwt_key)
+        app.state.chat = chat
+        app.state.onboarding = OnboardingSaves(db)
         if warm_database:
             try:
-                await services.db.warm()
+                await db.warm()
             except Exception as exc:
                 # Not fatal: the requests open what they need, as they would without it.
                 log.warning("database warm-up failed", error=type(exc).__name__)
         # Each server process runs one worker; lease-based claiming keeps several safe.
         worker = (
-            start_worker(services.db, config, worker_handlers(services)) if run_worker else None
+            start_worker(db, config, worker_handlers(config, db, settings, chat.crm))
+            if run_worker
+            else None
         )
-        running = services.chat.liveness
+        running = chat.liveness
         liveness = asyncio.create_task(running.run()) if running is not None else None
         collector.settle()  # last: start-up's objects are the server's for its whole life
         try:
@@ -170,11 +168,12 @@ def create_app(
                 # Answers still running are closed by another process, or the next one.
                 liveness.cancel()
                 await asyncio.gather(liveness, return_exceptions=True)
-            await close_services(services)
+            await close_chat_parts(chat)
+            await db.dispose()
             if traced:
                 tracing.shutdown()
 
-    app = ControlCenterApp(
+    app = FastAPI(
         title="Control Center",
         version="0.0.1",
         lifespan=lifespan,
@@ -214,12 +213,8 @@ def create_app(
         app.include_router(router)
     mount_pages(app)
     traced = tracing.install(app, span_exporter)
-    # GET on the index and POST on the onboarding record skip the stack (web/entry.py), unless
-    # the stack traces them.
-    if not traced:
-        app.index_fast_path = IndexFastPath(app.state)
-        app.save_fast_path = SaveFastPath(app.state, config.max_body_bytes, config.trusted_origins)
     api_docs.install(app)
+    app.state.config = config
     return app
 
 
@@ -253,6 +248,12 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # Starlette answers this from outside every middleware, once the request's own
+        # context is gone: its request id comes from the request's state.
+        rid = getattr(request.state, STATE_KEY, None)
         # Logged with its traceback for operators; the client never sees internals.
-        log.exception("unhandled error", path=request.url.path, method=request.method)
-        return JSONResponse({"error": "Internal server error"}, status_code=500)
+        log.exception(
+            "unhandled error", path=request.url.path, method=request.method, request_id=rid
+        )
+        headers = {REQUEST_ID_HEADER: rid} if rid is not None else None
+        return JSONResponse({"error": "Internal server error"}, status_code=500, headers=headers)

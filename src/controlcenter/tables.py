@@ -1,6 +1,6 @@
 """Every table, imported in one place so that the metadata and Alembic's autogenerate see
-them all. It sits beside app.py, above the domains: `db` (below them) never imports it; only
-Alembic's `db/migrations/env.py` and the tests do."""
+them all. It sits beside app.py, above the domains: `db` (below them) never imports it; the
+tests do, and hand its metadata to autogenerate (`db.migrate.alembic_config`)."""
 
 from controlcenter.admin_settings.models import Setting
 from controlcenter.auth.attempts import SignInAttempt

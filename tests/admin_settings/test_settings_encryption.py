@@ -30,7 +30,7 @@ async def test_plaintext_of_a_saved_key_is_not_in_the_database(
             text("SELECT value_encrypted FROM settings WHERE name = 'providerAApiKey'")
         )
     assert isinstance(stored, str) and plaintext not in stored
-    key = server.services.config.fernet_key.encode()
+    key = server.config.fernet_key.encode()
     assert Fernet(key).decrypt(stored.encode()).decode() == plaintext
 
     if server.db.is_sqlite:

@@ -15,7 +15,7 @@ FORBIDDEN = {"error": "Forbidden"}
 
 
 async def stored(server: RunningServer) -> dict[str, str]:
-    return await server.services.settings.get_many(NAMES)
+    return await server.settings.get_many(NAMES)
 
 
 async def test_get_then_put_of_the_whole_body_changes_nothing(

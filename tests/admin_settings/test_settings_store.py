@@ -22,12 +22,12 @@ async def unset(server: RunningServer) -> AsyncIterator[None]:
     yield
     async with server.db.write() as session:
         for name in USED:
-            await server.services.settings.delete(session, name)
+            await server.settings.delete(session, name)
 
 
 async def _save(server: RunningServer, user_id: str, values: dict[str, str]) -> None:
     async with server.db.write() as session:
-        await server.services.settings.save(session, values, user_id)
+        await server.settings.save(session, values, user_id)
 
 
 async def test_the_set_names_in_any_order_each_once(
@@ -35,7 +35,7 @@ async def test_the_set_names_in_any_order_each_once(
 ) -> None:
     admin = await users.create("super_admin")
     await _save(server, admin.id, {"crmAgencyId": "ag-1", "mcpServerUrl": ""})
-    store = server.services.settings
+    store = server.settings
 
     found = await store.get_many(["mcpServerUrl", "providerBApiKey", "crmAgencyId", "crmAgencyId"])
 
@@ -46,7 +46,7 @@ async def test_the_set_names_in_any_order_each_once(
 
 async def test_a_changed_value_is_read_anew(server: RunningServer, users: UserFactory) -> None:
     admin = await users.create("super_admin")
-    store = server.services.settings
+    store = server.settings
     await _save(server, admin.id, {"crmAgencyId": "before"})
     assert await store.get_many(["crmAgencyId"]) == {"crmAgencyId": "before"}
 
@@ -69,7 +69,7 @@ async def test_a_value_of_another_key_is_a_decrypt_error(
             )
         )
     try:
-        await server.services.settings.get_many(["crmAgencyId"])
+        await server.settings.get_many(["crmAgencyId"])
     except SettingsDecryptError as exc:
         assert str(exc) == "crmAgencyId"
     else:

@@ -136,7 +136,7 @@ async def test_saved_with_the_acting_user_and_readable_through_the_accessor(
         "providerBApiKey": second.id,
         "mcpServerUrl": second.id,
     }
-    settings = server.services.settings
+    settings = server.settings
     assert await settings.get("providerAApiKey") == "sk-ant-one-123456"
     assert await settings.get("providerBApiKey") == "sk-openai-two-7890"
     assert await settings.get("tagHighGCI") is None
@@ -149,7 +149,7 @@ async def test_a_valid_email_is_saved_as_given(
     for email in ("Ops.Team+cc@Example.COM", "größe@bücher.example"):
         response = await client.put(URL, json={"notificationEmail": email}, headers=admin.headers)
         assert (response.status_code, response.json()) == (200, {"success": True}), email
-        assert await server.services.settings.get("notificationEmail") == email
+        assert await server.settings.get("notificationEmail") == email
 
 
 async def test_only_the_empty_string_counts_as_empty(
@@ -163,4 +163,4 @@ async def test_only_the_empty_string_counts_as_empty(
     async with server.db.read() as db:
         assert (await db.scalars(select(Setting.name))).all() == []
     await client.put(URL, json={"tagHighGCI": " "}, headers=admin.headers)
-    assert await server.services.settings.get("tagHighGCI") == " "
+    assert await server.settings.get("tagHighGCI") == " "

@@ -13,16 +13,15 @@ import pytest
 from sqlalchemy import delete, update
 from starlette.requests import Request
 
-from controlcenter.auth.models import Session, User
-from controlcenter.auth.service import Principal, start_session
-from controlcenter.web.deps import (
+from controlcenter.auth.deps import (
     BEARER,
     COOKIE,
-    Services,
     optional_principal,
     require_super_admin,
     require_user,
 )
+from controlcenter.auth.models import Session, User
+from controlcenter.auth.service import Principal, RequestAuth, start_session
 from controlcenter.web.errors import ApiError
 from tests.conftest import TEST_SECRET_KEY, AppUser, RunningServer, UserFactory
 
@@ -226,9 +225,9 @@ def request_with(headers: dict[str, str]) -> Request:
     return Request({"type": "http", "method": "GET", "path": "/", "headers": raw})
 
 
-async def caller(request: Request, services: Services) -> Principal | None:
+async def caller(request: Request, auth: RequestAuth) -> Principal | None:
     """`optional_principal` given what FastAPI's security classes read from the request."""
-    return await optional_principal(services, await BEARER(request), await COOKIE(request))
+    return await optional_principal(auth, await BEARER(request), await COOKIE(request))
 
 
 async def test_demoted_super_admin_is_refused_at_once(
@@ -236,7 +235,7 @@ async def test_demoted_super_admin_is_refused_at_once(
 ) -> None:
     admin: AppUser = await users.create("super_admin")
     request = request_with(admin.headers)
-    principal = await caller(request, server.services)
+    principal = await caller(request, server.auth)
     assert (await require_super_admin(principal)).user.id == admin.id
 
     async with server.db.write() as db:
@@ -245,7 +244,7 @@ async def test_demoted_super_admin_is_refused_at_once(
     # Same token, next request: the role comes from the database, not the token.
     me = await client.get(ME, headers=admin.headers)
     assert me.status_code == 200 and me.json()["user"]["role"] == "admin"
-    principal = await caller(request_with(admin.headers), server.services)
+    principal = await caller(request_with(admin.headers), server.auth)
     assert principal is not None and (await require_user(principal)).user.id == admin.id
     with pytest.raises(ApiError) as refused:
         await require_super_admin(principal)
@@ -256,13 +255,13 @@ async def test_super_admin_dependency_refuses_everyone_else(
     server: RunningServer, users: UserFactory
 ) -> None:
     with pytest.raises(ApiError) as nobody:
-        await require_super_admin(await caller(request_with({}), server.services))
+        await require_super_admin(await caller(request_with({}), server.auth))
     assert (nobody.value.status, nobody.value.message) == (403, "Forbidden")
     for role in ("user", "admin"):
         user = await users.create(role)
         for credential in (user.token, user.api_token):
             request = request_with({"Authorization": f"Bearer {credential}"})
-            principal = await caller(request, server.services)
+            principal = await caller(request, server.auth)
             assert principal is not None
             with pytest.raises(ApiError) as refused:
                 await require_super_admin(principal)
@@ -277,7 +276,7 @@ async def test_session_lifetime_matches_the_cookie(
         "/api/v1/auth/login", json={"email": user.email, "password": user.password}
     )
     claims = claims_of(response.json()["token"])
-    ttl = server.services.config.session_ttl_s
+    ttl = server.config.session_ttl_s
     assert claims["exp"] - claims["iat"] == ttl
     assert f"Max-Age={ttl}" in response.headers["set-cookie"]
     assert set(claims) == {"sub", "sid", "iat", "exp"}

@@ -57,7 +57,7 @@ async def test_settings_keep_a_secret_unchanged_when_other_fields_are_saved(
     browsing: Browsing, users: UserFactory
 ) -> None:
     admin = await users.create("super_admin")
-    store = browsing.server.services.settings
+    store = browsing.server.settings
     page = await browsing.page(admin)
     puts: list[dict[str, str]] = []
 

@@ -16,7 +16,7 @@ from tests.fakes.llm import FakeAnthropic, FakeOpenAI
 def without_builtin_tools(server: RunningServer) -> Iterator[None]:
     """The chat tests offer only the tools they register (and the MCP server's): the built-in
     CRM catalogue is set aside here and exercised by tests/integration."""
-    sources = server.services.tools.sources
+    sources = server.tools.sources
     builtin = sources.pop(0)
     yield
     sources.insert(0, builtin)
@@ -75,12 +75,12 @@ async def register_tools(server: RunningServer) -> AsyncIterator[Any]:
 
     def register(tools: list[Tool]) -> None:
         source = StaticSource(tools)
-        server.services.tools.sources.append(source)
+        server.tools.sources.append(source)
         added.append(source)
 
     yield register
     for source in added:
-        server.services.tools.sources.remove(source)
+        server.tools.sources.remove(source)
 
 
 @pytest.fixture

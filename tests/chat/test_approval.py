@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -75,15 +76,15 @@ async def approving(client: httpx.AsyncClient, users: UserFactory) -> None:
 
 
 @pytest.fixture
-def approval_timeout(server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> Any:
+def approval_timeout(server: RunningServer) -> Iterator[Callable[[float], None]]:
     """Sets how long the service waits for an answer (the policy's 10 minutes otherwise)."""
+    kept = server.chat
 
     def set_to(seconds: float) -> None:
-        monkeypatch.setattr(
-            server.services, "chat", replace(server.services.chat, approval_timeout_s=seconds)
-        )
+        server.app.state.chat = replace(kept, approval_timeout_s=seconds)
 
-    return set_to
+    yield set_to
+    server.app.state.chat = kept
 
 
 async def start_until_approval(

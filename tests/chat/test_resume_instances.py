@@ -78,7 +78,7 @@ async def instances(
     server: RunningServer, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[tuple[str, str]]:
     tmp_path = tmp_path_factory.mktemp("instances")
-    config = server.services.config
+    config = server.config
     env = {
         **os.environ,
         "DATABASE_URL": config.database_url,

@@ -402,7 +402,7 @@ async def test_other_exceptions_become_error_events_without_code(
     user: AppUser,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    providers = server.services.providers
+    providers = server.chat.providers
     assert isinstance(providers, dict)
     real = providers[llm.name]
     cases = [

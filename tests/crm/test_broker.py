@@ -20,7 +20,7 @@ AGENCY_KEY = "agency-oauth-token-very-secret-0001"
 
 async def _agency(server: RunningServer) -> dict[str, str]:
     """The agency settings as a chat reads them."""
-    return await server.services.settings.get_many(AGENCY_SETTINGS)
+    return await server.settings.get_many(AGENCY_SETTINGS)
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ async def link(server: RunningServer, user_id: str, location_id: str | None) -> 
 
 async def configure(server: RunningServer, user_id: str, values: dict[str, str]) -> None:
     async with server.db.write() as db:
-        await server.services.settings.save(db, values, user_id=user_id)
+        await server.settings.save(db, values, user_id=user_id)
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ async def test_client_is_bound_to_the_users_location(
     mine = fake_crm.add_contact(agency["first"], email="mine@example.com")
     fake_crm.add_contact(agency["second"], email="theirs@example.com")
     user = await link(server, broker_id, agency["first"])
-    client = await broker_client(await _agency(server), server.services.crm, user)
+    client = await broker_client(await _agency(server), server.crm, user)
     assert client is not None and client.location_id == agency["first"]
     answer = await call("contacts_get-contacts", {}, client)
     assert [c["id"] for c in answer["contacts"]] == [mine["id"]]
@@ -83,7 +83,7 @@ async def test_another_brokers_contact_is_unreachable(
 ) -> None:
     theirs = fake_crm.add_contact(agency["second"], email="theirs@example.com", tags=["vip"])
     user = await link(server, broker_id, agency["first"])
-    client = await broker_client(await _agency(server), server.services.crm, user)
+    client = await broker_client(await _agency(server), server.crm, user)
     for tool, args in (
         ("contacts_get-contact", {"contactId": theirs["id"]}),
         ("contacts_add-tags", {"contactId": theirs["id"], "tags": ["stolen"]}),
@@ -99,9 +99,9 @@ async def test_location_token_is_cached_and_renewed_when_rejected(
     server: RunningServer, broker_id: str, fake_crm: FakeCrm, agency: dict[str, Any]
 ) -> None:
     user = await link(server, broker_id, agency["first"])
-    client = await broker_client(await _agency(server), server.services.crm, user)
+    client = await broker_client(await _agency(server), server.crm, user)
     await call("locations_get-location", {}, client)
-    again = await broker_client(await _agency(server), server.services.crm, user)
+    again = await broker_client(await _agency(server), server.crm, user)
     await call("locations_get-location", {}, again)
     assert len(fake_crm.calls_to("POST", "/oauth/locationToken")) == 1
     fake_crm.state.location_tokens.clear()  # the CRM revoked it
@@ -114,7 +114,7 @@ async def test_no_linked_location_means_no_client_and_a_clear_tool_error(
     server: RunningServer, broker_id: str, agency: dict[str, Any]
 ) -> None:
     user = await link(server, broker_id, None)
-    client = await broker_client(await _agency(server), server.services.crm, user)
+    client = await broker_client(await _agency(server), server.crm, user)
     assert client is None
     with pytest.raises(ToolError) as caught:
         await call("contacts_get-contacts", {}, client)
@@ -126,11 +126,11 @@ async def test_missing_agency_settings_mean_no_client(
 ) -> None:
     location = fake_crm.add_location()
     user = await link(server, broker_id, location["id"])
-    assert await broker_client(await _agency(server), server.services.crm, user) is None
+    assert await broker_client(await _agency(server), server.crm, user) is None
     await configure(server, broker_id, {"crmAgencyApiKey": AGENCY_KEY})
-    assert await broker_client(await _agency(server), server.services.crm, user) is None
+    assert await broker_client(await _agency(server), server.crm, user) is None
     await configure(server, broker_id, {"crmAgencyApiKey": "", "crmAgencyId": "company"})
-    assert await broker_client(await _agency(server), server.services.crm, user) is None
+    assert await broker_client(await _agency(server), server.crm, user) is None
 
 
 async def test_a_wrong_agency_key_is_reported_without_the_key(
@@ -139,7 +139,7 @@ async def test_a_wrong_agency_key_is_reported_without_the_key(
     wrong = "agency-key-that-does-not-exist-9999"
     await configure(server, broker_id, {"crmAgencyApiKey": wrong})
     user = await link(server, broker_id, agency["first"])
-    client = await broker_client(await _agency(server), server.services.crm, user)
+    client = await broker_client(await _agency(server), server.crm, user)
     with pytest.raises(ToolError) as caught:
         await call("contacts_get-contacts", {}, client)
     assert "refused the credentials" in str(caught.value)
@@ -152,7 +152,7 @@ async def test_a_location_outside_the_agency_is_refused(
 ) -> None:
     foreign = fake_crm.add_location(company_id="another-company-00001")
     user = await link(server, broker_id, foreign["id"])
-    client = await broker_client(await _agency(server), server.services.crm, user)
+    client = await broker_client(await _agency(server), server.crm, user)
     with pytest.raises(ToolError, match="The CRM refused the request: Location not found"):
         await call("locations_get-location", {}, client)
 
@@ -163,6 +163,6 @@ async def test_a_burst_of_calls_makes_one_token_exchange(
     import asyncio
 
     user = await link(server, broker_id, agency["first"])
-    client = await broker_client(await _agency(server), server.services.crm, user)
+    client = await broker_client(await _agency(server), server.crm, user)
     await asyncio.gather(*(call("locations_get-location", {}, client) for _ in range(5)))
     assert len(fake_crm.calls_to("POST", "/oauth/locationToken")) == 1

@@ -72,7 +72,7 @@ async def test_lookups_in_parallel_see_a_revocation_at_once(
     right after a logout: connections given back without asyncpg's reset still answer, and
     none of them holds a snapshot from before the change."""
     created = await users.create()
-    key = server.services.config.jwt_key
+    key = server.config.jwt_key
     claims = decode_session(key, created.token)
     assert claims is not None
 
@@ -98,7 +98,7 @@ async def test_lookups_arriving_together_each_get_their_own_answer(
         disabled = await db.get(User, created[3].id)
         assert disabled is not None
         disabled.disabled = True
-    key = server.services.config.jwt_key
+    key = server.config.jwt_key
 
     def calls() -> list[Any]:
         out: list[Any] = []

@@ -39,5 +39,5 @@ async def test_the_served_app_warms_its_database_before_serving(config: Config, 
     app = create_app(config, warm_database=warm)
     async with AsyncExitStack() as stack:
         await stack.enter_async_context(app.router.lifespan_context(app))
-        pool = app.state.services.db.engine.pool
+        pool = app.state.db.engine.pool
         assert (pool.checkedin() >= WARM_CONNECTIONS) is warm

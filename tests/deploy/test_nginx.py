@@ -60,9 +60,7 @@ http {{
 
 @pytest.fixture
 def instances(server: RunningServer) -> Iterator[list[str]]:
-    config = server.services.config.model_copy(
-        update={"signin_max_failures_per_address": PER_ADDRESS}
-    )
+    config = server.config.model_copy(update={"signin_max_failures_per_address": PER_ADDRESS})
     started = [
         LoopbackServer(create_app(config), uvicorn_options=proxy_options()).start()
         for _ in range(2)

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from controlcenter.app import worker_handlers
 from controlcenter.auth.models import User
 from controlcenter.outbox.runtime import RunningWorker
 from controlcenter.outbox.worker import OutboxWorker
@@ -66,7 +65,7 @@ async def agency(server: RunningServer, users: UserFactory, fake_crm: FakeCrm) -
     fake_crm.add_agency(COMPANY_ID, AGENCY_KEY)
     admin = await users.create("super_admin")
     await save_settings(
-        server.services, {"crmAgencyApiKey": AGENCY_KEY, "crmAgencyId": COMPANY_ID}, admin.id
+        server, {"crmAgencyApiKey": AGENCY_KEY, "crmAgencyId": COMPANY_ID}, admin.id
     )
     return Agency(fake_crm, server)
 
@@ -76,20 +75,14 @@ async def operator(fake_crm: FakeCrm, server: RunningServer, users: UserFactory)
     """The operator's own location and its settings, saved as an administrator would."""
     op = operator_location(fake_crm)
     admin = await users.create("super_admin")
-    await save_settings(server.services, op.settings(), admin.id)
+    await save_settings(server, op.settings(), admin.id)
     return op
 
 
 def new_worker(server: RunningServer, **overrides: object) -> OutboxWorker:
     """The service's own delivery handlers in a worker with test-sized timings."""
-    services = server.services
-    config = fast_config(services.config, **overrides)
-    return OutboxWorker(
-        services.db,
-        config,
-        worker_handlers(services),
-        name="e2e",
-    )
+    config = fast_config(server.config, **overrides)
+    return OutboxWorker(server.db, config, server.worker_handlers(), name="e2e")
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ CHAT = "/api/v1/control-center/chat"
 def serve(
     server: RunningServer, fake: FakeAnthropic, log: Path
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    config = server.services.config
+    config = server.config
     sock = listening_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
     sock.close()
@@ -158,7 +158,7 @@ async def test_killed_mid_answer_closed_by_the_survivor_then_by_the_next_start(
         survivor.wait(10)
     assert len(await stored_messages(server, conversation_id)) == 1  # nobody closed it yet
     # The next start (here an app in this process: the same lifespan, without a cold start).
-    config = server.services.config.model_copy(update={"chat_liveness_interval_s": INTERVAL_S})
+    config = server.config.model_copy(update={"chat_liveness_interval_s": INTERVAL_S})
     restarted = LoopbackServer(create_app(config)).start()
     try:
         await assert_closed(server, conversation_id, user, restarted.url)

@@ -99,7 +99,7 @@ async def test_metrics_after_chats_and_an_onboarding(
 
 
 async def test_metrics_token(client: httpx.AsyncClient, server: RunningServer) -> None:
-    config = server.services.config
+    config = server.config
     config.metrics_token = "metrics-secret-1"
     try:
         for headers in (

@@ -16,7 +16,7 @@ async def test_a_non_ascii_agency_key_is_a_configuration_error(
     client: httpx.AsyncClient, llm: Llm, users: UserFactory, agency: Agency, fake_crm: FakeCrm
 ) -> None:
     broker = await agency.broker(users, llm, agency.location())
-    await save_settings(agency.server.services, {"crmAgencyApiKey": "agency-kéy-0001"}, broker.id)
+    await save_settings(agency.server, {"crmAgencyApiKey": "agency-kéy-0001"}, broker.id)
     _, events = await stream_chat(client, broker, {"message": "Who?", "provider": llm.name})
     assert types(events) == ["message_start", "error"]
     assert events[-1] == {

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select
 
+from controlcenter.admin_settings.store import SettingsStore
+from controlcenter.app import open_database, worker_handlers
 from controlcenter.config import Config
+from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database, utcnow
 from controlcenter.outbox.models import DONE, OutboxJob
 from controlcenter.outbox.worker import OutboxWorker
@@ -68,6 +72,29 @@ async def wait_for(condition: Callable[[], Awaitable[bool] | bool], within: floa
 
 async def job_status(db: Database, job_id: str) -> str:
     return (await get_job(db, job_id)).status
+
+
+@asynccontextmanager
+async def separate_workers(config: Config, count: int) -> AsyncIterator[list[OutboxWorker]]:
+    """`count` workers, each with its own database engine and CRM client pool, as separate
+    processes have them; closed at the end."""
+    databases = [open_database(config) for _ in range(count)]
+    crms = [CrmTransport.from_config(config) for _ in range(count)]
+    try:
+        yield [
+            OutboxWorker(
+                db,
+                config,
+                worker_handlers(config, db, SettingsStore(db, config.fernet_key), crm),
+                name=f"w{i}",
+            )
+            for i, (db, crm) in enumerate(zip(databases, crms, strict=True))
+        ]
+    finally:
+        for crm in crms:
+            await crm.aclose()
+        for db in databases:
+            await db.dispose()
 
 
 async def run_until_all_done(db: Database, workers: list[OutboxWorker], within: float) -> None:

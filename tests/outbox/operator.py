@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from controlcenter.auth.models import User
 from controlcenter.onboarding.crm_sync import TAG_ONBOARDING_COMPLETE
-from controlcenter.web.deps import Services
 from tests.conftest import RunningServer, UserFactory
 from tests.fakes.crm import FakeCrm, define_onboarding_fields
 from tests.outbox.conftest import add_job
@@ -42,9 +41,9 @@ def operator_location(fake: FakeCrm, *, fields: bool = True) -> Operator:
     return Operator(location_id=location_id, token=fake.private_token(location_id), field_ids=ids)
 
 
-async def save_settings(services: Services, values: dict[str, str], user_id: str) -> None:
-    async with services.db.write() as db:
-        await services.settings.save(db, values, user_id)
+async def save_settings(server: RunningServer, values: dict[str, str], user_id: str) -> None:
+    async with server.db.write() as db:
+        await server.settings.save(db, values, user_id)
 
 
 async def queue_tag_jobs(
@@ -54,7 +53,7 @@ async def queue_tag_jobs(
     job queued (plain rows: these brokers never sign in, so no password hashing slows tests)."""
     operator = operator_location(fake)
     admin = await users.create("super_admin")
-    await save_settings(server.services, operator.settings(), admin.id)
+    await save_settings(server, operator.settings(), admin.id)
     brokers = [User(email=f"{prefix}{n}@example.com", password_hash="-") for n in range(count)]
     async with server.db.write() as db:
         db.add_all(brokers)

@@ -8,7 +8,6 @@ import json
 import pytest
 from structlog.testing import capture_logs
 
-from controlcenter.app import worker_handlers
 from controlcenter.auth.models import User
 from controlcenter.config import Config
 from controlcenter.db import Database
@@ -35,16 +34,15 @@ from tests.outbox.operator import (
 
 
 def worker_for(server: RunningServer, config: Config | None = None) -> OutboxWorker:
-    services = server.services
-    config = config or fast_config(services.config)
-    return OutboxWorker(services.db, config, worker_handlers(services))
+    config = config or fast_config(server.config)
+    return OutboxWorker(server.db, config, server.worker_handlers())
 
 
 @pytest.fixture
 async def operator(fake_crm: FakeCrm, server: RunningServer, users: UserFactory) -> Operator:
     op = operator_location(fake_crm)
     admin = await users.create("super_admin")
-    await save_settings(server.services, op.settings(), admin.id)
+    await save_settings(server, op.settings(), admin.id)
     return op
 
 
@@ -101,7 +99,7 @@ async def test_a_field_missing_at_the_location_is_left_out_and_the_tag_still_app
 ) -> None:
     op = operator_location(fake_crm, fields=False)
     admin = await users.create("super_admin")
-    await save_settings(server.services, op.settings(), admin.id)
+    await save_settings(server, op.settings(), admin.id)
     user = await broker(server, users, gciLast12Months="$250k+", yearsInBusiness="5-10")
     high = await add_job(server.db, TAG_HIGH_GCI, {"userId": user.id, "gci": "$250k+"})
     sync = await add_job(server.db, SYNC_USER, {"userId": user.id})
@@ -124,8 +122,8 @@ async def test_the_field_ids_are_looked_up_once_per_location(
     server: RunningServer, users: UserFactory, fake_crm: FakeCrm, operator: Operator
 ) -> None:
     user = await broker(server, users, gciLast12Months="$250k+")
-    delivery = CrmSync(server.services.db, server.services.settings, server.services.crm)
-    worker = OutboxWorker(server.db, fast_config(server.services.config), delivery.handlers())
+    delivery = CrmSync(server.db, server.settings, server.crm)
+    worker = OutboxWorker(server.db, fast_config(server.config), delivery.handlers())
     for _ in range(3):
         await add_job(server.db, TAG_HIGH_GCI, {"userId": user.id, "gci": "$250k+"})
         assert await worker.run_once() == 1
@@ -218,9 +216,9 @@ async def test_missing_or_unusable_settings_wait_then_deliver_once_saved(
     admin = await users.create("super_admin")
     user = await broker(server, users)
     values = {**op.settings(), "crmPrivateToken": token or ""}
-    await save_settings(server.services, {k: v for k, v in values.items() if v}, admin.id)
+    await save_settings(server, {k: v for k, v in values.items() if v}, admin.id)
     job_id = await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": user.id})
-    config = fast_config(server.services.config, outbox_settings_recheck_s=0.05)
+    config = fast_config(server.config, outbox_settings_recheck_s=0.05)
     worker = worker_for(server, config)
     with capture_logs() as logs:
         task = asyncio.create_task(worker.run())
@@ -228,7 +226,7 @@ async def test_missing_or_unusable_settings_wait_then_deliver_once_saved(
         job = await get_job(server.db, job_id)
         assert (job.status, job.attempts, job.last_error) == (PENDING, 0, expected)
         assert fake_crm.calls == []  # nothing sent without a usable credential
-        await save_settings(server.services, {"crmPrivateToken": op.token}, admin.id)
+        await save_settings(server, {"crmPrivateToken": op.token}, admin.id)
 
         async def done() -> bool:
             return (await get_job(server.db, job_id)).status == DONE
@@ -286,7 +284,7 @@ async def test_unreachable_crm_until_max_age_marks_the_job_dead(
     user = await broker(server, users)
     job_id = await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": user.id})
     fake_crm.refuse_connections()
-    config = fast_config(server.services.config, outbox_max_age_s=0.4)
+    config = fast_config(server.config, outbox_max_age_s=0.4)
     worker = worker_for(server, config)
     task = asyncio.create_task(worker.run())
 
@@ -305,7 +303,7 @@ async def test_a_wrong_token_is_retried_and_never_leaks(
 ) -> None:
     admin = await users.create("super_admin")
     wrong = "pit-wrong-token-0123456789abcdef"
-    await save_settings(server.services, {"crmPrivateToken": wrong}, admin.id)
+    await save_settings(server, {"crmPrivateToken": wrong}, admin.id)
     user = await broker(server, users)
     job_id = await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": user.id})
     worker = worker_for(server)
@@ -315,7 +313,7 @@ async def test_a_wrong_token_is_retried_and_never_leaks(
     assert (job.status, job.attempts, job.last_error) == (PENDING, 1, "CRM error 401: Invalid JWT")
     assert wrong not in repr(logs)
     # The operator fixes the token; the next attempt delivers.
-    await save_settings(server.services, {"crmPrivateToken": operator.token}, admin.id)
+    await save_settings(server, {"crmPrivateToken": operator.token}, admin.id)
     async with server.db.write() as db:
         from controlcenter.outbox.models import OutboxJob
 

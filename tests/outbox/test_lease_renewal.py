@@ -26,7 +26,7 @@ async def a_job(
 ) -> tuple[str, Operator]:
     operator = operator_location(fake_crm)
     admin = await users.create("super_admin")
-    await save_settings(server.services, operator.settings(), admin.id)
+    await save_settings(server, operator.settings(), admin.id)
     broker = await users.create()
     return await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": broker.id}), operator
 
@@ -38,7 +38,7 @@ async def started(log: Path) -> None:
 async def test_a_killed_delivery_is_delivered_by_another_worker_once_its_lease_ends(
     server: RunningServer, users: UserFactory, fake_crm: FakeCrm, tmp_path: Path
 ) -> None:
-    env = worker_env(server.services.config, tmp_path / "var")
+    env = worker_env(server.config, tmp_path / "var")
     lease = timedelta(seconds=Config().outbox_lease_s)  # the default a deployment runs with
     env["OUTBOX_LEASE_S"] = str(lease.total_seconds())
     first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
@@ -69,7 +69,7 @@ async def test_a_killed_delivery_is_delivered_by_another_worker_once_its_lease_e
 async def test_a_crm_call_slower_than_the_lease_is_not_taken_twice(
     server: RunningServer, users: UserFactory, fake_crm: FakeCrm, tmp_path: Path
 ) -> None:
-    env = worker_env(server.services.config, tmp_path / "var")  # a 3 s lease
+    env = worker_env(server.config, tmp_path / "var")  # a 3 s lease
     lease_s = float(env["OUTBOX_LEASE_S"])
     first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
     with worker_process(env, first_log), worker_process(env, second_log):

@@ -64,10 +64,10 @@ async def test_a_worker_killed_mid_delivery_delivers_after_restart(
 ) -> None:
     operator = operator_location(fake_crm)
     admin = await users.create("super_admin")
-    await save_settings(server.services, operator.settings(), admin.id)
+    await save_settings(server, operator.settings(), admin.id)
     broker = await users.create()
     job_id = await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": broker.id})
-    env = worker_env(server.services.config, tmp_path / "var")
+    env = worker_env(server.config, tmp_path / "var")
     log = tmp_path / "worker.log"
 
     fake_crm.hold()  # the first call hangs: the worker is killed while it waits
@@ -108,9 +108,9 @@ async def test_serve_runs_the_worker_without_slowing_requests(
 ) -> None:
     operator = operator_location(fake_crm)
     admin = await users.create("super_admin")
-    await save_settings(server.services, operator.settings(), admin.id)
+    await save_settings(server, operator.settings(), admin.id)
     broker = await users.create()
-    config = fast_config(server.services.config, outbox_shutdown_grace_s=0.5)
+    config = fast_config(server.config, outbox_shutdown_grace_s=0.5)
     app = create_app(config, run_worker=True)
     served = LoopbackServer(app).start()
     try:

@@ -1,8 +1,8 @@
 """Several workers over many jobs: each job reaches the CRM exactly once.
 
 On PostgreSQL the claim is SELECT ... FOR UPDATE SKIP LOCKED; on SQLite it is a BEGIN
-IMMEDIATE transaction. Each worker has its own services (engine, pool, CRM client pool), as
-separate processes would.
+IMMEDIATE transaction. Each worker has its own database engine and pool and its own CRM client
+pool, as separate processes would.
 """
 
 from __future__ import annotations
@@ -11,11 +11,9 @@ from collections import Counter
 
 from structlog.testing import capture_logs
 
-from controlcenter.app import build_services, worker_handlers
-from controlcenter.outbox.worker import OutboxWorker
 from tests.conftest import RunningServer, UserFactory
 from tests.fakes.crm import FakeCrm
-from tests.outbox.conftest import fast_config, run_until_all_done
+from tests.outbox.conftest import fast_config, run_until_all_done, separate_workers
 from tests.outbox.operator import COMPLETE_TAG, queue_tag_jobs
 
 JOBS = 40
@@ -27,19 +25,11 @@ async def test_racing_workers_deliver_each_job_exactly_once(
     operator, brokers = await queue_tag_jobs(server, users, fake_crm, JOBS, "racer")
 
     count = 2 if server.db.is_sqlite else 4
-    config = fast_config(server.services.config, outbox_concurrency=4)
-    services = [build_services(config) for _ in range(count)]
-    workers = [
-        OutboxWorker(s.db, config, worker_handlers(s), name=f"w{i}") for i, s in enumerate(services)
-    ]
+    config = fast_config(server.config, outbox_concurrency=4)
     fake_crm.delay_s = 0.01  # keeps deliveries in flight while the others claim
     with capture_logs() as logs:
-        try:
+        async with separate_workers(config, count) as workers:
             await run_until_all_done(server.db, workers, within=60)
-        finally:
-            for s in services:
-                await s.crm.aclose()
-                await s.db.dispose()
     delivered_by = Counter(e["worker"] for e in logs if e["event"] == "outbox job delivered")
     assert sum(delivered_by.values()) == JOBS
     assert len(delivered_by) >= 2  # they really raced

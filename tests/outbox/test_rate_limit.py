@@ -15,16 +15,20 @@ from typing import Any
 import httpx
 import pytest
 
-from controlcenter.app import build_services, worker_handlers
 from controlcenter.auth.models import User
 from controlcenter.crm.errors import CrmRateLimited
 from controlcenter.crm.rate_limit import LocationRateLimiter, RateLimit
 from controlcenter.outbox.models import DONE, PENDING, OutboxJob
 from controlcenter.outbox.worker import OutboxWorker
-from controlcenter.web.deps import Services
 from tests.conftest import RunningServer, UserFactory
 from tests.fakes.crm import FakeCrm
-from tests.outbox.conftest import all_jobs, fast_config, get_job, run_until_all_done
+from tests.outbox.conftest import (
+    all_jobs,
+    fast_config,
+    get_job,
+    run_until_all_done,
+    separate_workers,
+)
 from tests.outbox.operator import operator_location, queue_tag_jobs
 
 # A small budget, so that the tests meet it in seconds: 10 requests per second at the fake,
@@ -32,12 +36,15 @@ from tests.outbox.operator import operator_location, queue_tag_jobs
 LIMIT = {"crm_rate_limit_requests": 10, "crm_rate_limit_window_s": 1.0}
 
 
-async def _run(services: list[Services], server: RunningServer, **overrides: object) -> None:
-    config = fast_config(server.services.config, **LIMIT, **overrides)
-    workers = [
-        OutboxWorker(s.db, config, worker_handlers(s), name=f"w{i}") for i, s in enumerate(services)
-    ]
-    await run_until_all_done(server.db, workers, within=60)
+async def _run(server: RunningServer, *, workers: int = 0, **overrides: object) -> None:
+    """The server's own worker, or `workers` separate ones."""
+    config = fast_config(server.config, **LIMIT, **overrides)
+    if not workers:
+        own = OutboxWorker(server.db, config, server.worker_handlers(), name="w0")
+        await run_until_all_done(server.db, [own], within=60)
+        return
+    async with separate_workers(config, workers) as separate:
+        await run_until_all_done(server.db, separate, within=60)
 
 
 def _busiest_window(times: list[float], window_s: float) -> int:
@@ -68,16 +75,9 @@ async def test_two_workers_share_the_budget_and_never_exceed_it(
     await queue_tag_jobs(server, users, fake_crm, jobs)
     fake_crm.burst_limit(10, 1.0)
     fake_crm.delay_s = 0.2  # many in flight at once, as with a slow CRM
-    config = fast_config(server.services.config, **LIMIT)
-    services = [build_services(config) for _ in range(2)]
-    try:
-        started = time.monotonic()
-        await _run(services, server, outbox_concurrency=16)
-        took = time.monotonic() - started
-    finally:
-        for s in services:
-            await s.crm.aclose()
-            await s.db.dispose()
+    started = time.monotonic()
+    await _run(server, workers=2, outbox_concurrency=16)
+    took = time.monotonic() - started
     assert fake_crm.burst_refusals == 0
     calls = [call.at for call in fake_crm.calls if call.location_id]
     assert len(calls) == 2 * jobs
@@ -92,7 +92,7 @@ async def test_a_429_pauses_the_location_and_is_not_an_attempt(
 ) -> None:
     await queue_tag_jobs(server, users, fake_crm, 1)
     fake_crm.rate_limit(1, retry_after="1")
-    await _run([server.services], server)
+    await _run(server)
     (job,) = await all_jobs(server.db)
     assert job.status == DONE and job.attempts == 1
     refused, *after = [call for call in fake_crm.calls if call.location_id]
@@ -214,12 +214,10 @@ async def test_a_job_given_back_for_the_rate_limit_has_read_nothing(
 async def _given_back_for_a_pause(server: RunningServer, job_id: str) -> tuple[str, OutboxJob]:
     """The operator's location paused for 30 s and the worker run once: the job is back,
     waiting for the rate limit, without an attempt. The location and the job as stored."""
-    operator = (await server.services.settings.get_many(["crmOwnerLocationId"]))[
-        "crmOwnerLocationId"
-    ]
+    operator = (await server.settings.get_many(["crmOwnerLocationId"]))["crmOwnerLocationId"]
     await LocationRateLimiter(server.db, RateLimit(10, 1.0), max_wait_s=0.1).pause(operator, 30.0)
-    config = fast_config(server.services.config, **LIMIT, outbox_rate_wait_s=0.2)
-    worker = OutboxWorker(server.db, config, worker_handlers(server.services))
+    config = fast_config(server.config, **LIMIT, outbox_rate_wait_s=0.2)
+    worker = OutboxWorker(server.db, config, server.worker_handlers())
     assert await worker.run_once() == 1
     waiting = await get_job(server.db, job_id)
     assert (waiting.status, waiting.attempts) == (PENDING, 0)

@@ -54,7 +54,7 @@ async def _operator(
     op = operator_location(fake_crm)
     admin = await users.create("super_admin")
     settings = {k: v for k, v in op.settings().items() if k != without}
-    await save_settings(server.services, settings, admin.id)
+    await save_settings(server, settings, admin.id)
     return op
 
 

@@ -26,7 +26,7 @@ async def test_a_delivered_job_is_done(server: RunningServer) -> None:
         seen.append(job.payload)
 
     job_id = await add_job(server.db, KIND, {"userId": "u1"})
-    worker = OutboxWorker(server.db, fast_config(server.services.config), {KIND: handler})
+    worker = OutboxWorker(server.db, fast_config(server.config), {KIND: handler})
     assert await worker.run_once() == 1
     assert seen == [{"userId": "u1"}]
     job = await get_job(server.db, job_id)
@@ -41,7 +41,7 @@ async def test_a_failure_is_recorded_and_retried_after_a_jittered_backoff(
     async def handler(job: ClaimedJob) -> None:
         raise DeliveryError("CRM error 503: down", status=503)
 
-    config = fast_config(server.services.config, outbox_base_backoff_s=10.0)
+    config = fast_config(server.config, outbox_base_backoff_s=10.0)
     job_id = await add_job(server.db, KIND, {})
     before = utcnow()
     await OutboxWorker(server.db, config, {KIND: handler}).run_once()
@@ -61,7 +61,7 @@ async def test_jobs_are_delivered_once_the_crm_is_back(server: RunningServer) ->
             raise DeliveryError("CRM unreachable (ConnectError)")
 
     ids = [await add_job(server.db, KIND, {"n": n}) for n in range(3)]
-    worker = OutboxWorker(server.db, fast_config(server.services.config), {KIND: handler})
+    worker = OutboxWorker(server.db, fast_config(server.config), {KIND: handler})
     task = asyncio.create_task(worker.run())
 
     async def all_done() -> bool:
@@ -86,7 +86,7 @@ async def test_a_job_dies_after_its_maximum_age_and_keeps_its_error(
         calls += 1
         raise DeliveryError(f"CRM error 500: failure {calls}", status=500)
 
-    config = fast_config(server.services.config, outbox_max_age_s=0.3)
+    config = fast_config(server.config, outbox_max_age_s=0.3)
     job_id = await add_job(server.db, KIND, {})
     worker = OutboxWorker(server.db, config, {KIND: handler})
     task = asyncio.create_task(worker.run())
@@ -110,7 +110,7 @@ async def test_a_rejected_request_is_retried_too(server: RunningServer) -> None:
         raise DeliveryError("CRM error 401: Invalid JWT", retryable=False, status=401)
 
     job_id = await add_job(server.db, KIND, {})
-    await OutboxWorker(server.db, fast_config(server.services.config), {KIND: handler}).run_once()
+    await OutboxWorker(server.db, fast_config(server.config), {KIND: handler}).run_once()
     job = await get_job(server.db, job_id)
     assert (job.status, job.attempts, job.last_error) == (PENDING, 1, "CRM error 401: Invalid JWT")
 
@@ -121,7 +121,7 @@ async def test_missing_settings_leave_the_job_pending_without_an_attempt(
     async def handler(job: ClaimedJob) -> None:
         raise MissingSettings(["crmOwnerLocationId", "crmPrivateToken"])
 
-    config = fast_config(server.services.config, outbox_max_age_s=1.0)
+    config = fast_config(server.config, outbox_max_age_s=1.0)
     job_id = await add_job(server.db, KIND, {}, age_s=3600)  # far past the maximum age
     worker = OutboxWorker(server.db, config, {KIND: handler})
     with capture_logs() as logs:
@@ -140,7 +140,7 @@ async def test_missing_settings_leave_the_job_pending_without_an_attempt(
 
 async def test_an_unknown_kind_is_dead_at_once(server: RunningServer) -> None:
     job_id = await add_job(server.db, "nobody.handles.this", {})
-    await OutboxWorker(server.db, fast_config(server.services.config), {}).run_once()
+    await OutboxWorker(server.db, fast_config(server.config), {}).run_once()
     job = await get_job(server.db, job_id)
     assert (job.status, job.last_error) == (DEAD, "unknown job kind 'nobody.handles.this'")
 
@@ -150,7 +150,7 @@ async def test_a_crashing_handler_is_retried_with_its_error(server: RunningServe
         raise RuntimeError("boom")
 
     job_id = await add_job(server.db, KIND, {})
-    await OutboxWorker(server.db, fast_config(server.services.config), {KIND: handler}).run_once()
+    await OutboxWorker(server.db, fast_config(server.config), {KIND: handler}).run_once()
     job = await get_job(server.db, job_id)
     assert (job.status, job.attempts, job.last_error) == (PENDING, 1, "RuntimeError: boom")
 
@@ -160,7 +160,7 @@ async def test_a_delivery_longer_than_its_timeout_times_out(server: RunningServe
         await asyncio.sleep(5)
 
     job_id = await add_job(server.db, KIND, {})
-    config = fast_config(server.services.config, outbox_delivery_timeout_s=0.2)
+    config = fast_config(server.config, outbox_delivery_timeout_s=0.2)
     await OutboxWorker(server.db, config, {KIND: handler}).run_once()
     job = await get_job(server.db, job_id)
     assert (job.status, job.attempts, job.last_error) == (PENDING, 1, "delivery timed out")
@@ -179,7 +179,7 @@ async def test_a_leased_job_is_skipped_until_the_lease_expires(server: RunningSe
         job = await db.get(OutboxJob, later)
         assert job is not None
         job.next_attempt_at = utcnow() + timedelta(seconds=60)
-    worker = OutboxWorker(server.db, fast_config(server.services.config), {KIND: handler})
+    worker = OutboxWorker(server.db, fast_config(server.config), {KIND: handler})
     assert await worker.run_once() == 1
     assert delivered == [expired]
     assert (await get_job(server.db, held)).status == PENDING
@@ -189,7 +189,7 @@ async def test_an_outcome_is_not_saved_over_a_lease_another_worker_took(
     server: RunningServer,
 ) -> None:
     job_id = await add_job(server.db, KIND, {})
-    config = fast_config(server.services.config)
+    config = fast_config(server.config)
     first = OutboxWorker(server.db, config, {})
     [claim] = await first.claim(1)
 
@@ -210,7 +210,7 @@ async def test_an_outcome_is_not_saved_over_a_lease_another_worker_took(
 async def test_racing_workers_deliver_every_job_exactly_once(server: RunningServer) -> None:
     calls: Counter[str] = Counter()
     by_worker: Counter[str] = Counter()
-    config = fast_config(server.services.config, outbox_concurrency=3)
+    config = fast_config(server.config, outbox_concurrency=3)
 
     def handler_for(name: str) -> Handler:
         async def handler(job: ClaimedJob) -> None:
@@ -253,7 +253,7 @@ async def test_stop_lets_a_delivery_in_flight_finish(server: RunningServer) -> N
         await asyncio.sleep(0.3)
 
     job_id = await add_job(server.db, KIND, {})
-    worker = OutboxWorker(server.db, fast_config(server.services.config), {KIND: handler})
+    worker = OutboxWorker(server.db, fast_config(server.config), {KIND: handler})
     task = asyncio.create_task(worker.run())
     await asyncio.wait_for(started.wait(), 5)
     await worker.stop()
@@ -269,7 +269,7 @@ async def test_stop_releases_a_delivery_that_outlasts_the_grace(server: RunningS
         await asyncio.sleep(30)
 
     job_id = await add_job(server.db, KIND, {})
-    config = fast_config(server.services.config, outbox_shutdown_grace_s=0.1)
+    config = fast_config(server.config, outbox_shutdown_grace_s=0.1)
     worker = OutboxWorker(server.db, config, {KIND: handler})
     task = asyncio.create_task(worker.run())
     await asyncio.wait_for(started.wait(), 5)
@@ -297,7 +297,7 @@ async def test_a_claim_is_one_read_and_one_update_whatever_it_takes(
     engine = server.db.engine.sync_engine
     event.listen(engine, "before_cursor_execute", seen)
     try:
-        claimed = await OutboxWorker(server.db, fast_config(server.services.config), {}).claim(10)
+        claimed = await OutboxWorker(server.db, fast_config(server.config), {}).claim(10)
     finally:
         event.remove(engine, "before_cursor_execute", seen)
     # One UPDATE for them all, not one per job (an executemany is one per job).

@@ -9,8 +9,9 @@ from fastapi.responses import JSONResponse
 
 from controlcenter.accounts import tokens, users
 from controlcenter.accounts.schemas import NewToken, PasswordChange, TokenCreate, TokenList
+from controlcenter.auth.deps import CurrentUser
 from controlcenter.web.body import read_model
-from controlcenter.web.deps import CurrentUser, DatabaseDep
+from controlcenter.web.deps import DatabaseDep
 from controlcenter.web.errors import ApiError
 from controlcenter.web.openapi_doc import Success, answers, json_body
 

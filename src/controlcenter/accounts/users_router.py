@@ -18,9 +18,10 @@ from controlcenter.accounts.schemas import (
     UserPage,
     UserPatch,
 )
+from controlcenter.auth.deps import Admin
 from controlcenter.auth.service import UserExistsError
 from controlcenter.web.body import read_model
-from controlcenter.web.deps import Admin, DatabaseDep
+from controlcenter.web.deps import DatabaseDep
 from controlcenter.web.errors import ApiError
 from controlcenter.web.openapi_doc import Success, answers, json_body
 

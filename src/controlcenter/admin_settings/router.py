@@ -8,10 +8,12 @@ from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
 from controlcenter.admin_settings import service
+from controlcenter.admin_settings.deps import SettingsDep
 from controlcenter.admin_settings.schemas import SettingsAnswer, SettingsInput, parse_settings
+from controlcenter.auth.deps import SuperAdmin
 from controlcenter.common.logs import get_logger
 from controlcenter.web.body import read_json
-from controlcenter.web.deps import DatabaseDep, SettingsDep, SuperAdmin
+from controlcenter.web.deps import DatabaseDep
 from controlcenter.web.errors import ApiError, InvalidJSONError, describe
 from controlcenter.web.openapi_doc import Success, answers, json_body
 from controlcenter.web.validation import issues

@@ -8,12 +8,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
+from controlcenter.auth.deps import SESSION_COOKIE, CurrentUser
 from controlcenter.auth.refusals import client_address
 from controlcenter.auth.schemas import USER_EXAMPLE, LoginAnswer, LoginRequest, UserAnswer
 from controlcenter.auth.service import authenticate_password, revoke_session, start_session
 from controlcenter.auth.throttle import SignInThrottle
 from controlcenter.web.body import read_json
-from controlcenter.web.deps import SESSION_COOKIE, ConfigDep, CurrentUser, DatabaseDep
+from controlcenter.web.deps import ConfigDep, DatabaseDep
 from controlcenter.web.errors import ApiError, InvalidJSONError
 from controlcenter.web.openapi_doc import Success, answers, json_body
 

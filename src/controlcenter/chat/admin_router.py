@@ -9,12 +9,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from pydantic import ValidationError
 
+from controlcenter.admin_settings.deps import SettingsDep
+from controlcenter.auth.deps import Admin, SuperAdmin
 from controlcenter.chat.policy import CHAT_POLICY, ChatPolicyInput, policy_text, stored_policy
 from controlcenter.chat.schemas import ChatPolicyAnswer, UsageReport
 from controlcenter.chat.usage import usage_report
 from controlcenter.db import utcnow
 from controlcenter.web.body import read_object
-from controlcenter.web.deps import Admin, DatabaseDep, SettingsDep, SuperAdmin
+from controlcenter.web.deps import DatabaseDep
 from controlcenter.web.errors import ApiError
 from controlcenter.web.openapi_doc import answers, json_body
 from controlcenter.web.validation import issues

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
+from controlcenter.auth.deps import CurrentUser
 from controlcenter.auth.models import User
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.conversations import (
@@ -16,6 +17,7 @@ from controlcenter.chat.conversations import (
     get_conversation,
     list_conversations,
 )
+from controlcenter.chat.deps import ChatPartsDep
 from controlcenter.chat.request import (
     ChatInput,
     ChatRequestError,
@@ -47,7 +49,7 @@ from controlcenter.chat.store import (
     answer_approval,
     request_stop,
 )
-from controlcenter.web.deps import ChatPartsDep, CurrentUser, DatabaseDep
+from controlcenter.web.deps import DatabaseDep
 from controlcenter.web.errors import ApiError
 from controlcenter.web.openapi_doc import Success, answers, json_body
 from controlcenter.web.pagination import (

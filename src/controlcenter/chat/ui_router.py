@@ -6,11 +6,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
+from controlcenter.auth.deps import CurrentUser
+from controlcenter.chat.deps import ChatPartsDep
 from controlcenter.chat.request import read_chat_body
 from controlcenter.chat.router import SSE_HEADERS, started_chat
 from controlcenter.chat.schemas import UI_STREAM_DESCRIPTION, UiChatRequest, UiMessageFrame
 from controlcenter.chat.ui_stream import parse_ui_chat_request, ui_frames
-from controlcenter.web.deps import ChatPartsDep, CurrentUser
 from controlcenter.web.openapi_doc import answers, json_body
 
 router = APIRouter(prefix="/api/v1/control-center", tags=["chat"])

@@ -65,7 +65,7 @@ def serve(
 
     from controlcenter.cli.open_files import raise_open_files_limit
     from controlcenter.common.logs import get_logger
-    from controlcenter.web.server_protocol import PROTOCOL
+    from controlcenter.web.middleware.header_limit import HEADER_LIMIT_PROTOCOL
 
     config = Config()
 
@@ -94,15 +94,17 @@ def serve(
             log_level=config.log_level.lower(),
             log_config=None,  # uvicorn's records go through our logging (logs.py)
             **proxy_options(),
-            http=PROTOCOL,  # the 431 header limit, coalesced writes
+            http=HEADER_LIMIT_PROTOCOL,  # the 431 header limit, before the parser holds more
         )
 
 
 @app.command()
 def worker() -> None:
     """Run only the outbox worker, until SIGTERM or Ctrl-C (then it stops gracefully)."""
-    from controlcenter.app import build_services, close_services, worker_handlers
+    from controlcenter.admin_settings.store import SettingsStore
+    from controlcenter.app import open_database, worker_handlers
     from controlcenter.common.logs import configure_logging
+    from controlcenter.crm.transport import CrmTransport
     from controlcenter.outbox.runtime import run_until_signalled
 
     config = Config()
@@ -110,11 +112,14 @@ def worker() -> None:
     upgrade(config.database_url)
 
     async def run() -> None:
-        services = build_services(config)
+        db = open_database(config)
+        crm = CrmTransport.from_config(config)
+        handlers = worker_handlers(config, db, SettingsStore(db, config.fernet_key), crm)
         try:
-            await run_until_signalled(services.db, config, worker_handlers(services))
+            await run_until_signalled(db, config, handlers)
         finally:
-            await close_services(services)
+            await crm.aclose()
+            await db.dispose()
 
     asyncio.run(run())
 

@@ -48,7 +48,8 @@ class Offered:
 
 def _run(work: Callable[[ChatParts], Awaitable[T]]) -> T:
     """Migrate, then run `work` with the service's own components, closed afterwards."""
-    from controlcenter.app import build_services, close_services
+    from controlcenter.admin_settings.store import SettingsStore
+    from controlcenter.app import build_chat_parts, close_chat_parts, open_database
     from controlcenter.common.logs import configure_logging
     from controlcenter.config import Config
     from controlcenter.db.migrate import upgrade
@@ -58,11 +59,13 @@ def _run(work: Callable[[ChatParts], Awaitable[T]]) -> T:
     configure_logging(config.log_level, config.log_format)  # on stderr: stdout is the answer
 
     async def run() -> T:
-        services = build_services(config)
+        db = open_database(config)
+        chat = build_chat_parts(config, db, SettingsStore(db, config.fernet_key))
         try:
-            return await work(services.chat)  # the parts a chat uses, as a chat uses them
+            return await work(chat)  # the parts a chat uses, as a chat uses them
         finally:
-            await close_services(services)
+            await close_chat_parts(chat)
+            await db.dispose()
 
     try:
         return asyncio.run(run())

@@ -1,6 +1,6 @@
 """A CRM client bound to one location and one credential.
 
-    client = CrmClient(services.crm, token=private_token, location_id=location_id)
+    client = CrmClient(transport, token=private_token, location_id=location_id)
     contact = await client.upsert_contact(email="a@b.c", firstName="Ann")
     await client.add_tags(contact["id"], ["onboarded"])
 

@@ -8,14 +8,17 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
+from sqlalchemy import MetaData
 
 _HERE = Path(__file__).parent
 
 
-def alembic_config(database_url: str) -> AlembicConfig:
+def alembic_config(database_url: str, target_metadata: MetaData | None = None) -> AlembicConfig:
+    """`target_metadata`: the tables autogenerate compares against (`controlcenter.tables`)."""
     cfg = AlembicConfig()
     cfg.set_main_option("script_location", str(_HERE / "migrations"))
     cfg.set_main_option("sqlalchemy.url", database_url)
+    cfg.attributes["target_metadata"] = target_metadata
     return cfg
 
 

@@ -1,9 +1,7 @@
 """The dashboard API index (SPEC 4.1, CONTRACT section 4), answered as Nextcloud's OCS does.
 
 The route is the index's documented operation, with its security schemes declared by FastAPI
-security dependencies; it answers HEAD and the other methods. GET, the hot path that gets
-benchmarked, is answered by `ocs.fast_path.IndexFastPath` in front of the framework, with the
-same `answer_index` (and by this route while tracing is on, see `web/entry.py`).
+security dependencies; `answer_index` judges the credentials and writes the answer.
 """
 
 from __future__ import annotations
@@ -13,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Request, Response, Security
 from fastapi.security import HTTPBasic, HTTPBearer
 
+from controlcenter.auth.deps import SESSION_COOKIE
 from controlcenter.auth.refusals import client_address
 from controlcenter.ocs.index import PATH, answer_index
 from controlcenter.web.deps import ConfigDep, DatabaseDep
@@ -97,7 +96,7 @@ _OPENAPI: dict[str, Any] = {
 
 class _DeclaredBearer(HTTPBearer):
     """The bearer scheme as the interface description shows it. It reads nothing: the index
-    judges the credentials itself (`answer_index`), the same way on its GET fast path."""
+    judges the credentials itself (`answer_index`)."""
 
     async def __call__(self, request: Request) -> None:  # type: ignore[override]
         return None
@@ -136,21 +135,15 @@ async def api_index(
     _basic: Annotated[None, Security(_BASIC)],
 ) -> Response:
     """The index, as the fast path answers GET; its security schemes are declared here."""
-    # GET normally never gets here: `IndexFastPath` answers it in front of the framework.
-    # This route answers HEAD and the other methods, and documents the index in /openapi.json.
     headers = request.headers
-    answer = await answer_index(
+    return await answer_index(
         database,
         config,
         app_id,
         authorization=headers.get("authorization"),
-        cookie=headers.get("cookie"),
+        session_cookie=request.cookies.get(SESSION_COOKIE),
         accept=headers.get("accept"),
         ocs_apirequest=headers.get("ocs-apirequest"),
         query_format=request.query_params.get("format"),
         client=client_address(request),
     )
-    response = Response(answer.body, status_code=answer.status)
-    response.raw_headers[:0] = list(answer.headers)  # before the length, as on the fast path
-    response.raw_headers.append((b"content-type", answer.content_type))
-    return response

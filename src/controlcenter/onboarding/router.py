@@ -7,17 +7,18 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
+from controlcenter.auth.deps import CurrentUser
 from controlcenter.common.logs import get_logger
 from controlcenter.onboarding import service
+from controlcenter.onboarding.deps import OnboardingSavesDep
 from controlcenter.onboarding.schemas import (
     ONBOARDING_INPUT,
     OnboardingAnswer,
     SavedOnboarding,
     record,
 )
-from controlcenter.onboarding.service import OnboardingSaves
 from controlcenter.web.body import parse_json
-from controlcenter.web.deps import CurrentUser, DatabaseDep, OnboardingSavesDep
+from controlcenter.web.deps import DatabaseDep
 from controlcenter.web.errors import ApiError, InvalidJSONError, describe
 from controlcenter.web.openapi_doc import answers, json_body
 from controlcenter.web.validation import issues
@@ -34,9 +35,7 @@ async def get_onboarding(principal: CurrentUser, db: DatabaseDep) -> dict[str, A
     return {"onboarding": record(row) if row is not None else None}
 
 
-# The body is read by hand: an unparseable one is a 500 (SPEC 4.4), not FastAPI's 422. POST is
-# answered in front of the framework (`onboarding/fast_path.py`) unless tracing is on; this
-# route declares it in /openapi.json and answers it then, both through `saved`.
+# The body is read by hand: an unparseable one is a 500, not FastAPI's 422.
 @router.post(
     "/onboarding",
     **answers(SavedOnboarding, 400, 401, 413, 500, write=True),
@@ -45,15 +44,11 @@ async def get_onboarding(principal: CurrentUser, db: DatabaseDep) -> dict[str, A
 async def save_onboarding(
     request: Request, principal: CurrentUser, saves: OnboardingSavesDep
 ) -> dict[str, Any]:
-    return await saved(saves, principal.user.id, await request.body())
-
-
-async def saved(saves: OnboardingSaves, user_id: str, raw: bytes) -> dict[str, Any]:
-    """The answer to `user_id`'s POST of the body `raw` (SPEC 4.4); ApiError for a refusal."""
+    user_id = principal.user.id
     try:
-        body = parse_json(raw)
+        body = parse_json(await request.body())
     except InvalidJSONError as exc:
-        # SPEC 4.4 step 7 puts an unparseable body among the failures answered with 500.
+        # An unparseable body is one of the save's failures, all answered with 500.
         raise ApiError(500, SAVE_FAILED) from exc
     try:
         data = ONBOARDING_INPUT.validate_python(body)

@@ -2,7 +2,7 @@
 
 FastAPI builds the whole document from the routes: each one names its success model, its
 refusals and its request body with the helpers here, and the caller's security comes from the
-dependencies that read it (`web/deps.py`). Nothing is added to the document afterwards.
+dependencies that read it (`auth/deps.py`). Nothing is added to the document afterwards.
 
 The models are documentation: routes keep `response_model=None` and return their dicts, so no
 answer is validated or re-serialised on its way out. Most routes read their bodies by hand (bad

@@ -1,4 +1,9 @@
-"""Alembic environment: runs on the async engine of the configured database."""
+"""Alembic environment: runs on the async engine of the configured database.
+
+Autogenerate compares against the metadata of every table, which only the layer above the
+domains knows: whoever asks for it hands `controlcenter.tables.Base.metadata` over as the
+config's `target_metadata` attribute (`alembic_config(url, target_metadata=...)`).
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,7 @@ from alembic import context
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from controlcenter.tables import Base
-
-target_metadata = Base.metadata
+target_metadata = context.config.attributes.get("target_metadata")
 
 
 def _run(connection: Connection) -> None:

@@ -1,6 +1,6 @@
 """Counts and times every HTTP request by its route template (never the raw path, whose ids
-would make one series per conversation), method and status. GET on the dashboard index is
-counted by its fast path (`ocs/fast_path.py`), which answers in front of this middleware."""
+would make one series per conversation), method and status; an answer given before routing
+(a refused cross-origin request, a body over the limit) under `unmatched`."""
 
 from __future__ import annotations
 

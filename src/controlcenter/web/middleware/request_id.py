@@ -1,9 +1,8 @@
 """A request id for every HTTP request: taken from `X-Request-ID` when the caller (or a proxy)
 sent a sensible one, else made here; echoed in the answer and bound to every log record the
-request causes, including the work it starts in the background.
-
-The dashboard index's fast path (`ocs/fast_path.py`) answers in front of this middleware and
-uses the same helpers, so its answers and records carry the id the same way.
+request causes, including the work it starts in the background. The id is also kept in the
+request's state (`request.state.request_id`) for the answer to an unexpected error, which
+Starlette sends from outside every middleware.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from structlog.contextvars import bind_contextvars, reset_contextvars
 
 HEADER = "X-Request-ID"
 HEADER_NAME = b"x-request-id"  # as the server hands header names over (lower case)
+STATE_KEY = "request_id"
 _ACCEPTED = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")
 
 
@@ -54,6 +54,7 @@ class RequestIdMiddleware:
             await self.app(scope, receive, send)
             return
         value = request_id(scope.get("headers", ()))
+        scope.setdefault("state", {})[STATE_KEY] = value
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -1,6 +1,5 @@
-"""GET on the index is answered in front of the framework (`ocs/fast_path.py`): what the
-framework's layers gave it still holds there: the same bytes as the route, the request id,
-the metrics, and the credentials read from the database on every request."""
+"""GET on the index through the app: each answer's exact head and body, the request id, the
+metrics, and the credentials read from the database on every request."""
 
 from __future__ import annotations
 
@@ -11,51 +10,60 @@ import pytest
 from sqlalchemy import delete, update
 
 from controlcenter.auth.models import User
-from controlcenter.ocs.envelope import envelope, render
+from controlcenter.ocs.envelope import NOT_FOUND, NOT_LOGGED_IN, envelope, render
 from controlcenter.ocs.index import ok_json
-from controlcenter.web.entry import ControlCenterApp
 from tests.conftest import RunningServer, UserFactory
 from tests.metric_samples import scrape
 from tests.ocs.test_index import OCS, PATH, basic, bearer
 
 TEMPLATE = "/ocs/v2.php/apps/{app_id}/api"
+JSON = b"application/json; charset=utf-8"
+XML = b"application/xml; charset=utf-8"
 
 
-def _app(server: RunningServer) -> ControlCenterApp:
-    assert isinstance(server.app, ControlCenterApp)
-    return server.app
-
-
-def _comparable(response: httpx.Response) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
-    headers = [
-        (k, v) for k, v in response.headers.raw if k.lower() not in (b"date", b"x-request-id")
+def _head(response: httpx.Response) -> list[tuple[bytes, bytes]]:
+    """The answer's headers in order, but the server's own (`date`, `server`)."""
+    return [
+        (k.lower(), v) for k, v in response.headers.raw if k.lower() not in (b"date", b"server")
     ]
-    return response.status_code, response.content, headers
 
 
-async def test_the_route_and_the_fast_path_answer_the_same_bytes(
-    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+def _expected(content_type: bytes, body: bytes, rid: bytes) -> list[tuple[bytes, bytes]]:
+    return [
+        (b"content-length", str(len(body)).encode()),
+        (b"content-type", content_type),
+        (b"x-request-id", rid),
+    ]
+
+
+async def test_each_answer_has_its_exact_head_and_body(
+    client: httpx.AsyncClient, users: UserFactory
 ) -> None:
     user = await users.create()
-    requests = [
-        {**bearer(user.token), **OCS},
-        {**bearer(user.token), **OCS, "Accept": "application/xml"},
-        {**basic(user.email, user.api_token), **OCS},
-        {**basic(user.email, user.password), **OCS},
-        bearer(user.token),  # 412
-        {**bearer("nope"), **OCS},  # 401
-        {"Accept": "text/xml"},  # 401, XML
+    message = f"Welcome to the Control Center dashboard API, {user.name}."
+    ok_xml = render(envelope(200, "OK", {"message": message}), "xml")
+    unauthorised = {f: render(envelope(997, NOT_LOGGED_IN, []), f) for f in ("json", "xml")}
+    not_found = {f: render(envelope(404, NOT_FOUND, []), f) for f in ("json", "xml")}
+    csrf = b'{"message":"CSRF check failed"}'
+    other = "/ocs/v2.php/apps/other/api"
+    cases = [
+        (PATH, {**bearer(user.token), **OCS}, 200, JSON, ok_json(message)),
+        (PATH, {**bearer(user.token), **OCS, "Accept": "application/xml"}, 200, XML, ok_xml),
+        (PATH, {**basic(user.email, user.api_token), **OCS}, 200, JSON, ok_json(message)),
+        (PATH, {**basic(user.email, user.password), **OCS}, 200, JSON, ok_json(message)),
+        (PATH + "?format=xml", {**bearer(user.token), **OCS}, 200, XML, ok_xml),
+        (PATH, bearer(user.token), 412, b"application/json", csrf),
+        (PATH, {**bearer("nope"), **OCS}, 401, JSON, unauthorised["json"]),
+        (PATH, {"Accept": "text/xml"}, 401, XML, unauthorised["xml"]),
+        (other, {**bearer(user.token), **OCS}, 404, JSON, not_found["json"]),
+        (other + "?format=xml", OCS, 404, XML, not_found["xml"]),
     ]
-    paths = [PATH, PATH + "?format=xml", "/ocs/v2.php/apps/other/api"]
-    fast = [await client.get(p, headers=h) for p in paths for h in requests]
-    app = _app(server)
-    app.index_fast_path, saved = None, app.index_fast_path  # as while tracing is on
-    try:
-        routed = [await client.get(p, headers=h) for p in paths for h in requests]
-    finally:
-        app.index_fast_path = saved
-    assert [_comparable(r) for r in fast] == [_comparable(r) for r in routed]
-    assert {r.status_code for r in fast} == {200, 401, 404, 412}
+    for n, (path, headers, status, content_type, body) in enumerate(cases):
+        rid = f"case-{n}"
+        response = await client.get(path, headers={**headers, "X-Request-ID": rid})
+        assert response.status_code == status, (n, response.content)
+        assert response.content == body, n
+        assert _head(response) == _expected(content_type, body, rid.encode()), n
 
 
 @pytest.mark.parametrize("name", ['Zoë "Q" <b>&amp;</b>', "tab\there\x01", "\u2028 \U0001f600 \\"])
@@ -132,17 +140,13 @@ async def test_the_message_follows_a_renamed_user(
     assert answer.json()["ocs"]["data"]["message"].endswith("Renamed.")
 
 
-async def test_tracing_off_means_the_fast_path_is_on(server: RunningServer) -> None:
-    assert _app(server).index_fast_path is not None
-
-
 async def test_an_unexpected_error_is_a_logged_json_500_with_its_request_id(
     client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     async def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("the database went away")
 
-    monkeypatch.setattr("controlcenter.ocs.fast_path.answer_index", broken)
+    monkeypatch.setattr("controlcenter.ocs.router.answer_index", broken)
     before = await scrape(client)
     response = await client.get(PATH, headers={**OCS, "X-Request-ID": "err-1"})
     after = await scrape(client)

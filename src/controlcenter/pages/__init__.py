@@ -1,5 +1,5 @@
 """Server-rendered pages (CONTRACT section 10): templates, vendored scripts, page routes."""
 
-from controlcenter.web.pages.router import mount_pages
+from controlcenter.pages.router import mount_pages
 
 __all__ = ["mount_pages"]

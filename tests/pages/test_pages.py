@@ -7,7 +7,7 @@ import re
 import httpx
 import pytest
 
-from controlcenter.web.pages.router import safe_next
+from controlcenter.pages.router import safe_next
 from tests.conftest import UserFactory
 
 PAGES = ["/chat", "/chat/some-id", "/setup", "/account", "/admin/users", "/admin/settings"]

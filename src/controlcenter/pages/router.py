@@ -14,11 +14,11 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from controlcenter.auth.deps import optional_principal
 from controlcenter.auth.models import SUPER_ADMIN
 from controlcenter.auth.service import Principal
-from controlcenter.web.deps import optional_principal
-from controlcenter.web.pages.fields import SETTING_GROUPS, SETUP_FIELDS
-from controlcenter.web.pages.headers import PageAssets, with_page_headers
+from controlcenter.pages.fields import SETTING_GROUPS, SETUP_FIELDS
+from controlcenter.pages.headers import PageAssets, with_page_headers
 
 HERE = Path(__file__).parent
 ADMIN_ROLES = frozenset({"admin", SUPER_ADMIN})
