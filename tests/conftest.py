@@ -21,13 +21,13 @@ from fastapi import FastAPI
 
 from controlcenter.app import create_app
 from controlcenter.auth import passwords
-from controlcenter.auth.service import create_api_token, create_user, start_session
+from controlcenter.auth.service import create_user, start_session
 from controlcenter.config import Config
 from controlcenter.db import Database
 from controlcenter.db.migrate import upgrade
 from controlcenter.tables import Base
 from controlcenter.web.deps import Services
-from tests.dbtools import reset_postgres
+from tests.dbtools import create_api_token, reset_postgres
 from tests.fakes.server import listening_socket
 
 TEST_SECRET_KEY = "test-secret-key-" + "x" * 48

@@ -67,9 +67,7 @@ CHAT_DRAIN_S = 30.0
 
 
 def build_services(config: Config) -> Services:
-    db = Database(
-        config.database_url, sqlite_driver=config.sqlite_driver, checkpoints_in_thread=True
-    )
+    db = Database(config.database_url)
     settings = SettingsStore(db, config.fernet_key)
     # Each shared object is made once, here; the app's services name the chat's own.
     chat = ChatParts(
@@ -132,12 +130,10 @@ def create_app(
     config: Config | None = None,
     *,
     run_worker: bool = False,
-    warm_database: bool = False,
     span_exporter: SpanExporter | None = None,
 ) -> FastAPI:
     """`span_exporter`: trace into it (tests); else traces go where OTEL_EXPORTER_OTLP_ENDPOINT
-    says, when it is set. `warm_database`: open the database's connections before serving
-    (`Database.warm`), as `controlcenter serve` does."""
+    says, when it is set."""
     config = config or Config()
     # Before anything can log: structlog's defaults render tracebacks with local variables,
     # which would put request data (passwords, keys) into the log, and slowly.
@@ -147,12 +143,6 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services = build_services(config)
         app.state.services = services
-        if warm_database:
-            try:
-                await services.db.warm()
-            except Exception as exc:
-                # Not fatal: the requests open what they need, as they would without it.
-                log.warning("database warm-up failed", error=type(exc).__name__)
         # Each server process runs one worker; lease-based claiming keeps several safe.
         worker = (
             start_worker(services.db, config, worker_handlers(services)) if run_worker else None

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from controlcenter.auth.models import ApiToken, Session, User
+from controlcenter.auth.models import ApiToken, Session, UserRecord
 from controlcenter.chat.models import Conversation, Message
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import OutboxJob
@@ -397,7 +397,7 @@ async def test_delete_removes_everything_and_cancels_pending_jobs(
 
     async with server.db.read() as db:
         for model, column in (
-            (User, User.id),
+            (UserRecord, UserRecord.id),
             (Session, Session.user_id),
             (ApiToken, ApiToken.user_id),
             (Conversation, Conversation.user_id),

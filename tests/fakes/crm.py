@@ -17,7 +17,7 @@ port stops listening), `rate_limit(n, retry_after)` (the next n calls answer 429
 agency for its own calls): 100 requests in any 10 s (`burst_limit(n, s)` changes it), beyond
 which it answers 429 `Too Many Requests` without a Retry-After, as documented; every answer
 carries the documented `X-RateLimit-*` headers. Inspection: `contacts(location_id)`, `calls`,
-`burst_refusals`.
+`burst_refusals`, `most_in_flight` (the most calls that waited out `delay_s` at once).
 
 Run alone with seeded demo data: `python -m tests.fakes.crm --port 8100`.
 """
@@ -154,6 +154,8 @@ class FakeCrm:
         self.state = State()
         self.calls: list[Call] = []
         self.delay_s = 0.0
+        self._in_flight = 0  # calls waiting out `delay_s` now
+        self.most_in_flight = 0  # the most that ever did at once
         self.token_ttl_s = 86399
         self._outage_status: int | None = None
         self._rate_limited = 0
@@ -215,6 +217,7 @@ class FakeCrm:
             self.state = State()
             self.calls = []
             self.delay_s = 0.0
+            self.most_in_flight = 0
             self.token_ttl_s = 86399
             self._outage_status = None
             self._rate_limited = 0
@@ -323,7 +326,7 @@ class FakeCrm:
         return message
 
     def add_pipeline(self, location_id: str, name: str, stages: list[str]) -> dict[str, Any]:
-        pipeline = {
+        pipeline: dict[str, Any] = {
             "id": new_id(),
             "locationId": location_id,
             "name": name,
@@ -613,7 +616,12 @@ class FakeCrm:
         call = self._call(request, operation, principal, body)
         self.calls.append(call)
         if self.delay_s:
-            await asyncio.sleep(self.delay_s)
+            self._in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self._in_flight)
+            try:
+                await asyncio.sleep(self.delay_s)
+            finally:
+                self._in_flight -= 1
         with self._lock:
             limited = self._rate_limited > 0
             if limited:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from controlcenter.admin_settings.usable import UnusableSettingError, check_credential
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.chat import events
 from controlcenter.chat.context import ChatContext
 from controlcenter.chat.context_budget import fit
@@ -70,7 +70,7 @@ class Fallback:
 class ChatTurn:
     """A request that passed the pre-stream checks."""
 
-    user: User
+    user: UserRecord
     message: str
     conversation_id: Any  # the raw request value; None when absent
     provider: str

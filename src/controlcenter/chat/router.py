@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.chat.api_schemas import (
     SSE_DESCRIPTION,
     SSE_EXAMPLE,
@@ -109,7 +109,7 @@ async def chat(
 
 async def started_chat(
     chat_parts: ChatParts,
-    user: User,
+    user: UserRecord,
     parse: Callable[[], ChatRequest],
     *,
     ids: bool = False,

@@ -1,14 +1,9 @@
-"""Many callers' small writes in shared transactions (a group commit).
+"""Many callers' small writes in shared transactions (a group commit), used by the chat's
+run writes.
 
-Each caller's write was a transaction of its own: on SQLite every one waits for the database's
-one write lock (the processes take turns at it, `write_turn`), on PostgreSQL for a pooled
-connection, and under load the turns, not the statements, were the cost: 10,000 chats starting
-together took 9 ms of wall time each, one after the other. Here one transaction at a time is
-open per group: the first write goes at once, alone, so a quiet service waits for nothing more
-than before; the writes that arrive while it is under way go together in the next one.
-
-A shared transaction that fails is tried again one write at a time, so that one write the
-database refuses fails alone and its caller handles it as it did its own transaction.
+One transaction at a time is open per group: the first write goes at once, alone; the writes
+that arrive while it is under way go together in the next one. A shared transaction that fails
+is tried again one write at a time, so that one write the database refuses fails alone.
 """
 
 from __future__ import annotations
@@ -58,11 +53,6 @@ class GroupCommit(Generic[Item, Result]):
         if self._flushing is None:
             self._flushing = asyncio.create_task(self._flush(), name=self._name)
         return await done
-
-    async def wait_idle(self) -> None:
-        """Until what is queued now is written (at shutdown)."""
-        if self._flushing is not None:
-            await asyncio.shield(self._flushing)
 
     async def _flush(self) -> None:
         try:
