@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from sqlalchemy import Float, String, bindparam, select, update
+from sqlalchemy import Float, String, Table, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -53,7 +53,10 @@ class CrmRateBucket(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
-# Built once (bound parameters): the bucket is read and written several times a second.
+# Built once (bound parameters): the bucket is read and written several times a second. FOR
+# UPDATE is PostgreSQL's; SQLAlchemy's SQLite dialect leaves it out (the write transaction
+# holds the whole database there).
+_TABLE: Table = CrmRateBucket.__table__  # type: ignore[assignment]  # declared as a Table
 _BUCKET = select(CrmRateBucket.tokens, CrmRateBucket.updated_at).where(
     CrmRateBucket.location_id == bindparam("b_location")
 )
@@ -207,13 +210,12 @@ class LocationRateLimiter:
 
     async def _row(self, session: AsyncSession, location_id: str, now: datetime) -> _Bucket:
         """The location's bucket, locked for this transaction; a full one when new."""
-        query = _BUCKET if self._db.is_sqlite else _BUCKET_LOCKED
-        row = (await session.execute(query, {"b_location": location_id})).first()
+        parameters = {"b_location": location_id}
+        row = (await session.execute(_BUCKET_LOCKED, parameters)).first()
         if row is None:  # the location's first request: create its bucket (once)
             bucket = {"location_id": location_id, "tokens": self.limit.burst, "updated_at": now}
-            table = CrmRateBucket.__table__
-            await session.execute(upsert(session, table, bucket, key=("location_id",)))  # type: ignore[arg-type]
-            row = (await session.execute(query, {"b_location": location_id})).one()
+            await session.execute(upsert(session, _TABLE, bucket, key=("location_id",)))
+            row = (await session.execute(_BUCKET_LOCKED, parameters)).one()
         return _Bucket(float(row[0]), row[1])
 
 

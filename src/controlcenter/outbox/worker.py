@@ -57,7 +57,9 @@ class ClaimedJob:
 
 Handler = Callable[[ClaimedJob], Awaitable[None]]
 
-# The claim's statements, built once (bound parameters; see `OutboxWorker.claim`).
+# The claim's statements, built once (bound parameters; see `OutboxWorker.claim`). FOR UPDATE
+# SKIP LOCKED is PostgreSQL's; SQLAlchemy's SQLite dialect leaves it out, and there the write
+# transaction's BEGIN IMMEDIATE serialises the claims.
 _DUE = (
     select(
         OutboxJob.id,
@@ -74,8 +76,8 @@ _DUE = (
     )
     .order_by(OutboxJob.next_attempt_at, OutboxJob.id)
     .limit(bindparam("b_limit"))
+    .with_for_update(skip_locked=True)
 )
-_DUE_SKIP_LOCKED = _DUE.with_for_update(skip_locked=True)
 _LEASE = (
     update(OutboxJob)
     .where(OutboxJob.id.in_(bindparam("b_ids", expanding=True)))
@@ -202,10 +204,9 @@ class OutboxWorker:
             return []
         now = utcnow()
         lease = now + timedelta(seconds=self._config.outbox_lease_s)
-        query = _DUE if self._db.is_sqlite else _DUE_SKIP_LOCKED
         async with self._db.write() as db:
             connection = await db.connection()
-            rows = (await connection.execute(query, {"b_now": now, "b_limit": limit})).all()
+            rows = (await connection.execute(_DUE, {"b_now": now, "b_limit": limit})).all()
             if rows:
                 await connection.execute(
                     _LEASE, {"b_ids": [row.id for row in rows], "b_lease": lease}
