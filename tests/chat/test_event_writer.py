@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event, select, text
+from sqlalchemy import select, text
 
 from controlcenter.chat import run_store
 from controlcenter.chat.conversations import (
@@ -349,31 +349,6 @@ async def _written(signals: Signals, run: RunRecord, delta: str) -> None:
         woken.clear()
         run.record(event_data(content_delta(delta)))
         await asyncio.wait_for(woken.wait(), 5)
-
-
-async def test_the_writer_keeps_its_connection_between_windows(
-    parts: tuple[Database, Signals], users: UserFactory
-) -> None:
-    """A lone chat's writer wakes once per burst of events: taking a pooled connection and
-    giving it back each time cost more CPU than its statements (BENCHMARKS.md, branch
-    store3). Ten windows, one checkout at most (the first, if the connection is new)."""
-    db, signals = parts
-    user = await users.create()
-    writer = EventWriter(db, signals, window_s=0.01)
-    (run,) = await _started(db, signals, writer, user.id, "held", 1)
-    checkouts: list[object] = []
-
-    def seen(*connection: object) -> None:
-        checkouts.append(connection)
-
-    event.listen(db.engine.sync_engine, "checkout", seen)
-    try:
-        for i in range(10):
-            await _written(signals, run, f"window {i}")
-    finally:
-        event.remove(db.engine.sync_engine, "checkout", seen)
-    assert len(checkouts) <= 1, len(checkouts)
-    assert [n for n, _ in await run_store.events_after(db, run.message_id, 0)] == list(range(1, 12))
 
 
 @pytest.mark.postgresql_only

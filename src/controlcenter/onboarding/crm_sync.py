@@ -134,9 +134,9 @@ class CrmSync:
 
     async def _send(self, part: Part, values: dict[str, str]) -> None:
         """The contact upserted with the identity, the high-GCI value and, for a sync, every
-        answer (read now: the latest win over a value the job carried), then the tag, added
-        by the tags call, which keeps the contact's other tags (the upsert's `tags` would
-        replace them)."""
+        answer that is set (read now, so the latest answers go), then the tag, added by the
+        tags call, which keeps the contact's other tags (the upsert's `tags` would replace
+        them)."""
         token, location = values[TOKEN].strip(), values[LOCATION].strip()
         gate = self._limiter.gate(location) if self._limiter is not None else None
         client = CrmClient(self._crm, token=token, location_id=location, gate=gate)
