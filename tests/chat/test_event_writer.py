@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
 
 from controlcenter.chat import run_store
 from controlcenter.chat.conversations import (
@@ -355,26 +357,33 @@ async def _written(signals: Signals, run: RunRecord, delta: str) -> None:
 async def test_a_connection_the_server_dropped_is_replaced_and_nothing_is_lost(
     parts: tuple[Database, Signals], users: UserFactory
 ) -> None:
-    """PostgreSQL closes the writer's held connection (a restart, an administrator's
-    `pg_terminate_backend`): the batch that meets it is written again on a new connection,
-    every event stored once and in order."""
+    """PostgreSQL closes the connection the writer used (a restart, an administrator's
+    `pg_terminate_backend`), now idle in the pool: the next batch is written on a new
+    connection, every event stored once and in order."""
     db, signals = parts
     user = await users.create()
     writer = EventWriter(db, signals, window_s=0.01)
     (run,) = await _started(db, signals, writer, user.id, "dropped", 1)
     async with db.read() as session:
         since = await session.scalar(text("SELECT clock_timestamp()"))
-    await _written(signals, run, "before")  # the writer's statement, on its connection
-    async with db.write() as session:  # other tests' and processes' connections are left be
-        ended = await session.scalar(
-            text(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                " WHERE query_start >= :since AND query LIKE '%INSERT INTO chat_events%'"
-                " AND pid <> pg_backend_pid()"
-            ),
-            {"since": since},
-        )
-    assert ended == 1
+    await _written(signals, run, "before")  # the writer's statement, on a pooled connection
+    # From outside the pool, so that the pool's own connections are all candidates: those idle
+    # since they ran a statement after `since` (the writer's among them; its last statement
+    # is its transaction's COMMIT). Other tests' and processes' connections are left be.
+    outside = create_async_engine(db.url, poolclass=NullPool)
+    try:
+        async with outside.connect() as connection:
+            ended = await connection.scalar(
+                text(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                    " WHERE query_start >= :since AND state = 'idle'"
+                    " AND datname = current_database() AND pid <> pg_backend_pid()"
+                ),
+                {"since": since},
+            )
+    finally:
+        await outside.dispose()
+    assert ended >= 1
     await _written(signals, run, "after")
     await asyncio.wait_for(run.finish(run_store.DONE), 10)
     stored = await run_store.events_after(db, run.message_id, 0)
