@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tests.dbtools import create_api_token
+
 from controlcenter.admin_settings.store import SettingsStore
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.auth.passwords import hash_password
-from controlcenter.auth.service import create_api_token, normalise_email, start_session
+from controlcenter.auth.service import normalise_email, start_session
 from controlcenter.db import Database
 from controlcenter.db.migrate import upgrade
 
@@ -43,7 +45,7 @@ async def seed_accounts(
         async with database.write() as db:
             for i in range(count):
                 email = normalise_email(f"{prefix}{i}@bench.example.com")
-                user = User(
+                user = UserRecord(
                     email=email,
                     name=f"Bench {prefix} {i}",
                     role=role,

@@ -22,12 +22,7 @@ from fastapi import FastAPI
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.app import create_app, worker_handlers
 from controlcenter.auth import passwords
-from controlcenter.auth.service import (
-    RequestAuth,
-    create_api_token,
-    create_user,
-    start_session,
-)
+from controlcenter.auth.service import RequestAuth, create_user, start_session
 from controlcenter.chat.service import ChatParts
 from controlcenter.config import Config
 from controlcenter.crm.transport import CrmTransport
@@ -36,7 +31,7 @@ from controlcenter.db.migrate import upgrade
 from controlcenter.outbox.worker import Handler
 from controlcenter.tables import Base
 from controlcenter.tools.router import ToolRouter
-from tests.dbtools import reset_postgres
+from tests.dbtools import create_api_token, reset_postgres
 from tests.fakes.server import listening_socket
 
 TEST_SECRET_KEY = "test-secret-key-" + "x" * 48

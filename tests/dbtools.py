@@ -1,5 +1,5 @@
-"""Database helpers for tests and benchmarks: an empty PostgreSQL schema, a snapshot of every
-row, and a failure injected by a trigger."""
+"""Database helpers for tests and benchmarks: an empty PostgreSQL schema, an API token added
+in a caller's transaction, a snapshot of every row, and a failure injected by a trigger."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from sqlalchemy import select, text
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
+from controlcenter.auth.models import ApiToken, UserRecord
+from controlcenter.auth.tokens import hash_api_token, new_api_token
 from controlcenter.db import Database
 from controlcenter.tables import Base
 
@@ -21,6 +23,14 @@ async def reset_postgres(url: str) -> None:
         await conn.execute(text("DROP SCHEMA public CASCADE"))
         await conn.execute(text("CREATE SCHEMA public"))
     await engine.dispose()
+
+
+async def create_api_token(db: AsyncSession, user: UserRecord, label: str = "") -> str:
+    """A new token of `user` stored (its hash) in the transaction of `db`; its secret."""
+    token = new_api_token()
+    db.add(ApiToken(user_id=user.id, label=label, token_hash=hash_api_token(token)))
+    await db.flush()
+    return token
 
 
 _BOOKKEEPING = {"last_used_at"}

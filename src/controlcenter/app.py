@@ -65,9 +65,7 @@ CHAT_DRAIN_S = 30.0
 
 def open_database(config: Config) -> Database:
     """The database every part of one process shares."""
-    return Database(
-        config.database_url, sqlite_driver=config.sqlite_driver, checkpoints_in_thread=True
-    )
+    return Database(config.database_url)
 
 
 def build_chat_parts(config: Config, db: Database, settings: SettingsStore) -> ChatParts:
@@ -120,12 +118,10 @@ def create_app(
     config: Config | None = None,
     *,
     run_worker: bool = False,
-    warm_database: bool = False,
     span_exporter: SpanExporter | None = None,
 ) -> FastAPI:
     """`span_exporter`: trace into it (tests); else traces go where OTEL_EXPORTER_OTLP_ENDPOINT
-    says, when it is set. `warm_database`: open the database's connections before serving
-    (`Database.warm`), as `controlcenter serve` does."""
+    says, when it is set."""
     config = config or Config()
     # Before anything can log: structlog's defaults render tracebacks with local variables,
     # which would put request data (passwords, keys) into the log, and slowly.
@@ -143,12 +139,6 @@ def create_app(
         app.state.auth = RequestAuth(db, config.jwt_key)
         app.state.chat = chat
         app.state.onboarding = OnboardingSaves(db)
-        if warm_database:
-            try:
-                await db.warm()
-            except Exception as exc:
-                # Not fatal: the requests open what they need, as they would without it.
-                log.warning("database warm-up failed", error=type(exc).__name__)
         # Each server process runs one worker; lease-based claiming keeps several safe.
         worker = (
             start_worker(db, config, worker_handlers(config, db, settings, chat.crm))

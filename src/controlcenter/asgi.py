@@ -3,4 +3,4 @@
 from controlcenter.app import create_app
 from controlcenter.config import Config
 
-app = create_app(Config(), run_worker=True, warm_database=True)
+app = create_app(Config(), run_worker=True)

@@ -20,8 +20,9 @@ DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./var/controlcenter.db"
 
 
 def check_database_url(url: str) -> str:
-    """`url`, unless it names an in-memory SQLite database: the lookups keep a connection of
-    their own, and a second connection to ":memory:" is a second, empty database."""
+    """`url`, unless it names an in-memory SQLite database: the service opens several
+    connections (a pool per process, the chat heartbeat's thread, each worker process), and a
+    second connection to ":memory:" is a second, empty database."""
     if url.startswith("sqlite") and make_url(url).database in (None, "", ":memory:"):
         raise ValueError("SQLite must be a file database, not in-memory")
     return url
@@ -65,8 +66,6 @@ class Config(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
     database_url: str = DEFAULT_DATABASE_URL
-    # SQLite through the project's driver on the loop's thread, or aiosqlite's as a fallback.
-    sqlite_driver: Literal["inline", "aiosqlite"] = "inline"
     _check_database_url = field_validator("database_url")(check_database_url)
     secret_key: str | None = Field(default=None, repr=False)
     settings_encryption_key: str | None = Field(default=None, repr=False)

@@ -4,7 +4,7 @@ tests do, and hand its metadata to autogenerate (`db.migrate.alembic_config`).""
 
 from controlcenter.admin_settings.models import Setting
 from controlcenter.auth.attempts import SignInAttempt
-from controlcenter.auth.models import ApiToken, Session, User
+from controlcenter.auth.models import ApiToken, Session, UserRecord
 from controlcenter.chat.models import (
     ChatApproval,
     ChatEventRow,
@@ -33,5 +33,5 @@ __all__ = [
     "Session",
     "Setting",
     "SignInAttempt",
-    "User",
+    "UserRecord",
 ]

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from controlcenter.auth.models import ApiToken, Session, User
+from controlcenter.auth.models import ApiToken, Session, UserRecord
 from controlcenter.chat.models import ConversationRow, Message
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import OutboxJob
@@ -18,7 +18,7 @@ from tests.dbtools import snapshot
 
 URL = "/api/v1/admin/users"
 FORBIDDEN = {"error": "Forbidden"}
-NOT_FOUND = {"error": "User not found"}
+NOT_FOUND = {"error": "UserRecord not found"}
 LAST = {"error": "The last active super administrator cannot be demoted, disabled or deleted"}
 
 
@@ -398,7 +398,7 @@ async def test_delete_removes_everything_and_cancels_pending_jobs(
 
     async with server.db.read() as db:
         for model, column in (
-            (User, User.id),
+            (UserRecord, UserRecord.id),
             (Session, Session.user_id),
             (ApiToken, ApiToken.user_id),
             (ConversationRow, ConversationRow.user_id),

@@ -7,7 +7,7 @@ import httpx
 import pytest
 from sqlalchemy import update
 
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.dbtools import cookie, snapshot
 
@@ -75,6 +75,6 @@ async def test_a_demoted_super_admin_is_forbidden_at_once(
     admin = await users.create("super_admin")
     assert (await client.get(URL, headers=admin.headers)).status_code == 200
     async with server.db.write() as db:
-        await db.execute(update(User).where(User.id == admin.id).values(role="admin"))
+        await db.execute(update(UserRecord).where(UserRecord.id == admin.id).values(role="admin"))
     response = await client.get(URL, headers=admin.headers)
     assert (response.status_code, response.json()) == (403, FORBIDDEN)

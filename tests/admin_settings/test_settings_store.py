@@ -1,5 +1,5 @@
-"""`SettingsStore.get_many`, a one-row `Lookup` with memoised decryption (admin_settings/store.py):
-the same answers as reading the rows, on both databases."""
+"""`SettingsStore.get_many`, one read of the names asked for with memoised decryption
+(admin_settings/store.py): the same answers as reading the rows, on both databases."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
-from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
 
-from controlcenter.admin_settings.store import SettingsDecryptError, values_lookup
+from controlcenter.admin_settings.store import SettingsDecryptError
 from tests.conftest import RunningServer, UserFactory
 
 USED = ("crmAgencyId", "mcpServerUrl")
@@ -74,12 +72,3 @@ async def test_a_value_of_another_key_is_a_decrypt_error(
         assert str(exc) == "crmAgencyId"
     else:
         raise AssertionError("a damaged value was answered")
-
-
-def test_the_lookup_is_one_row_of_scalar_subqueries_in_both_dialects() -> None:
-    lookup = values_lookup(("a", "b"))
-    # The drivers the lookups use (db/lookups.py).
-    for dialect in (SQLiteDialect_pysqlite(), PGDialect_asyncpg()):  # type: ignore[no-untyped-call]
-        compiled = lookup.compiled(dialect)
-        assert compiled.sql.count("SELECT") == 3 and "FROM settings" in compiled.sql
-        assert [compiled.fixed[name] for name in compiled.order] == ["a", "b"]

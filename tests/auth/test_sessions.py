@@ -20,7 +20,7 @@ from controlcenter.auth.deps import (
     require_super_admin,
     require_user,
 )
-from controlcenter.auth.models import Session, User
+from controlcenter.auth.models import Session, UserRecord
 from controlcenter.auth.service import Principal, RequestAuth, start_session
 from controlcenter.web.errors import ApiError
 from tests.conftest import TEST_SECRET_KEY, AppUser, RunningServer, UserFactory
@@ -110,7 +110,7 @@ async def test_session_of_another_user_under_own_subject(
 async def test_expired_token(server: RunningServer, users: UserFactory) -> None:
     user = await users.create()
     async with server.db.write() as db:
-        row = await db.get(User, user.id)
+        row = await db.get(UserRecord, user.id)
         assert row is not None
         expired = await start_session(db, row, key=TEST_SECRET_KEY, ttl_s=-60)
     await assert_refused(server, expired)
@@ -158,7 +158,7 @@ async def test_token_after_logout_cookie(server: RunningServer, users: UserFacto
 async def test_token_of_a_deleted_user(server: RunningServer, users: UserFactory) -> None:
     user = await users.create()
     async with server.db.write() as db:
-        await db.execute(delete(User).where(User.id == user.id))
+        await db.execute(delete(UserRecord).where(UserRecord.id == user.id))
     await assert_refused(server, user.token)
     await assert_refused(server, user.api_token)
 
@@ -239,7 +239,7 @@ async def test_demoted_super_admin_is_refused_at_once(
     assert (await require_super_admin(principal)).user.id == admin.id
 
     async with server.db.write() as db:
-        await db.execute(update(User).where(User.id == admin.id).values(role="admin"))
+        await db.execute(update(UserRecord).where(UserRecord.id == admin.id).values(role="admin"))
 
     # Same token, next request: the role comes from the database, not the token.
     me = await client.get(ME, headers=admin.headers)

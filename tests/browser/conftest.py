@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, ViewportSize, async_playwright
 
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from tests.chat.helpers import set_settings
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.crm import FakeCrm
@@ -124,7 +124,7 @@ async def broker(
     )
     user = await users.create()
     async with server.db.write() as db:
-        row = await db.get(User, user.id)
+        row = await db.get(UserRecord, user.id)
         assert row is not None
         row.crm_location_id = location
     return user

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from playwright.async_api import Page, expect
 
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from tests.browser.conftest import DESKTOP, PHONE, Browsing
 from tests.chat.helpers import set_settings
 from tests.conftest import AppUser, RunningServer, UserFactory
@@ -51,7 +51,7 @@ async def demo_broker(
     )
     broker = await users.create(email="riley@example.com")
     async with server.db.write() as db:
-        row = await db.get(User, broker.id)
+        row = await db.get(UserRecord, broker.id)
         assert row is not None
         row.crm_location_id = DEMO_LOCATION_ID
         row.name = "Riley Broker"

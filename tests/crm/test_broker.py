@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.crm.broker import AGENCY_SETTINGS, broker_client
 from controlcenter.crm.client import CrmClient
 from controlcenter.crm.tools import NOT_CONNECTED, crm_tools
@@ -29,13 +29,13 @@ async def broker_id(users: UserFactory) -> str:
     return (await users.create()).id
 
 
-async def link(server: RunningServer, user_id: str, location_id: str | None) -> User:
+async def link(server: RunningServer, user_id: str, location_id: str | None) -> UserRecord:
     async with server.db.write() as db:
-        user = await db.get(User, user_id)
+        user = await db.get(UserRecord, user_id)
         assert user is not None
         user.crm_location_id = location_id
     async with server.db.read() as db:
-        loaded = await db.get(User, user_id)
+        loaded = await db.get(UserRecord, user_id)
     assert loaded is not None
     return loaded
 

@@ -29,13 +29,3 @@ async def increment(database: Database, who: str) -> None:
         current = (await db.execute(text("SELECT n FROM counter WHERE id = 1"))).scalar_one()
         await db.execute(text("UPDATE counter SET n = :n WHERE id = 1"), {"n": current + 1})
         await db.execute(text("INSERT INTO writes (who) VALUES (:who)"), {"who": who})
-
-
-async def increment_by_driver(database: Database, who: str) -> None:
-    """`increment` through `Database.write_driver` (the driver's own connection, SQLite's SQL)."""
-    async with database.write_driver() as db:
-        cursor = await db.execute("SELECT n FROM counter WHERE id = 1")
-        (current,) = await cursor.fetchone()
-        await cursor.close()
-        await (await db.execute("UPDATE counter SET n = ? WHERE id = 1", (current + 1,))).close()
-        await (await db.execute("INSERT INTO writes (who) VALUES (?)", (who,))).close()

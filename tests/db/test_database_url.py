@@ -11,8 +11,8 @@ from controlcenter.db import Database
 
 @pytest.mark.parametrize("url", ["sqlite+aiosqlite://", "sqlite+aiosqlite:///:memory:"])
 def test_an_in_memory_sqlite_database_is_refused(url: str) -> None:
-    # The per-request lookups keep a connection of their own, which would see another,
-    # empty in-memory database.
+    # Every connection to ":memory:" is a database of its own: the pool's second connection
+    # would see another, empty one.
     with pytest.raises(ValueError, match="SQLite must be a file database, not in-memory"):
         Database(url)
 

@@ -18,7 +18,7 @@ HighLevel's burst limit is enforced per resource (a location, or the agency for 
 100 requests in any 10 s (`burst_limit(n, s)` changes it), beyond which it answers 429 `Too Many
 Requests` without a Retry-After, as documented; every answer carries the documented
 `X-RateLimit-*` headers. Inspection: `contacts(location_id)`, `calls`,
-`burst_refusals`.
+`burst_refusals`, `most_in_flight` (the most calls that waited out `delay_s` at once).
 
 Run alone with seeded demo data: `python -m tests.fakes.crm --port 8100`.
 """
@@ -155,6 +155,8 @@ class FakeCrm:
         self.state = State()
         self.calls: list[Call] = []
         self.delay_s = 0.0
+        self._in_flight = 0  # calls waiting out `delay_s` now
+        self.most_in_flight = 0  # the most that ever did at once
         self.token_ttl_s = 86399
         self._outage_status: int | None = None
         self._rate_limited = 0
@@ -244,6 +246,7 @@ class FakeCrm:
             self.state = State()
             self.calls = []
             self.delay_s = 0.0
+            self.most_in_flight = 0
             self.token_ttl_s = 86399
             self._outage_status = None
             self._rate_limited = 0
@@ -643,7 +646,12 @@ class FakeCrm:
         self.calls.append(call)
         await self._unless_held()
         if self.delay_s:
-            await asyncio.sleep(self.delay_s)
+            self._in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self._in_flight)
+            try:
+                await asyncio.sleep(self.delay_s)
+            finally:
+                self._in_flight -= 1
         with self._lock:
             limited = self._rate_limited > 0
             if limited:

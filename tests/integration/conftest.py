@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.outbox.runtime import RunningWorker
 from controlcenter.outbox.worker import OutboxWorker
 from tests.chat.conftest import llm as llm  # both providers, each asserting `invalid == []`
@@ -55,7 +55,7 @@ class Agency:
 async def link(server: RunningServer, user_id: str, location_id: str | None) -> None:
     """What `controlcenter users set-crm` does."""
     async with server.db.write() as db:
-        user = await db.get(User, user_id)
+        user = await db.get(UserRecord, user_id)
         assert user is not None
         user.crm_location_id = location_id
 

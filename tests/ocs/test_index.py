@@ -269,7 +269,8 @@ async def test_unknown_format_falls_back_to_json(
 async def test_user_name_is_escaped_in_xml(
     client: httpx.AsyncClient, server: RunningServer
 ) -> None:
-    from controlcenter.auth.service import create_api_token, create_user
+    from controlcenter.auth.service import create_user
+    from tests.dbtools import create_api_token
 
     async with server.db.write() as db:
         user = await create_user(db, email="x@example.com", password="pw", name="<b>&amp;</b>")

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from sqlalchemy import delete, update
 
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.ocs.envelope import NOT_FOUND, NOT_LOGGED_IN, envelope, render
 from controlcenter.ocs.index import ok_json
 from tests.conftest import RunningServer, UserFactory
@@ -118,14 +118,14 @@ async def test_a_change_to_the_user_takes_effect_at_the_next_request(
     for headers in kinds:
         assert (await client.get(PATH, headers={**headers, **OCS})).status_code == 200
     async with server.db.write() as db:
-        await db.execute(update(User).where(User.id == user.id).values(disabled=True))
+        await db.execute(update(UserRecord).where(UserRecord.id == user.id).values(disabled=True))
     for headers in kinds:
         assert (await client.get(PATH, headers={**headers, **OCS})).status_code == 401
     async with server.db.write() as db:
-        await db.execute(update(User).where(User.id == user.id).values(disabled=False))
+        await db.execute(update(UserRecord).where(UserRecord.id == user.id).values(disabled=False))
     assert (await client.get(PATH, headers={**bearer(user.token), **OCS})).status_code == 200
     async with server.db.write() as db:
-        await db.execute(delete(User).where(User.id == user.id))
+        await db.execute(delete(UserRecord).where(UserRecord.id == user.id))
     for headers in kinds:
         assert (await client.get(PATH, headers={**headers, **OCS})).status_code == 401
 
@@ -135,7 +135,7 @@ async def test_the_message_follows_a_renamed_user(
 ) -> None:
     user = await users.create()
     async with server.db.write() as db:
-        await db.execute(update(User).where(User.id == user.id).values(name="Renamed"))
+        await db.execute(update(UserRecord).where(UserRecord.id == user.id).values(name="Renamed"))
     answer = await client.get(PATH, headers={**bearer(user.token), **OCS})
     assert answer.json()["ocs"]["data"]["message"].endswith("Renamed.")
 

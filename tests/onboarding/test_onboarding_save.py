@@ -6,8 +6,6 @@ import asyncio
 import json
 import re
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,7 +13,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.onboarding.service import OnboardingSaves, UserGoneError
 from tests.conftest import AppUser, RunningServer, UserFactory
@@ -198,29 +196,18 @@ async def test_a_whitespace_brokerage_name_is_truthy_and_stored_as_sent(
 async def test_a_save_is_one_write_transaction(
     client: httpx.AsyncClient, server: RunningServer, users: UserFactory, monkeypatch: Any
 ) -> None:
-    """Record, brokerage and jobs in one transaction: on SQLite each write transaction takes
-    the database's one write lock, which the other saves and the outbox wait for. On
-    PostgreSQL the save is one statement on the driver's connection, which is in autocommit:
-    each statement there is a transaction of its own, so they are counted."""
+    """Record, brokerage and jobs commit together: one write transaction per save."""
     user = await users.create()
-    opened: list[str] = []
+    opened: list[None] = []
+    write = server.db.write
 
-    def counted(name: str) -> Any:
-        unit = getattr(server.db, name)
+    def counted() -> Any:
+        # Only the saves': the chat's liveness task writes now and then in the app.
+        if _a_save_opens(sys._getframe(1)):
+            opened.append(None)
+        return write()
 
-        def open_unit() -> Any:
-            # Only the saves': the chat's liveness task writes now and then in the app.
-            if not _a_save_opens(sys._getframe(1)):
-                return unit()
-            if name == "write" or server.db.is_sqlite:  # a transaction of its own
-                opened.append(name)
-                return unit()
-            return _statements_counted(unit(), opened)
-
-        return open_unit
-
-    for name in ("write", "write_driver"):
-        monkeypatch.setattr(server.db, name, counted(name))
+    monkeypatch.setattr(server.db, "write", counted)
     body = {**FULL, "brokerageName": "Acme Realty"}
     for _ in range(2):  # the first save creates the record, the second updates it
         response = await client.post(URL, json=body, headers=user.headers)
@@ -229,34 +216,10 @@ async def test_a_save_is_one_write_transaction(
 
 
 def _a_save_opens(caller: Any) -> bool:
-    """Whether a save opens the unit: on SQLite the saves' group commit (its task), on
-    PostgreSQL the request's own `OnboardingSaves.save`."""
-    task = asyncio.current_task()
-    if task is not None and task.get_name() == "onboarding-saves":
-        return True
+    """Whether `OnboardingSaves.save` is among the callers."""
     while caller is not None and caller.f_code.co_qualname != "OnboardingSaves.save":
         caller = caller.f_back
     return caller is not None
-
-
-@asynccontextmanager
-async def _statements_counted(unit: Any, opened: list[str]) -> AsyncIterator[Any]:
-    """`Database.write_driver`'s connection, each statement sent on it added to `opened`."""
-    async with unit as driver:
-
-        class Counting:
-            def __getattr__(self, attribute: str) -> Any:
-                found = getattr(driver, attribute)
-                if attribute not in ("execute", "executemany", "fetch", "fetchrow", "fetchval"):
-                    return found
-
-                def statement(*args: Any, **kwargs: Any) -> Any:
-                    opened.append(attribute)
-                    return found(*args, **kwargs)
-
-                return statement
-
-        yield Counting()
 
 
 async def test_an_unchanged_brokerage_is_not_written_again(
@@ -266,13 +229,17 @@ async def test_an_unchanged_brokerage_is_not_written_again(
     body = {"brokerageName": "Acme Realty"}
     await client.post(URL, json=body, headers=user.headers)
     async with server.db.read() as db:
-        before = await db.scalar(select(User.updated_at).where(User.id == user.id))
+        before = await db.scalar(select(UserRecord.updated_at).where(UserRecord.id == user.id))
     await client.post(URL, json=body, headers=user.headers)
     async with server.db.read() as db:
-        assert await db.scalar(select(User.updated_at).where(User.id == user.id)) == before
+        assert (
+            await db.scalar(select(UserRecord.updated_at).where(UserRecord.id == user.id)) == before
+        )
     await client.post(URL, json={"brokerageName": "Other Realty"}, headers=user.headers)
     async with server.db.read() as db:
-        assert await db.scalar(select(User.updated_at).where(User.id == user.id)) != before
+        assert (
+            await db.scalar(select(UserRecord.updated_at).where(UserRecord.id == user.id)) != before
+        )
     assert (await me(client, user))["brokerage"] == "Other Realty"
 
 
@@ -291,23 +258,13 @@ async def test_an_update_keeps_id_and_created_at_and_returns_the_stored_record(
     assert stored == second
 
 
-async def test_saves_arriving_together_share_transactions_and_fail_alone(
-    server: RunningServer, users: UserFactory, monkeypatch: Any
+async def test_saves_arriving_together_each_succeed_and_fail_alone(
+    server: RunningServer, users: UserFactory
 ) -> None:
-    """On SQLite the saves that arrive while one is being written go together in the next
-    transaction; a user gone meanwhile fails only its own save. On PostgreSQL each save is a
-    statement of its own, side by side."""
+    """Saves of many users at once are each written; a user gone meanwhile fails only its
+    own save."""
     saves = OnboardingSaves(server.db)
     brokers = [await users.create() for _ in range(12)]
-    opened: list[None] = []
-    write_driver = server.db.write_driver
-
-    def counted() -> Any:
-        if _a_save_opens(sys._getframe(1)):
-            opened.append(None)
-        return write_driver()
-
-    monkeypatch.setattr(server.db, "write_driver", counted)
     ids = [broker.id for broker in brokers[:6]] + ["no-such-user"] + [b.id for b in brokers[6:]]
     results = await asyncio.gather(
         *(saves.save(user_id, {"leadsPerMonthTarget": user_id}) for user_id in ids),
@@ -320,8 +277,3 @@ async def test_saves_arriving_together_share_transactions_and_fail_alone(
     async with server.db.read() as db:
         stored = await db.scalars(select(Onboarding.userId))
         assert sorted(stored) == sorted(broker.id for broker in brokers)
-    if server.db.is_sqlite:
-        # All of them asked in one turn of the event loop, before the first transaction began.
-        assert len(opened) == 1
-    else:
-        assert len(opened) == 13

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.onboarding.crm_sync import TAG_ONBOARDING_COMPLETE
 from tests.conftest import RunningServer, UserFactory
 from tests.fakes.crm import FakeCrm, define_onboarding_fields
@@ -48,13 +48,15 @@ async def save_settings(server: RunningServer, values: dict[str, str], user_id: 
 
 async def queue_tag_jobs(
     server: RunningServer, users: UserFactory, fake: FakeCrm, count: int, prefix: str = "broker"
-) -> tuple[Operator, list[User]]:
+) -> tuple[Operator, list[UserRecord]]:
     """The operator's settings saved, and `count` brokers each with an onboarding-complete tag
     job queued (plain rows: these brokers never sign in, so no password hashing slows tests)."""
     operator = operator_location(fake)
     admin = await users.create("super_admin")
     await save_settings(server, operator.settings(), admin.id)
-    brokers = [User(email=f"{prefix}{n}@example.com", password_hash="-") for n in range(count)]
+    brokers = [
+        UserRecord(email=f"{prefix}{n}@example.com", password_hash="-") for n in range(count)
+    ]
     async with server.db.write() as db:
         db.add_all(brokers)
     for broker in brokers:

@@ -8,7 +8,7 @@ import json
 import pytest
 from structlog.testing import capture_logs
 
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.config import Config
 from controlcenter.db import Database
 from controlcenter.onboarding.crm_sync import (
@@ -49,7 +49,7 @@ async def operator(fake_crm: FakeCrm, server: RunningServer, users: UserFactory)
 async def broker(server: RunningServer, users: UserFactory, **answers: object) -> AppUser:
     user = await users.create()
     async with server.db.write() as db:
-        row = await db.get(User, user.id)
+        row = await db.get(UserRecord, user.id)
         assert row is not None
         row.name = "Dana Broker"
         row.brokerage = "Acme Commercial"

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 
 from controlcenter.app import create_app
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.config import Config
 from controlcenter.db import utcnow
 from controlcenter.onboarding.crm_sync import TAG_ONBOARDING_COMPLETE
@@ -136,7 +136,7 @@ async def test_serve_runs_the_worker_without_slowing_requests(
                 )
                 assert response.status_code == 200
             async with server.db.write() as db:  # a write is not held up either
-                row = await db.get(User, other.id)
+                row = await db.get(UserRecord, other.id)
                 assert row is not None
                 row.brokerage = "Written meanwhile"
     finally:

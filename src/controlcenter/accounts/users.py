@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlcenter.auth.models import ADMIN, SUPER_ADMIN, USER, ApiToken, Session, User
+from controlcenter.auth.models import ADMIN, SUPER_ADMIN, USER, ApiToken, Session, UserRecord
 from controlcenter.auth.passwords import hash_password_off_loop, verify_password
 from controlcenter.auth.service import create_user, normalise_email
 from controlcenter.auth.verified import verified_credentials
@@ -68,7 +68,7 @@ def generate_password() -> str:
     return secrets.token_urlsafe(GENERATED_PASSWORD_BYTES)
 
 
-def admin_view(user: User) -> dict[str, Any]:
+def admin_view(user: UserRecord) -> dict[str, Any]:
     """The user object of CONTRACT 2 plus what an administrator needs (CONTRACT 8)."""
     return {
         **user.public(),
@@ -99,11 +99,11 @@ def decode_cursor(cursor: str) -> str:
 
 async def list_users(
     database: Database, *, limit: int, cursor: str | None = None
-) -> tuple[list[User], str | None]:
+) -> tuple[list[UserRecord], str | None]:
     """Users ordered by e-mail; the cursor is the last e-mail of the previous page."""
-    query = select(User).order_by(User.email).limit(limit + 1)
+    query = select(UserRecord).order_by(UserRecord.email).limit(limit + 1)
     if cursor:
-        query = query.where(User.email > decode_cursor(cursor))
+        query = query.where(UserRecord.email > decode_cursor(cursor))
     async with database.read() as db:
         rows = list((await db.scalars(query)).all())
     if len(rows) > limit:
@@ -112,17 +112,11 @@ async def list_users(
     return rows, None
 
 
-async def get_user(database: Database, user_id: str) -> User:
-    async with database.read() as db:
-        user = await db.get(User, user_id)
-    if user is None:
-        raise NotFoundError(user_id)
-    return user
-
-
 async def find_user_id(database: Database, email: str) -> str:
     async with database.read() as db:
-        user_id = await db.scalar(select(User.id).where(User.email == normalise_email(email)))
+        user_id = await db.scalar(
+            select(UserRecord.id).where(UserRecord.email == normalise_email(email))
+        )
     if user_id is None:
         raise NotFoundError(email)
     return user_id
@@ -136,7 +130,7 @@ async def add_user(
     name: str = "",
     role: str = USER,
     password: str | None = None,
-) -> tuple[User, str | None]:
+) -> tuple[UserRecord, str | None]:
     """Create an account; returns it with the generated password (None when one was given).
 
     Raises UserExistsError or ForbiddenError.
@@ -153,25 +147,27 @@ async def add_user(
     return user, generated
 
 
-async def _locked_target(db: AsyncSession, user_id: str) -> User:
+async def _locked_target(db: AsyncSession, user_id: str) -> UserRecord:
     """The target row, plus every active super administrator locked (PostgreSQL), so that
     two administrators demoting each other at once cannot both pass the last-one check."""
     await db.execute(
-        select(User.id).where(User.role == SUPER_ADMIN, User.disabled.is_(False)).with_for_update()
+        select(UserRecord.id)
+        .where(UserRecord.role == SUPER_ADMIN, UserRecord.disabled.is_(False))
+        .with_for_update()
     )
-    user = await db.scalar(select(User).where(User.id == user_id).with_for_update())
+    user = await db.scalar(select(UserRecord).where(UserRecord.id == user_id).with_for_update())
     if user is None:
         raise NotFoundError(user_id)
     return user
 
 
-async def _check_not_last_super_admin(db: AsyncSession, user: User) -> None:
+async def _check_not_last_super_admin(db: AsyncSession, user: UserRecord) -> None:
     if user.role != SUPER_ADMIN or user.disabled:
         return
     active = await db.scalar(
         select(func.count())
-        .select_from(User)
-        .where(User.role == SUPER_ADMIN, User.disabled.is_(False))
+        .select_from(UserRecord)
+        .where(UserRecord.role == SUPER_ADMIN, UserRecord.disabled.is_(False))
     )
     if (active or 0) <= 1:
         raise LastSuperAdminError
@@ -186,7 +182,7 @@ async def _revoke_sessions(db: AsyncSession, user_id: str, *, keep: str | None =
 
 async def update_user(
     database: Database, user_id: str, changes: UserChanges, *, actor_role: str
-) -> User:
+) -> UserRecord:
     """Apply a PATCH. Disabling revokes every session and deletes every API token at once.
 
     Raises NotFoundError, ForbiddenError or LastSuperAdminError.
@@ -290,7 +286,7 @@ async def change_own_password(
 ) -> None:
     """Check the current password, set the new one, revoke every other session."""
     async with database.read() as db:
-        user = await db.get(User, user_id)
+        user = await db.get(UserRecord, user_id)
     if user is None:
         raise NotFoundError(user_id)
     if not await verify_password(user.password_hash, current):
@@ -298,8 +294,8 @@ async def change_own_password(
     new_hash = await hash_password_off_loop(new)
     async with database.write() as db:
         await db.execute(
-            update(User)
-            .where(User.id == user_id)
+            update(UserRecord)
+            .where(UserRecord.id == user_id)
             .values(password_hash=new_hash, updated_at=utcnow())
         )
         await _revoke_sessions(db, user_id, keep=keep_session)

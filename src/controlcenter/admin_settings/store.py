@@ -1,10 +1,8 @@
 """Settings values, encrypted at rest with Fernet (AES-128-CBC + HMAC-SHA256).
 
-`get_many` runs before every chat (its settings snapshot), so it is a `Lookup` (one row, a
-column per name, on the lookups' own connection, compiled once) rather than an ORM query:
-the ORM session, statement and entities cost ~0.5 ms a call, several times the read itself
-(py-spy, `make bench`). Decrypted values are kept per ciphertext: Fernet makes a new token on
-every save, so a changed value is never answered from the memo.
+`get_many` runs before every chat (its settings snapshot), so decrypted values are kept per
+ciphertext: Fernet makes a new token on every save, so a changed value is never answered from
+the memo.
 """
 
 from __future__ import annotations
@@ -18,28 +16,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from controlcenter.admin_settings.models import Setting
 from controlcenter.admin_settings.names import SettingName
 from controlcenter.db import Database, utcnow
-from controlcenter.db.lookups import Lookup
 
-# Bounds of the two memos: the code asks for a handful of name sets, and holds a few dozen
-# settings; past the bound a memo starts over (never wrong, only slower once).
-_LOOKUPS_KEPT = 32
+# Past this many ciphertexts the memo starts over (never wrong, only slower once).
 _PLAIN_KEPT = 256
-_settings = Setting.__table__
-
-
-def values_lookup(names: tuple[str, ...]) -> Lookup:
-    """One row: the stored (encrypted) value of each name in turn, NULL where unset."""
-    return Lookup(
-        select(
-            *(
-                select(_settings.c.value_encrypted)
-                .where(_settings.c.name == name)
-                .scalar_subquery()
-                .label(f"v{i}")
-                for i, name in enumerate(names)
-            )
-        )
-    )
 
 
 class SettingsDecryptError(Exception):
@@ -50,7 +29,6 @@ class SettingsStore:
     def __init__(self, db: Database, key: str) -> None:
         self._db = db
         self._fernet = Fernet(key.encode())
-        self._lookups: dict[tuple[str, ...], Lookup] = {}
         self._plain: dict[str, str] = {}  # ciphertext -> its value, for this key
 
     def _decrypt(self, row: Setting) -> str:
@@ -78,21 +56,13 @@ class SettingsStore:
 
     async def get_many(self, names: Iterable[SettingName]) -> dict[str, str]:
         """Decrypted values of the names that are set."""
-        wanted = tuple(dict.fromkeys(names))  # each once, in the caller's order
+        wanted = list(dict.fromkeys(names))
         if not wanted:
             return {}
-        lookup = self._lookups.get(wanted)
-        if lookup is None:
-            if len(self._lookups) >= _LOOKUPS_KEPT:
-                self._lookups.clear()
-            lookup = self._lookups[wanted] = values_lookup(wanted)
-        row = await self._db.lookup(lookup)
-        assert row is not None  # a SELECT without FROM has its one row
-        return {
-            name: self._decrypted(name, token)
-            for name, token in zip(wanted, row, strict=True)
-            if token is not None
-        }
+        query = select(Setting.name, Setting.value_encrypted).where(Setting.name.in_(wanted))
+        async with self._db.read() as session:
+            stored = {name: value for name, value in await session.execute(query)}
+        return {name: self._decrypted(name, stored[name]) for name in wanted if name in stored}
 
     async def save(self, session: AsyncSession, values: Mapping[str, str], user_id: str) -> None:
         """Upsert `values` inside the caller's transaction, so they land together or not at all."""

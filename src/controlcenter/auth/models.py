@@ -15,7 +15,7 @@ ADMIN = "admin"
 SUPER_ADMIN = "super_admin"
 
 
-class User(Base):
+class UserRecord(Base):
     __tablename__ = "users"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)

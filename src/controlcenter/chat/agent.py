@@ -11,7 +11,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from controlcenter.admin_settings.names import SettingName
 from controlcenter.admin_settings.usable import UnusableSettingError, check_credential
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.chat import events
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.context import ChatContext
@@ -69,7 +69,7 @@ class Fallback:
 class ChatTurn:
     """A request that passed the pre-stream checks."""
 
-    user: User
+    user: UserRecord
     message: str
     conversation_id: Any  # the raw request value; None when absent
     provider: str

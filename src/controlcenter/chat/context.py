@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.crm.broker import broker_client
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.tools.base import ToolContext
@@ -20,7 +20,7 @@ class ChatContext:
     crm: CrmTransport
     tools: ToolRouter
 
-    async def toolbox(self, user: User) -> tuple[Toolbox, ToolContext]:
+    async def toolbox(self, user: UserRecord) -> tuple[Toolbox, ToolContext]:
         """The tools offered to the model, and who they act for (with the user's CRM client).
 
         Raises UnusableSettingError when the agency key cannot be sent in a header.

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from controlcenter.auth.deps import CurrentUser
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.conversations import (
     delete_conversation,
@@ -109,7 +109,7 @@ async def chat(
 
 async def started_chat(
     chat_parts: ChatParts,
-    user: User,
+    user: UserRecord,
     parse: Callable[[], ChatInput],
     *,
     ids: bool = False,

@@ -21,7 +21,7 @@ from controlcenter.admin_settings.names import (
 )
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.admin_settings.usable import credential_problem
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.chat.agent import ChatTurn, Fallback, run_chat
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.context import ChatContext
@@ -76,7 +76,7 @@ class ChatParts:
 
 async def start_chat(
     parts: ChatParts,
-    user: User,
+    user: UserRecord,
     request: ChatInput,
     *,
     ids: bool = False,

@@ -8,7 +8,7 @@ from datetime import MAXYEAR, UTC, datetime
 
 from sqlalchemy import func, select
 
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.chat.models import ChatRun
 from controlcenter.db import Database
 
@@ -61,18 +61,18 @@ async def usage_report(db: Database, year: int, month: int) -> list[UsageRow]:
     start, end = month_bounds(year, month)
     query = (
         select(
-            User.id,
-            User.email,
-            User.name,
+            UserRecord.id,
+            UserRecord.email,
+            UserRecord.name,
             func.sum(ChatRun.input_tokens),
             func.sum(ChatRun.output_tokens),
             func.count(ChatRun.message_id),
             func.sum(ChatRun.tool_calls),
         )
-        .join(ChatRun, ChatRun.user_id == User.id)
+        .join(ChatRun, ChatRun.user_id == UserRecord.id)
         .where(ChatRun.created_at >= start, ChatRun.created_at < end)
-        .group_by(User.id, User.email, User.name)
-        .order_by(User.email)
+        .group_by(UserRecord.id, UserRecord.email, UserRecord.name)
+        .order_by(UserRecord.email)
     )
     async with db.read() as session:
         rows = await session.execute(query)

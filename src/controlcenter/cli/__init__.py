@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from sqlalchemy import func, select
 
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.cli.accounts import register as register_account_commands
 from controlcenter.cli.metrics_dir import shared_metrics
 from controlcenter.cli.proxies import proxy_options
@@ -71,7 +71,7 @@ def serve(
 
     async def count_users(database: Database) -> int:
         async with database.read() as db:
-            return int(await db.scalar(select(func.count()).select_from(User)) or 0)
+            return int(await db.scalar(select(func.count()).select_from(UserRecord)) or 0)
 
     if with_db(count_users, quiet_migrations=False) == 0:
         if config.log_format == "json":  # every line JSON: the hint is a record too

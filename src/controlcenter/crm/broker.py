@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from controlcenter.admin_settings.names import AGENCY_API_KEY, AGENCY_ID
 from controlcenter.admin_settings.usable import check_credential
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.common.logs import get_logger
 from controlcenter.crm.client import AgencyLocationToken, CrmClient
 from controlcenter.crm.transport import CrmTransport
@@ -23,7 +23,7 @@ AGENCY_SETTINGS = (AGENCY_API_KEY, AGENCY_ID)
 
 
 async def broker_client(
-    settings: Mapping[str, str], transport: CrmTransport, user: User
+    settings: Mapping[str, str], transport: CrmTransport, user: UserRecord
 ) -> CrmClient | None:
     """The client scoped to the user's linked location; None when it cannot be built.
 

@@ -24,22 +24,23 @@ giving it back halfway would spend its first requests' tokens again when it is r
 128 jobs in flight and 9 tokens a second, most were given back halfway, and the outbox
 delivered under 1 job/s).
 Each location has its own bucket and its own queue: a slow location never holds back another.
+Time is read and waited for through a `Clock`, which tests replace with one they move by hand.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Protocol
 
-from sqlalchemy import Float, String, bindparam, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Float, String, Table, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlcenter.crm.errors import CrmRateLimited
 from controlcenter.db import Base, Database, UTCDateTime, utcnow
+from controlcenter.db.upserts import upsert
 
 RATE_LIMITED = "CRM rate limit: waiting for this location's budget"
 
@@ -52,7 +53,10 @@ class CrmRateBucket(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
-# Built once (bound parameters): the bucket is read and written several times a second.
+# Built once (bound parameters): the bucket is read and written several times a second. FOR
+# UPDATE is PostgreSQL's; SQLAlchemy's SQLite dialect leaves it out (the write transaction
+# holds the whole database there).
+_TABLE: Table = CrmRateBucket.__table__  # type: ignore[assignment]  # declared as a Table
 _BUCKET = select(CrmRateBucket.tokens, CrmRateBucket.updated_at).where(
     CrmRateBucket.location_id == bindparam("b_location")
 )
@@ -62,6 +66,24 @@ _SET_BUCKET = (
     .where(CrmRateBucket.location_id == bindparam("b_location"))
     .values(tokens=bindparam("tokens"), updated_at=bindparam("updated_at"))
 )
+
+
+class Clock(Protocol):
+    """The time a bucket is stored with and the limiter's waits."""
+
+    def now(self) -> datetime: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class WallClock:
+    """The service's `Clock`: the wall clock, which every process shares, and asyncio's sleep."""
+
+    def now(self) -> datetime:
+        return utcnow()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
 
 
 @dataclass(frozen=True)
@@ -86,10 +108,13 @@ class RateLimit:
 class LocationRateLimiter:
     """Takes one request's token of a location, waiting for it up to `max_wait_s`."""
 
-    def __init__(self, db: Database, limit: RateLimit, *, max_wait_s: float) -> None:
+    def __init__(
+        self, db: Database, limit: RateLimit, *, max_wait_s: float, clock: Clock | None = None
+    ) -> None:
         self._db = db
         self.limit = limit
         self._max_wait_s = max_wait_s
+        self._clock = clock or WallClock()
         # One taker per location in this process at a time: the others queue here, in
         # asyncio, instead of each reading the row and sleeping on its own.
         self._queues: dict[str, asyncio.Lock] = {}
@@ -100,29 +125,50 @@ class LocationRateLimiter:
     async def acquire(self, location_id: str, *, patient: bool = False) -> None:
         """One token of the location; CrmRateLimited when it cannot come within the wait
         (never when `patient`)."""
-        loop = asyncio.get_running_loop()
-        deadline = None if patient else loop.time() + self._max_wait_s
+        clock = self._clock
+        deadline = None if patient else clock.now() + timedelta(seconds=self._max_wait_s)
         queue = self._queues.setdefault(location_id, asyncio.Lock())
+        if not await self._enter(queue, deadline):
+            raise _limited(1.0 / self.limit.rate)
         try:
-            async with asyncio.timeout_at(deadline), queue:
-                while True:
-                    # Look first, without the write lock: most looks find the bucket empty
-                    # (a token comes every 1/rate s and several processes wait for it), and a
-                    # write transaction for each of them competed with the requests' writes.
-                    wait = await self._peek(location_id)
-                    if wait <= 0 and (wait := await self._take(location_id)) <= 0:
-                        return
-                    if deadline is not None and loop.time() + wait > deadline:
-                        raise _Late(wait)
-                    await asyncio.sleep(wait)
-        except (TimeoutError, _Late) as exc:
-            ahead = exc.wait if isinstance(exc, _Late) else 1.0 / self.limit.rate
-            raise CrmRateLimited(429, RATE_LIMITED, retryable=True, retry_after=ahead) from None
+            while True:
+                # Look first, without the write lock: most looks find the bucket empty (a
+                # token comes every 1/rate s and several processes wait for it), and a write
+                # transaction for each of them competed with the requests' writes.
+                wait = await self._peek(location_id)
+                if wait <= 0 and (wait := await self._take(location_id)) <= 0:
+                    return
+                if deadline is not None and clock.now() + timedelta(seconds=wait) > deadline:
+                    raise _limited(wait)
+                await clock.sleep(wait)
+        finally:
+            queue.release()
+
+    async def _enter(self, queue: asyncio.Lock, deadline: datetime | None) -> bool:
+        """The location's queue taken, or False when `deadline` came first."""
+        if deadline is None or not queue.locked():
+            await queue.acquire()
+            return True
+        entered = asyncio.ensure_future(queue.acquire())
+        left = max(0.0, (deadline - self._clock.now()).total_seconds())
+        expired = asyncio.ensure_future(self._clock.sleep(left))
+        waited = False
+        try:
+            await asyncio.wait({entered, expired}, return_when=asyncio.FIRST_COMPLETED)
+            waited = True
+        finally:
+            expired.cancel()
+            if not entered.done():
+                entered.cancel()  # a cancelled `acquire` leaves the queue to the next in line
+            await asyncio.gather(entered, expired, return_exceptions=True)
+            if not waited and not entered.cancelled():
+                queue.release()  # this taker was cancelled: the queue it got goes on
+        return not entered.cancelled()
 
     async def pause(self, location_id: str, seconds: float) -> None:
         """The CRM refused with 429: nothing more for this location for `seconds`."""
         tokens = -seconds * self.limit.rate  # refilled to zero exactly when the pause ends
-        now = utcnow()
+        now = self._clock.now()
         async with self._db.write() as session:
             row = await self._row(session, location_id, now)
             left = row.tokens + max(0.0, (now - row.updated_at).total_seconds()) * self.limit.rate
@@ -136,14 +182,14 @@ class LocationRateLimiter:
     async def _peek(self, location_id: str) -> float:
         """The seconds until the bucket will have a token (0.0: it has one now, or the
         location has no bucket yet), read without taking it or any lock."""
-        now = utcnow()
+        now = self._clock.now()
         async with self._db.read() as session:
             row = (await session.execute(_BUCKET, {"b_location": location_id})).first()
         return 0.0 if row is None else self._wait(_Bucket(float(row[0]), row[1]), now)[0]
 
     async def _take(self, location_id: str) -> float:
         """Takes a token if the bucket has one (0.0), else the seconds until it will."""
-        now = utcnow()
+        now = self._clock.now()
         async with self._db.write() as session:
             row = await self._row(session, location_id, now)
             wait, tokens = self._wait(row, now)
@@ -164,16 +210,12 @@ class LocationRateLimiter:
 
     async def _row(self, session: AsyncSession, location_id: str, now: datetime) -> _Bucket:
         """The location's bucket, locked for this transaction; a full one when new."""
-        query = _BUCKET if self._db.is_sqlite else _BUCKET_LOCKED
-        row = (await session.execute(query, {"b_location": location_id})).first()
+        parameters = {"b_location": location_id}
+        row = (await session.execute(_BUCKET_LOCKED, parameters)).first()
         if row is None:  # the location's first request: create its bucket (once)
-            insert = sqlite_insert if self._db.is_sqlite else pg_insert
-            await session.execute(
-                insert(CrmRateBucket)
-                .values(location_id=location_id, tokens=self.limit.burst, updated_at=now)
-                .on_conflict_do_nothing(index_elements=["location_id"])
-            )
-            row = (await session.execute(query, {"b_location": location_id})).one()
+            bucket = {"location_id": location_id, "tokens": self.limit.burst, "updated_at": now}
+            await session.execute(upsert(session, _TABLE, bucket, key=("location_id",)))
+            row = (await session.execute(_BUCKET_LOCKED, parameters)).one()
         return _Bucket(float(row[0]), row[1])
 
 
@@ -183,9 +225,9 @@ class _Bucket:
     updated_at: datetime
 
 
-class _Late(Exception):
-    def __init__(self, wait: float) -> None:
-        self.wait = wait
+def _limited(wait: float) -> CrmRateLimited:
+    """The refusal of a token that cannot come within the wait; `wait`: how far ahead it is."""
+    return CrmRateLimited(429, RATE_LIMITED, retryable=True, retry_after=wait)
 
 
 class LocationGate:

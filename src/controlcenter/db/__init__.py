@@ -1,14 +1,13 @@
-"""The one way into the database: engine and sessions (`engine`), the SQLite driver, the
-hot-path reads (`lookups`), and the schema's migrations (`migrate`, `migrations/`)."""
+"""The one way into the database: engine and sessions (`engine`), the statements whose SQL
+differs between SQLite and PostgreSQL (`upserts`), and the schema's migrations (`migrate`,
+`migrations/`)."""
 
 from controlcenter.db.engine import (
     Base,
     Database,
     UTCDateTime,
     as_utc,
-    driver_of,
     new_id,
-    refused_row,
     utcnow,
 )
 
@@ -17,8 +16,6 @@ __all__ = [
     "Database",
     "UTCDateTime",
     "as_utc",
-    "driver_of",
     "new_id",
-    "refused_row",
     "utcnow",
 ]

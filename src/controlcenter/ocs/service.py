@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.auth.service import (
     PasswordGuard,
     Principal,
@@ -34,5 +34,5 @@ async def index_caller(
     return None
 
 
-def index_message(user: User) -> str:
+def index_message(user: UserRecord) -> str:
     return f"Welcome to the Control Center dashboard API, {user.name or user.email}."

@@ -24,7 +24,7 @@ from controlcenter.admin_settings import names as setting
 from controlcenter.admin_settings.names import SettingName
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.admin_settings.usable import credential_problem
-from controlcenter.auth.models import User
+from controlcenter.auth.models import UserRecord
 from controlcenter.common.logs import get_logger
 from controlcenter.common.secrets import MASK, redact
 from controlcenter.crm.client import CrmClient
@@ -33,7 +33,6 @@ from controlcenter.crm.errors import CrmError, CrmRateLimited
 from controlcenter.crm.rate_limit import LocationRateLimiter
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
-from controlcenter.onboarding.coalesce import Coalescer
 from controlcenter.onboarding.models import ARRAY_FIELDS, BOOLEAN_FIELDS, FIELDS, Onboarding
 from controlcenter.outbox.errors import (
     DeliveryError,
@@ -77,8 +76,8 @@ class Broker:
 
 @dataclass(frozen=True)
 class Part:
-    """What one job adds to its broker's delivery: a tag (by the setting naming it), the
-    high-GCI value it passes, or every answer (a sync)."""
+    """What one job delivers: a tag (by the setting naming it), the high-GCI value it passes,
+    or every answer (a sync)."""
 
     job: ClaimedJob
     tag: SettingName | None = None
@@ -91,10 +90,7 @@ class Part:
 
 
 class CrmSync:
-    """The handlers of the three kinds. The jobs of one broker that start together (the jobs
-    of one save, claimed together) are delivered together by `coalesce.Coalescer`: one upsert
-    carrying what each job's own upsert carried, and one tags call with every tag; each job
-    still ends on its own (docs/outbox.md). Builds one operator client per delivery from the
+    """The handlers of the three kinds. Builds one operator client per delivery from the
     settings of that moment."""
 
     def __init__(
@@ -109,7 +105,6 @@ class CrmSync:
         self._crm = crm
         self._limiter = limiter  # the CRM's rate limit per location, shared by the processes
         self._field_ids = CustomFieldIds()
-        self._batches: Coalescer[str, Part] = Coalescer(self._send)
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -130,55 +125,44 @@ class CrmSync:
         await self._deliver(Part(job, sync=True))
 
     async def _deliver(self, part: Part) -> None:
-        user_id = part.job.payload.get("userId")
-        # A job without a user is a batch of its own (and dies of it, once the settings are in).
-        await self._batches.join(user_id if isinstance(user_id, str) else part.job.id, part)
-
-    async def _send(self, key: str, parts: list[Part]) -> list[BaseException | None]:
-        """One batch: each part whose settings are missing waits for them on its own; the
-        others are delivered together, and share the outcome."""
+        """The part delivered, or MissingSettings while its settings are not all there."""
         values = await self._settings.get_many((LOCATION, TOKEN, TAG_COMPLETE, TAG_HIGH))
-        outcomes: list[BaseException | None] = [_unready(values, part) for part in parts]
-        ready = [part for part, outcome in zip(parts, outcomes, strict=True) if outcome is None]
-        if ready:
-            try:
-                await self._deliver_together(ready, values)
-            except Exception as exc:
-                outcomes = [exc if outcome is None else outcome for outcome in outcomes]
-        return outcomes
+        problem = _unready(values, part)
+        if problem is not None:
+            raise problem
+        await self._send(part, values)
 
-    async def _deliver_together(self, parts: list[Part], values: dict[str, str]) -> None:
-        """The contact upserted once with the identity, each high-GCI value and, for a sync,
-        every answer (read now: the latest win over a value a job carried), then every tag
-        in one call, which adds to the contact's tags and keeps the others (the upsert's
-        `tags` would replace them)."""
+    async def _send(self, part: Part, values: dict[str, str]) -> None:
+        """The contact upserted with the identity, the high-GCI value and, for a sync, every
+        answer that is set (read now, so the latest answers go), then the tag, added by the
+        tags call, which keeps the contact's other tags (the upsert's `tags` would replace
+        them)."""
         token, location = values[TOKEN].strip(), values[LOCATION].strip()
         gate = self._limiter.gate(location) if self._limiter is not None else None
         client = CrmClient(self._crm, token=token, location_id=location, gate=gate)
         with _crm_errors(token):
             if gate is not None:
                 await gate.take_first()
-            broker = await self._broker(parts[0].job)
+            broker = await self._broker(part.job)
             fields = _identity(broker)
-            custom = {custom_field_key(GCI_FIELD): part.gci for part in parts if part.gci}
-            if any(part.sync for part in parts):
+            custom = {custom_field_key(GCI_FIELD): part.gci} if part.gci else {}
+            if part.sync:
                 custom.update({custom_field_key(name): v for name, v in broker.answers.items()})
-            tags = list(dict.fromkeys(values[part.tag].strip() for part in parts if part.tag))
             if custom:
                 resolved = await self._field_ids.values(client, custom)
                 if resolved.items:
                     fields["customFields"] = resolved.items
-                _report_missing(parts, broker, set(resolved.missing), location)
+                _report_missing(part, broker, set(resolved.missing), location)
             contact = await client.upsert_contact(**fields)
-            if tags:
-                await client.add_tags(_contact_id(contact), tags)
+            if part.tag:
+                await client.add_tags(_contact_id(contact), [values[part.tag].strip()])
 
     async def _broker(self, job: ClaimedJob) -> Broker:
         user_id = job.payload.get("userId")
         if not isinstance(user_id, str):
             raise PermanentError("payload without userId")
         async with self._db.read() as db:
-            user = await db.get(User, user_id)
+            user = await db.get(UserRecord, user_id)
             if user is None:
                 raise PermanentError(f"user {user_id} no longer exists")
             record = await db.scalar(select(Onboarding).where(Onboarding.userId == user_id))
@@ -202,21 +186,20 @@ def _unready(values: dict[str, str], part: Part) -> MissingSettings | None:
     return None
 
 
-def _report_missing(parts: list[Part], broker: Broker, missing: set[str], location: str) -> None:
-    """A value whose key the location does not define is left out and reported with each job
-    that sent it, never retried: the contact and its tags are still written (outbox.md)."""
-    for part in parts:
-        keys = [custom_field_key(GCI_FIELD)] if part.gci else []
-        if part.sync:
-            keys = [custom_field_key(name) for name in broker.answers]
-        if lost := [key for key in keys if key in missing]:
-            log.warning(
-                "crm custom fields missing",
-                job_id=part.job.id,
-                kind=part.job.kind,
-                location_id=location,
-                keys=lost,
-            )
+def _report_missing(part: Part, broker: Broker, missing: set[str], location: str) -> None:
+    """A value whose key the location does not define is left out and reported with the job
+    that sent it, never retried: the contact and its tag are still written (outbox.md)."""
+    keys = [custom_field_key(GCI_FIELD)] if part.gci else []
+    if part.sync:
+        keys = [custom_field_key(name) for name in broker.answers]
+    if lost := [key for key in keys if key in missing]:
+        log.warning(
+            "crm custom fields missing",
+            job_id=part.job.id,
+            kind=part.job.kind,
+            location_id=location,
+            keys=lost,
+        )
 
 
 def _identity(broker: Broker) -> dict[str, Any]:

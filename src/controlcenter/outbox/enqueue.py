@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -17,29 +16,25 @@ REQUEST_ID = "requestId"
 
 def enqueue(db: AsyncSession, kind: JobKind, payload: dict[str, Any]) -> OutboxJob:
     """Add a pending job to `db`; it is committed (or rolled back) with the caller's data.
+    Refuses an undeclared kind.
 
     Nothing is sent here: the worker delivers the job later, so a CRM outage or a crash
     between commit and delivery delays the side effect but never loses it.
     """
-    job = OutboxJob(**job_values(kind, payload, utcnow()))
-    db.add(job)
-    return job
-
-
-def job_values(kind: JobKind, payload: dict[str, Any], now: datetime) -> dict[str, Any]:
-    """The columns of a new pending job (`enqueue`; the onboarding save inserts them in its own
-    statement): refuses an undeclared kind."""
     if not isinstance(kind, JobKind):
         raise ValueError(f"unknown outbox job kind: {kind}")
     # The request that caused the job, so that its delivery's records carry the same id.
     request_id = get_contextvars().get("request_id")
-    return {
-        "id": new_id(),
-        "kind": kind,
-        "payload": {**payload, REQUEST_ID: request_id} if request_id else dict(payload),
-        "status": PENDING,
-        "attempts": 0,
-        "next_attempt_at": now,
-        "created_at": now,
-        "updated_at": now,
-    }
+    now = utcnow()
+    job = OutboxJob(
+        id=new_id(),
+        kind=kind,
+        payload={**payload, REQUEST_ID: request_id} if request_id else dict(payload),
+        status=PENDING,
+        attempts=0,
+        next_attempt_at=now,
+        created_at=now,
+        updated_at=now,
+    )
+    db.add(job)
+    return job

@@ -19,8 +19,7 @@ from typing import Protocol
 from sqlalchemy import bindparam, update
 
 from controlcenter.common.logs import get_logger
-from controlcenter.db import utcnow
-from controlcenter.outbox.group_commit import GroupCommit
+from controlcenter.db import Database, utcnow
 from controlcenter.outbox.models import PENDING, OutboxJob
 
 log = get_logger(__name__)
@@ -47,14 +46,13 @@ class LeaseLostError(Exception):
 
 
 @asynccontextmanager
-async def kept_lease(writes: GroupCommit, job: Leased, lease_s: float) -> AsyncIterator[None]:
-    """Renew `job.lease` while the block runs; raise LeaseLostError if it is lost meanwhile.
-    The renewals of the deliveries in flight share transactions (`group_commit`)."""
+async def kept_lease(db: Database, job: Leased, lease_s: float) -> AsyncIterator[None]:
+    """Renew `job.lease` while the block runs; raise LeaseLostError if it is lost meanwhile."""
     task = asyncio.current_task()
     assert task is not None
     lost, done = asyncio.Event(), asyncio.Event()
     renewer = asyncio.create_task(
-        _renew(writes, job, lease_s, task, lost, done), name=f"lease-{job.id}"
+        _renew(db, job, lease_s, task, lost, done), name=f"lease-{job.id}"
     )
     cancelling = task.cancelling()
     try:
@@ -72,7 +70,7 @@ async def kept_lease(writes: GroupCommit, job: Leased, lease_s: float) -> AsyncI
 
 
 async def _renew(
-    writes: GroupCommit,
+    db: Database,
     job: Leased,
     lease_s: float,
     owner: asyncio.Task[object],
@@ -88,9 +86,10 @@ async def _renew(
             return
         new_lease = utcnow() + timedelta(seconds=lease_s)
         try:
-            renewed = await writes.rowcount(
-                _RENEW, {"b_id": job.id, "b_lease": job.lease, "b_new_lease": new_lease}
-            )
+            async with db.write() as session:
+                connection = await session.connection()
+                parameters = {"b_id": job.id, "b_lease": job.lease, "b_new_lease": new_lease}
+                renewed = (await connection.execute(_RENEW, parameters)).rowcount
         except Exception:
             log.exception("outbox could not renew a lease; trying again", job_id=job.id)
             if utcnow() < job.lease:

@@ -19,12 +19,12 @@ CRM.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row, bindparam, or_, select, update
+from sqlalchemy import bindparam, or_, select, update
 from structlog.contextvars import bound_contextvars
 
 from controlcenter.common.logs import get_logger
@@ -33,7 +33,6 @@ from controlcenter.config import Config
 from controlcenter.db import Database, utcnow
 from controlcenter.outbox.enqueue import REQUEST_ID
 from controlcenter.outbox.errors import DeliveryError, MissingSettings, PermanentError
-from controlcenter.outbox.group_commit import GroupCommit
 from controlcenter.outbox.lease import LeaseLostError, kept_lease
 from controlcenter.outbox.models import DEAD, DONE, PENDING, OutboxJob
 
@@ -41,11 +40,6 @@ log = get_logger(__name__)
 
 # Longest stored `last_error`: enough for any CRM message, bounded against a huge body.
 _MAX_ERROR_CHARS = 2000
-# A claim reads this many due jobs beyond its limit, to take those due at the same moment as
-# its last one too: the jobs written together (a save's three) are delivered together, and a
-# claim that split them sent each part on its own (measured: about 2 jobs per delivery instead
-# of 3, every claim of 3 freed slots cutting across two saves).
-_SAME_MOMENT_SLACK = 2
 
 
 @dataclass
@@ -63,7 +57,9 @@ class ClaimedJob:
 
 Handler = Callable[[ClaimedJob], Awaitable[None]]
 
-# The claim's statements, built once (bound parameters; see `OutboxWorker.claim`).
+# The claim's statements, built once (bound parameters; see `OutboxWorker.claim`). FOR UPDATE
+# SKIP LOCKED is PostgreSQL's; SQLAlchemy's SQLite dialect leaves it out, and there the write
+# transaction's BEGIN IMMEDIATE serialises the claims.
 _DUE = (
     select(
         OutboxJob.id,
@@ -80,25 +76,13 @@ _DUE = (
     )
     .order_by(OutboxJob.next_attempt_at, OutboxJob.id)
     .limit(bindparam("b_limit"))
+    .with_for_update(skip_locked=True)
 )
-_DUE_SKIP_LOCKED = _DUE.with_for_update(skip_locked=True)
 _LEASE = (
     update(OutboxJob)
     .where(OutboxJob.id.in_(bindparam("b_ids", expanding=True)))
     .values(locked_until=bindparam("b_lease"))
 )
-
-
-def _whole_moments(rows: Sequence[Row[Any]], limit: int) -> Sequence[Row[Any]]:
-    """The first `limit` rows (in due order) and those after them due at the same moment as
-    the last of these."""
-    if len(rows) <= limit:
-        return rows
-    last = rows[limit - 1].next_attempt_at
-    extra = 0
-    while limit + extra < len(rows) and rows[limit + extra].next_attempt_at == last:
-        extra += 1
-    return rows[: limit + extra]
 
 
 class OutboxWorker:
@@ -111,7 +95,6 @@ class OutboxWorker:
         name: str = "worker",
     ) -> None:
         self._db = db
-        self._writes = GroupCommit(db)  # outcomes and lease renewals, in shared transactions
         self._config = config
         self._handlers = dict(handlers)
         self._name = name
@@ -221,11 +204,9 @@ class OutboxWorker:
             return []
         now = utcnow()
         lease = now + timedelta(seconds=self._config.outbox_lease_s)
-        query = _DUE if self._db.is_sqlite else _DUE_SKIP_LOCKED
         async with self._db.write() as db:
             connection = await db.connection()
-            read = {"b_now": now, "b_limit": limit + _SAME_MOMENT_SLACK}
-            rows = _whole_moments((await connection.execute(query, read)).all(), limit)
+            rows = (await connection.execute(_DUE, {"b_now": now, "b_limit": limit})).all()
             if rows:
                 await connection.execute(
                     _LEASE, {"b_ids": [row.id for row in rows], "b_lease": lease}
@@ -261,7 +242,7 @@ class OutboxWorker:
                 raise PermanentError(f"unknown job kind {job.kind!r}")
             async with (
                 asyncio.timeout(self._config.outbox_delivery_timeout_s),
-                kept_lease(self._writes, job, self._config.outbox_lease_s),
+                kept_lease(self._db, job, self._config.outbox_lease_s),
             ):
                 await handler(job)
         except LeaseLostError:
@@ -318,8 +299,7 @@ class OutboxWorker:
         again, and the wait is not an attempt (nothing was refused)."""
         wait = exc.retry_after or 0.0
         log.info("outbox job waits for the CRM's rate limit", retry_in_s=round(wait, 3), **fields)
-        # From when the CRM said so, not from now: the jobs of one delivery come back due at
-        # the same moment, so one claim takes them together again.
+        # From when the CRM said so, not from now: the wait it asked for has begun then.
         await self._finish(
             job, next_attempt_at=exc.raised_at + timedelta(seconds=wait), last_error=exc.message
         )
@@ -361,8 +341,7 @@ class OutboxWorker:
         )
 
     async def _finish(self, job: ClaimedJob, **values: Any) -> None:
-        """Record the outcome and drop the lease, unless the lease was lost meanwhile; the
-        outcomes of jobs that end together share a transaction (`group_commit`)."""
+        """Record the outcome and drop the lease, unless the lease was lost meanwhile."""
         if values.get("last_error"):
             values["last_error"] = values["last_error"][:_MAX_ERROR_CHARS]
         values["locked_until"] = None
@@ -372,7 +351,8 @@ class OutboxWorker:
             .values(**values)
         )
         try:
-            saved = await self._writes.rowcount(statement, {})
+            async with self._db.write() as db:
+                saved = (await (await db.connection()).execute(statement)).rowcount
         except Exception:
             # The job keeps its lease and is reclaimed when it expires: delayed, not lost.
             log.exception("outbox could not save a job's outcome", job_id=job.id)
