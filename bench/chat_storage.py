@@ -1,25 +1,33 @@
-"""What storing the chat's events costs (the target: event ids and storage add under 5% to the
-chat's CPU), measured alone so that the noise of a whole chat does not hide it.
+"""What storing a chat's events costs (the target: storing the chat's run and events adds under
+5% to the chat's CPU), measured alone so that the noise of a whole chat does not hide it.
 
-In the bench process itself, against the run's database: N chats at once, each saving the
-user's message and starting its run (`conversations.TurnStarts`), then sending the events of
-the chat section's chat (message_start, three provider replies 200 ms apart, with two tool
-calls and their results between them), saving the assistant message, sending message_complete
-and ending the run, as the service does. Two paths, each its process CPU time per chat:
-- the user's message and the assistant's alone, with the chat's pauses for its provider
-  between them (what a chat would write if its events were not stored), the chats that start
-  or end together in shared transactions as in the service (`db.group_commit`), so that the
-  difference is the storage's, not the group commit's;
-- the service's path: the run in the user message's transaction, the events by the
-  process's `EventWriter`, the last events and the run's end in the assistant message's
-  write (`RunRecord.finish_with`).
-Storage costs the difference between the last and the first. Each level runs in rounds
-(`ROUNDS`): in a round the first and the last path's chats run in turn, in one process, each
-first in every other round (a shared machine's state drifts: taking turns keeps it alike for
-both; measured one after another in separate processes, x300's difference came out negative).
-Storage is the mean of the rounds' differences, with its standard error; the rounds stop once
-that error is small enough (`CLEAR`, `PRECISE`). The row gives it as a share of the chat
-section's CPU per chat at the same level and database, measured earlier in the same run.
+In the bench process itself, against the run's database: N chats at once, each the chat
+section's chat (message_start, three provider replies 200 ms apart with two tool calls and
+their results between them, the assistant message and message_complete), every event sent to
+the chat's stream (`EventChannel`, nobody reading it). Two paths, each its process CPU time per
+chat:
+- the baseline: the user's message (with its new conversation) and the assistant's stored
+  alone, each in one plain write (`Database.write`, the rows the store writes for them), the
+  chat's pauses for its provider between them: what a chat would write if its run and its
+  events were not stored;
+- the service's path, as `stream.ChatRuns.begin` and `agent.run_chat` take it: the turn's
+  start in one write (`store.start_turn`: the conversation, the user's message, the run and
+  message_start), the process's LISTEN connection (`Signals.listen`, PostgreSQL only), each
+  event through the run's `RunRecord` to the process's `EventWriter` (`RunRecord.waiting`
+  before each pause for the provider, usage counted), and the run's end in one awaited write
+  with its last events, message_complete and the assistant message (`RunRecord.finish`).
+  The stop flags' poll on SQLite (`ChatRuns`) is the stop's cost, not storage's: it is left
+  out.
+Storage costs the difference between the two. A lone chat's run takes two transactions more than
+its messages alone (the events of its first two replies, each written as the run waits for its
+provider); with many chats at once the writer's transactions hold many runs' events and ends, where
+each of the baseline's messages takes its own, so the difference can fall below zero. Each level
+runs in rounds (`ROUNDS`): in a round the two paths' chats run in turn, in one process, each first
+in every other round (a shared machine's state drifts: taking turns keeps it alike for both, where
+measured one after the other in separate processes the drift can outweigh the difference). Storage
+is the mean of the rounds' differences, with its standard error; the rounds stop once that error is
+small enough (`CLEAR`, `PRECISE`). The row gives it as a share of the chat section's CPU per chat
+at the same level and database, measured earlier in the same run.
 """
 
 from __future__ import annotations
@@ -28,43 +36,39 @@ import asyncio
 import math
 import statistics
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from functools import partial
+from typing import Any
 
-from controlcenter.chat.recorder import EventWriter, RunRecord
-from controlcenter.chat.run_store import RunUsage
+from sqlalchemy import insert, update
 
 from bench.chat import CPU_PER_CHAT
 from bench.deploy import Deployment, Options
 from bench.results import Row, ms, pct
 from bench.seed import seed_accounts
 from bench.timeline import step
-from controlcenter.chat import run_store
-from controlcenter.chat.conversations import (
-    TurnStart,
-    TurnStarts,
-    assistant_message,
-)
+from controlcenter.chat import store
+from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.events import (
+    Event,
     content_delta,
-    event_data,
     message_complete,
     message_start,
     tool_call_start,
     tool_result,
 )
-from controlcenter.chat.models import Message
+from controlcenter.chat.models import ConversationRow, Message
 from controlcenter.chat.schemas import message_json
 from controlcenter.chat.signals import Signals
-from controlcenter.db import Database
-from controlcenter.db.group_commit import GroupCommit
+from controlcenter.chat.store import EventWriter, RunRecord, RunUsage
+from controlcenter.db import Database, new_id, utcnow
 from controlcenter.llm.types import ToolInvocation, ToolOutcome
 
 REPLY_GAP_S = 0.2  # the chat section's provider delay
 QUESTION = "Bench: what is new?"
 ANSWER = "Here is what I found."
+INPUT_TOKENS, OUTPUT_TOKENS = 10, 5  # each provider reply's usage
 # The service's CPU per chat: the whole that storage is a share of. The chat section's figure
 # for the same database and level when it ran before in this run, else this order of
 # magnitude (a chat at x100), named as such in the row.
@@ -79,89 +83,129 @@ FEWEST = 4
 CLEAR = 2.0
 PRECISE = 0.1
 
-
-def _bursts(message_id: str) -> list[list[str]]:
-    """The chat's events after message_start, as the provider's replies send them."""
-    call = ToolInvocation(id="toolu_1", name="echo_text", arguments={"text": "round"})
-    result = ToolOutcome(tool_call_id="toolu_1", success=True, result={"text": "round"})
-    tool = [
-        event_data(content_delta("Looking that up.")),
-        event_data(tool_call_start(call)),
-        event_data(tool_result(result)),
-    ]
-    return [tool, tool, [event_data(content_delta(ANSWER))]]
+_CALL = ToolInvocation(id="toolu_1", name="echo_text", arguments={"text": "round"})
+_RESULT = ToolOutcome(tool_call_id="toolu_1", success=True, result={"text": "round"})
+_TOOL_REPLY = [content_delta("Looking that up."), tool_call_start(_CALL), tool_result(_RESULT)]
+# The chat's events after message_start, as the provider's three replies bring them.
+REPLIES: list[list[Event]] = [_TOOL_REPLY, _TOOL_REPLY, [content_delta(ANSWER)]]
+TOOL_CALLS = sum(event["type"] == "tool_call_start" for reply in REPLIES for event in reply)
+# What the run's usage comes to (the baseline's answer carries the same).
+USAGE = RunUsage(
+    INPUT_TOKENS * len(REPLIES), OUTPUT_TOKENS * len(REPLIES), len(REPLIES), TOOL_CALLS
+)
 
 
 @dataclass(frozen=True)
 class Parts:
-    """What a process of the service holds for its chats: the database, the wake-ups, the event
-    writer, the starts' group commit, and one for the answers saved without their events."""
+    """What a process of the service holds for its chats: the database, the wake-ups and the
+    event writer."""
 
     db: Database
     signals: Signals
     writer: EventWriter
-    starts: TurnStarts
-    answers: GroupCommit[Message, None]
 
 
 Chat = Callable[[Parts, str, str], Awaitable[None]]
 
 
-def _answer(conversation_id: str, message_id: str) -> Message:
-    return assistant_message(
-        conversation_id=conversation_id, message_id=message_id, content=ANSWER,
-        tool_calls=[], tool_results=[], usage=RunUsage(30, 10, 3, 2).json(),
-    )  # fmt: skip
+def _answer(conversation_id: str, message_id: str, usage: RunUsage) -> Message:
+    return store.assistant_message(
+        conversation_id=conversation_id,
+        message_id=message_id,
+        content="Looking that up." * 2 + ANSWER,
+        tool_calls=[_CALL.to_json()] * TOOL_CALLS,
+        tool_results=[_RESULT.to_json()] * TOOL_CALLS,
+        usage=usage.json(),
+    )
 
 
-async def _add_answers(db: Database, driver: object, rows: Sequence[Message]) -> list[None]:
-    await run_store.write_ends(db, driver, rows, {}, {})
-    return [None] * len(rows)
-
-
-async def _user_message(parts: Parts, user_id: str, message_id: str) -> None:
-    """The two messages as the service saves them, the chats that start or end together in
-    shared transactions (`db.group_commit`), without the run or its events."""
-    started = await parts.starts.start(TurnStart(user_id, None, QUESTION))
-    assert started is not None
-    # A chat sends message_start with storage or without: its JSON is not storage's.
-    event_data(message_start(started.conversation_id, message_id))
-    # The chat's pauses for its provider, as in the other paths: waking after a pause costs a
+async def _messages_alone(parts: Parts, user_id: str, message_id: str) -> None:
+    """The two messages, each in a plain write, without the run or its events."""
+    channel = EventChannel()
+    conversation_id = new_id()
+    now = utcnow()
+    async with parts.db.write() as session:
+        await session.execute(
+            insert(ConversationRow).values(
+                id=conversation_id, user_id=user_id, title=QUESTION[: store.TITLE_LENGTH],
+                created_at=now, updated_at=now,
+            )
+        )  # fmt: skip
+        await session.execute(
+            insert(Message).values(
+                id=store.new_message_id(), conversation_id=conversation_id, role=store.USER,
+                content=QUESTION, created_at=now, interrupted=False,
+            )
+        )  # fmt: skip
+    channel.send(message_start(conversation_id, message_id))
+    # The chat's pauses for its provider, as in the other path: waking after a pause costs a
     # lone chat ~0.7 ms of CPU each (cold caches), which is not its storage's.
-    for _ in _bursts(message_id):
+    for reply in REPLIES:
         await asyncio.sleep(REPLY_GAP_S)
-    message = _answer(started.conversation_id, message_id)
-    await parts.answers.submit(message)
-    event_data(message_complete(message_json(message)))
+        for event in reply:
+            channel.send(event)
+    message = _answer(conversation_id, message_id, USAGE)
+    async with parts.db.write() as session:
+        await session.execute(insert(Message).values(_row(message)))
+        await session.execute(
+            update(ConversationRow)
+            .where(ConversationRow.id == conversation_id)
+            .values(updated_at=message.created_at)
+        )
+    channel.send(message_complete(message_json(message)))
+    channel.close()
 
 
-async def _with_writer(parts: Parts, user_id: str, message_id: str) -> None:
-    started = await parts.starts.start(TurnStart(user_id, None, QUESTION, answer_id=message_id))
+def _row(message: Message) -> dict[str, Any]:
+    return {
+        "id": message.id,
+        "conversation_id": message.conversation_id,
+        "role": message.role,
+        "content": message.content,
+        "tool_calls": message.tool_calls,
+        "tool_results": message.tool_results,
+        "usage": message.usage,
+        "created_at": message.created_at,
+        "interrupted": False,
+    }
+
+
+async def _with_store(parts: Parts, user_id: str, message_id: str) -> None:
+    """The service's path: the turn's start, the run's events and its end, by the store."""
+    channel = EventChannel()
+    started = await store.start_turn(
+        parts.db, user_id=user_id, conversation_id=None, message=QUESTION, answer_id=message_id
+    )
     assert started is not None
-    run = RunRecord(parts.db, parts.signals, parts.writer, message_id)
-    run.began()
-    for burst in _bursts(message_id):
+    await parts.signals.listen()
+    run = RunRecord(parts.db, parts.signals, parts.writer, message_id, started, channel)
+    run.begin()
+    for reply in REPLIES:
         run.waiting()  # as the agent does before each provider call
         await asyncio.sleep(REPLY_GAP_S)
-        for data in burst:
-            run.record(data)
-    # As the agent ends an answer: the message, the last events and the run's end in one
-    # write (`RunRecord.finish_with`), shared with the answers ending meanwhile.
-    message = _answer(started.conversation_id, message_id)
-    complete = event_data(message_complete(message_json(message)))
-    await run.finish_with(complete, run_store.DONE, message)
+        run.count_provider_call(INPUT_TOKENS, OUTPUT_TOKENS)
+        for event in reply:
+            if event["type"] == "tool_call_start":
+                run.count_tool_call()
+            run.send(event)
+    # As the agent ends an answer: the message, the last events, message_complete and the
+    # run's end in one write, then the channel closed and the (already stored) end again.
+    message = _answer(run.conversation_id, message_id, run.usage)
+    await run.finish(store.DONE, message_complete(message_json(message)), message)
+    channel.close()
+    await run.finish(store.DONE)
 
 
 async def _rounds(url: str, user_id: str, chats: int, limit: float) -> dict[str, list[float]]:
     """Each path's CPU per chat with `chats` at once, round by round, the paths in turn, until
     the storage's verdict against `limit` (CPU per chat) is clear or `ROUNDS` are done."""
-    paths = {"u": _user_message, "a": _with_writer}
+    paths: dict[str, Chat] = {"u": _messages_alone, "a": _with_store}
     spent: dict[str, list[float]] = {tag: [] for tag in paths}
     async with _parts(url) as parts:
         # Pools and statements. x1's chats, one at a time, reuse the connections the warm-up
-        # opened: its paths warm them in turn, as before. The other levels' chats open many,
-        # most of them cold either way: their paths warm up at once (in turn, the pauses for
-        # the provider cost 1.2 s more per level).
+        # opened: its paths warm them in turn, as they run in the rounds. The other levels'
+        # chats open many, most of them cold either way: their paths warm up at once (in
+        # turn, the pauses for the provider cost 1.2 s more per level).
         warm = [chat(parts, user_id, f"msg_0_warm{tag}{chats}") for tag, chat in paths.items()]
         if chats == 1:
             for one in warm:
@@ -189,9 +233,8 @@ async def _parts(url: str) -> AsyncIterator[Parts]:
     db = Database(url)
     signals = Signals(db, on_stop=lambda _: None)
     writer = EventWriter(db, signals)
-    answers = GroupCommit(db, partial(_add_answers, db), "bench-answers", driver=True)
     try:
-        yield Parts(db, signals, writer, TurnStarts(db), answers)
+        yield Parts(db, signals, writer)
     finally:
         await writer.close(5.0)
         await signals.aclose()
