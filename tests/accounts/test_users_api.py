@@ -18,7 +18,7 @@ from tests.dbtools import snapshot
 
 URL = "/api/v1/admin/users"
 FORBIDDEN = {"error": "Forbidden"}
-NOT_FOUND = {"error": "UserRecord not found"}
+NOT_FOUND = {"error": "User not found"}
 LAST = {"error": "The last active super administrator cannot be demoted, disabled or deleted"}
 
 
