@@ -61,7 +61,7 @@ def check_origins(value: str) -> str:
 
 
 class Config(BaseSettings):
-    """Environment variables of CONTRACT section 7 (all optional)."""
+    """The service's environment variables (all optional; docs/reference.md lists them)."""
 
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
@@ -90,14 +90,14 @@ class Config(BaseSettings):
     max_body_bytes: int = 1024 * 1024
     mcp_cache_ttl_s: float = 30.0
     mcp_timeout_s: float = 15.0
-    # CONTRACT 11: how long a call to a tool that writes waits for the user's approval.
+    # How long a call to a tool that writes waits for the user's approval.
     chat_approval_timeout_s: float = Field(default=600, gt=0)
     outbox_poll_interval_s: float = 1.0
     outbox_max_backoff_s: float = 3600.0
     outbox_max_age_s: float = 86400.0
     outbox_base_backoff_s: float = 2.0
     # Renewed every quarter lease while the delivery runs: a dead process's job is taken
-    # again within the lease plus one poll (CONTRACT 9: 30 s), a slow one never.
+    # again within the lease plus one poll (within 30 s with the defaults), a slow one never.
     outbox_lease_s: float = 20.0
     outbox_delivery_timeout_s: float = 150.0
     # Deliveries in flight per process: enough to keep the CRM's rate limit busy while each
@@ -112,13 +112,13 @@ class Config(BaseSettings):
     outbox_rate_wait_s: float = Field(default=5.0, gt=0)
     outbox_settings_recheck_s: float = 30.0
     outbox_shutdown_grace_s: float = 10.0
-    # Hardening (CONTRACT 9, docs/security.md).
+    # Hardening (docs/security.md).
     allowed_origins: str = ""  # origins trusted for cookie-authenticated writes
     _check_allowed_origins = field_validator("allowed_origins")(check_origins)
     signin_window_s: float = 900.0
     signin_max_failures_per_email: int = 10
     signin_max_failures_per_address: int = 50
-    # Operations (CONTRACT 13, docs/deploy.md). Set: /metrics asks for it as a bearer token.
+    # Operations (docs/deploy.md). Set: /metrics asks for it as a bearer token.
     metrics_token: str | None = Field(default=None, repr=False)
     # Heartbeat of running chat answers; a dead process's are closed after 3 intervals.
     chat_liveness_interval_s: float = Field(default=5.0, gt=0)

@@ -1,1 +1,1 @@
-"""User administration and the own account: API, command line and services (CONTRACT 8)."""
+"""User administration and the own account: API, command line and services (docs/accounts.md)."""

@@ -1,4 +1,4 @@
-"""The caller's own API tokens and password (CONTRACT 8): any signed-in user."""
+"""The caller's own API tokens and password: any signed-in user."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Administration of user accounts (CONTRACT 8), shared by the admin API and the CLI. No HTTP.
+"""Administration of user accounts, shared by the admin API and the CLI. No HTTP.
 
 Who may do what: a super administrator anything; an administrator only acts on accounts whose
 role is `user` and only gives the role `user`; the command line acts as the operator (no
@@ -69,7 +69,7 @@ def generate_password() -> str:
 
 
 def admin_view(user: UserRecord) -> dict[str, Any]:
-    """The user object of CONTRACT 2 plus what an administrator needs (CONTRACT 8)."""
+    """The user object callers see plus what an administrator needs."""
     return {
         **user.public(),
         "createdAt": iso(user.created_at),

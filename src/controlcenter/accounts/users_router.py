@@ -1,4 +1,4 @@
-"""/api/v1/admin/users (CONTRACT 8): administrators and super administrators."""
+"""/api/v1/admin/users: administrators and super administrators."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GET and PUT /api/v1/admin/settings (SPEC 4.5, 4.6; CONTRACT 2, 6): super administrators only."""
+"""GET and PUT /api/v1/admin/settings: super administrators only."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ async def get_settings(principal: SuperAdmin, store: SettingsDep) -> dict[str, A
     return {"settings": settings}
 
 
-# The body is read by hand: an unparseable one is a 500 (SPEC 4.6), not FastAPI's 422.
+# The body is read by hand: an unparseable one is a 500, not FastAPI's 422.
 @router.put(
     "/settings",
     **answers(Success, 400, 403, 413, 500, write=True),
@@ -64,7 +64,7 @@ async def put_settings(
 async def delete_setting(
     name: str, principal: SuperAdmin, db: DatabaseDep, settings: SettingsDep
 ) -> dict[str, Any]:
-    """Clear one setting (CONTRACT 8): PUT cannot, since it drops empty values."""
+    """Clear one setting: PUT cannot, since it drops empty values."""
     try:
         await service.clear_setting(db, settings, name)
     except service.UnknownSettingError as exc:

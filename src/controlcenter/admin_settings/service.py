@@ -10,7 +10,7 @@ from controlcenter.db import Database
 
 
 async def masked_settings(store: SettingsStore) -> dict[str, str]:
-    """All 21 names in SPEC order; unset is "", secrets masked (CONTRACT 6).
+    """All 21 names in `SETTING_NAMES` order; unset is "", secrets masked.
 
     Raises SettingsDecryptError when a stored value cannot be decrypted.
     """
@@ -23,8 +23,8 @@ async def update_settings(
 ) -> None:
     """Save the non-empty values together, recorded with the acting user's id.
 
-    Empty strings are dropped (SPEC 4.6): a form posting back blank fields must not wipe them.
-    So are the masked forms of secrets (CONTRACT 8): the body of a GET can be PUT back.
+    Empty strings are dropped: a form posting back blank fields must not wipe them.
+    So are the masked forms of secrets: the body of a GET can be PUT back.
     """
     kept = {
         name: value
@@ -38,11 +38,11 @@ async def update_settings(
 
 
 class UnknownSettingError(Exception):
-    """A name outside the 21 of SPEC 2.6."""
+    """A name outside the 21 of `SETTING_NAMES`."""
 
 
 async def clear_setting(db: Database, store: SettingsStore, name: str) -> None:
-    """Remove one setting's value (CONTRACT 8); clearing an unset one is not an error."""
+    """Remove one setting's value; clearing an unset one is not an error."""
     if name not in SETTING_NAMES:
         raise UnknownSettingError(name)
     async with db.write() as session:

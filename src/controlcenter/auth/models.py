@@ -30,7 +30,7 @@ class UserRecord(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
 
     def public(self) -> dict[str, str | None]:
-        """The `user` object of CONTRACT section 2: never the password hash."""
+        """The `user` object callers see: never the password hash."""
         return {
             "id": self.id,
             "email": self.email,

@@ -1,4 +1,4 @@
-"""The throttle's refusal as an HTTP answer (CONTRACT 9), for the routers and the index."""
+"""The throttle's refusal as an HTTP answer, for the routers and the index."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sign-in, sign-out and the current user (CONTRACT section 2)."""
+"""Sign-in, sign-out and the current user."""
 
 from __future__ import annotations
 

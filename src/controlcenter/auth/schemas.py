@@ -1,4 +1,4 @@
-"""Sign-in's request and the user as callers see it (CONTRACT 2), for the interface
+"""Sign-in's request and the user as callers see it, for the interface
 description and the sign-in's checks."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class LoginRequest(BaseModel):
 
 
 class User(BaseModel):
-    """The `user` object of CONTRACT 2 (never the password hash)."""
+    """The `user` object callers see (never the password hash)."""
 
     model_config = schema_extra(USER_EXAMPLE)
     id: str

@@ -228,7 +228,7 @@ async def principal_from_authorization(
 
 
 class RequestAuth:
-    """Who is calling, from the credentials a request carries (the role checks of web.deps).
+    """Who is calling, from the credentials a request carries (the role checks of `auth.deps`).
 
     A bearer token that is present decides on its own (a wrong one is no session, even beside a
     valid cookie); the cookie only ever carries a session JWT, never an API token.

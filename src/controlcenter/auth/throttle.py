@@ -1,4 +1,4 @@
-"""Sign-in throttling shared by every process (CONTRACT 9): it lives in the database.
+"""Sign-in throttling shared by every process: it lives in the database.
 
 Each password attempt is written down before the password is checked, one row for the e-mail
 and one for the client address, then counted: over the limit within the window, the attempt

@@ -1,4 +1,4 @@
-"""HTTP for the chat's administration (CONTRACT 11): the chat policy (super administrators)
+"""HTTP for the chat's administration: the chat policy (super administrators)
 and the monthly usage report (administrators)."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from controlcenter.web.validation import issues
 
 router = APIRouter(prefix="/api/v1/admin", tags=["chat"])
 
-# Years 1000-9999: four digits, none before the calendar Python can hold (year 0 was a 500).
+# Years 1000-9999: four digits, none before the calendar Python can hold (year 0 would be a 500).
 MONTH = re.compile(r"^([1-9][0-9]{3})-(0[1-9]|1[0-2])$")
 
 

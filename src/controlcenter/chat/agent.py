@@ -1,4 +1,4 @@
-"""One chat turn, SPEC 4.2 "processing after the checks": conversation, user message, the
+"""One chat turn after the pre-stream checks: conversation, user message, the
 agentic loop between the provider and the tools, the assistant message, and the events."""
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ from controlcenter.providers.history import TIMEOUT_MESSAGE
 
 log = get_logger(__name__)
 
-MAX_ITERATIONS = 10  # SPEC 8
+MAX_ITERATIONS = 10  # provider calls per turn at most
 CONVERSATION_NOT_FOUND = "Conversation not found"
 UNEXPECTED = "An unexpected error occurred"
-DENIED_BY_USER = "Denied by the user"  # CONTRACT 11
+DENIED_BY_USER = "Denied by the user"  # the result error of a denied or unanswered write
 STOPPED_BEFORE_RUNNING = "Stopped by the user before the tool ran"
 SYSTEM_PROMPT = (
     "You are the AI assistant of a commercial real estate CRM used by brokers. "
@@ -75,8 +75,8 @@ class ChatTurn:
     provider: str
     key_setting: SettingName  # where `api_key` comes from, named when it is unusable
     api_key: str
-    token_deltas: bool = False  # CONTRACT 11 `?deltas=tokens`: the provider in streaming mode
-    approve_writes: bool = False  # CONTRACT 11: the policy's `toolApproval: "writes"`
+    token_deltas: bool = False  # `?deltas=tokens`: the provider in streaming mode
+    approve_writes: bool = False  # the policy's `toolApproval: "writes"`
     approval_timeout_s: float = 600.0
     fallback: Fallback | None = None
     context_token_budget: int = DEFAULT_CONTEXT_TOKEN_BUDGET
@@ -156,7 +156,7 @@ async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run:
     for _ in range(MAX_ITERATIONS):
         streamed.clear()
         sent = fit(history, turns[len(history) :], turn.context_token_budget)
-        run.waiting()  # the last round's events written now, not after a wake-up of their own
+        run.waiting()  # the last iteration's events written now, not after a wake-up of their own
         asking = Ask(SYSTEM_PROMPT, sent, toolbox.specs, on_text if turn.token_deltas else None)
         try:
             reply = await run.unless_stopped(asking.of(provider, turn.api_key))
@@ -218,7 +218,7 @@ async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run:
 
 
 def _passing(exc: ProviderError) -> bool:
-    """An error the other provider may not have (CONTRACT 11): 429, 5xx or a timeout, as left
+    """An error the other provider may not have: 429, 5xx or a timeout, as left
     after the SDK's own retries."""
     status = exc.status_code
     if status is None:

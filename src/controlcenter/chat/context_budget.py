@@ -1,5 +1,5 @@
-"""The history sent to the provider, cut to the chat policy's `contextTokenBudget`
-(CONTRACT 11): oldest turns first, a tool call never separated from its result, the new
+"""The history sent to the provider, cut to the chat policy's `contextTokenBudget`:
+oldest turns first, a tool call never separated from its result, the new
 message always sent.
 
 Tokens are estimated (about four characters a token, plus a few per turn), the same way for

@@ -1,4 +1,4 @@
-"""The events of SPEC section 6 and their wire form: `data: <JSON>` and a blank line."""
+"""The chat's stream events and their wire form: `data: <JSON>` and a blank line."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def tool_call_start(call: ToolInvocation) -> Event:
 
 
 def tool_approval_required(call: ToolInvocation) -> Event:
-    """CONTRACT 11: the call writes and waits for the user's approve or deny."""
+    """The call writes and waits for the user's approve or deny."""
     return {"type": "tool_approval_required", "toolCall": call.to_json()}
 
 
@@ -32,14 +32,14 @@ def tool_result(result: ToolOutcome) -> Event:
 
 
 def provider_fallback(origin: str, to: str) -> Event:
-    """CONTRACT 11: this step goes to the other provider after an error of the first."""
+    """This step goes to the other provider after an error of the first."""
     return {"type": "provider_fallback", "from": origin, "to": to}
 
 
 def message_complete(message: dict[str, Any], *, stopped: bool = False) -> Event:
     event: Event = {"type": "message_complete", "message": message}
     if stopped:
-        event["stopped"] = True  # CONTRACT 11; absent otherwise, as in SPEC
+        event["stopped"] = True  # absent otherwise
     return event
 
 
@@ -59,7 +59,7 @@ def event_data(event: Event) -> str:
 
 
 def frame_of(data: str, event_id: str | None = None) -> bytes:
-    """SPEC's frame; with an id (CONTRACT 11), its `id:` line first."""
+    """One event's frame; with an id, its `id:` line first."""
     if event_id is None:
         return f"data: {data}\n\n".encode()
     return f"id: {event_id}\ndata: {data}\n\n".encode()

@@ -1,4 +1,4 @@
-"""Answers cut by a dead process are closed, not left half-finished (CONTRACT 13).
+"""Answers cut by a dead process are closed, not left half-finished.
 
 Each process keeps a row per assistant message it is writing (`running_messages`): what the
 answer has so far and a heartbeat. One task per process (`Liveness.run`) writes them: new rows
@@ -233,8 +233,8 @@ class Liveness:
                     conversation.updated_at = now
                     closed += 1
                 await session.delete(row)
-        # Its stored event stream (CONTRACT 11) ends too, so that a client resuming it from
-        # any process reads the error and stops waiting.
+        # Its stored event stream (what the events endpoint reads) ends too, so that a client
+        # resuming it from any process reads the error and stops waiting.
         final = event_data(events.error(INTERRUPTED))
         for message_id in stale:
             await store.close_run(self._db, message_id, final, store.INTERRUPTED)

@@ -1,4 +1,4 @@
-"""Conversations and their messages (SPEC 2.4)."""
+"""Conversations and their messages."""
 
 from __future__ import annotations
 
@@ -34,10 +34,10 @@ class Message(Base):
     content: Mapped[str] = mapped_column(Text)
     tool_calls: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
     tool_results: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
-    # CONTRACT 11: {inputTokens, outputTokens, providerCalls} of an assistant message.
+    # {inputTokens, outputTokens, providerCalls} of an assistant message.
     usage: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
-    # Closed by another process after its own died mid-answer (CONTRACT 13, chat/liveness.py).
+    # Closed by another process after its own died mid-answer (chat/liveness.py).
     interrupted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
@@ -47,7 +47,7 @@ STOPS_ASKED = "stop_requested AND status = 'running'"
 
 
 class ChatRun(Base):
-    """One assistant message's run (CONTRACT 11): who owns it, whether it still runs, whether
+    """One assistant message's run: who owns it, whether it still runs, whether
     a stop was asked for (from any process), and what it used."""
 
     __tablename__ = "chat_runs"
@@ -89,7 +89,7 @@ class ChatEventRow(Base):
 
 
 class ChatApproval(Base):
-    """A call to a tool that writes, waiting for the user's answer (CONTRACT 11): `pending`,
+    """A call to a tool that writes, waiting for the user's answer: `pending`,
     then `approved`, `denied` or `expired`; answered from any process."""
 
     __tablename__ = "chat_approvals"

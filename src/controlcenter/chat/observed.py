@@ -1,4 +1,4 @@
-"""A chat turn as operators see it (CONTRACT 13): counted (started, completed, failed) and
+"""A chat turn as operators see it: counted (started, completed, failed) and
 traced as one span that the turn's provider and tool spans hang from.
 
 Wraps the run and its channel from the outside, so the chat's own modules only swap in
@@ -22,7 +22,7 @@ FAILED = "failed"
 
 class ObservedChannel(EventChannel):
     """Notes how the turn ended (`message_complete` or `error`), and keeps the answer so far
-    for `liveness` (CONTRACT 13: a dead process's answer is closed by another)."""
+    for `liveness` (a dead process's answer is closed by another)."""
 
     __slots__ = ("_answer", "_liveness", "outcome")
 

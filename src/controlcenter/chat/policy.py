@@ -1,7 +1,7 @@
-"""The chat policy (CONTRACT 11): tool approval, the monthly token quota, provider fallback and
+"""The chat policy: tool approval, the monthly token quota, provider fallback and
 the context budget. Stored as one row of the settings table (`chatPolicy`, JSON, encrypted
 like every setting) so that a chat reads it in the same query as its keys; it is not one of
-SPEC's 21 settings and `/api/v1/admin/settings` neither lists nor accepts it."""
+the 21 settings of `SETTING_NAMES` and `/api/v1/admin/settings` neither lists nor accepts it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A message's events again, for a client that reconnects (CONTRACT 11): the stored ones after
+"""A message's events again, for a client that reconnects: the stored ones after
 the client's last, then, while the run goes on in whichever process or instance, each new one
 as it is stored, until the message's last event."""
 

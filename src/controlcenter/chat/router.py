@@ -1,4 +1,4 @@
-"""HTTP for the chat (SPEC 4.2) and the conversations (CONTRACT 2)."""
+"""HTTP for the chat and the conversations."""
 
 from __future__ import annotations
 
@@ -68,7 +68,8 @@ NOT_RUNNING = "Not running"
 TOOL_CALL_NOT_FOUND = "Tool call not found"
 NOT_WAITING = "Not waiting for approval"
 INVALID_LAST_EVENT_ID = "Invalid Last-Event-ID: expected <messageId>:<n> of this message"
-# Set in full so that Starlette appends no `; charset=utf-8` (SPEC 4.2 names the exact type).
+# Set in full so that Starlette appends no `; charset=utf-8`: the stream's type is exactly
+# `text/event-stream`.
 SSE_HEADERS = {
     "Content-Type": "text/event-stream",
     "Cache-Control": "no-cache",
@@ -115,7 +116,7 @@ async def started_chat(
     ids: bool = False,
     token_deltas: bool = False,
 ) -> EventChannel:
-    """The chat's pre-stream checks as HTTP answers (SPEC 4.2, CONTRACT 11), for both chat
+    """The chat's pre-stream checks as HTTP answers, for both chat
     endpoints; the started run's channel."""
     try:
         return await start_chat(chat_parts, user, parse(), ids=ids, token_deltas=token_deltas)
@@ -136,7 +137,7 @@ async def chat_events(
     after: Annotated[int | None, Query(ge=0, le=10**9)] = None,
     last_event_id: Annotated[str | None, Header(max_length=200)] = None,
 ) -> StreamingResponse:
-    """CONTRACT 11: the message's events after the client's last, live until its end."""
+    """The message's events after the client's last, live until its end."""
     try:
         start = after_event(message_id, last_event_id, after)
     except InvalidLastEventIdError as exc:

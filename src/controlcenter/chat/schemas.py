@@ -62,7 +62,7 @@ class ToolResult(BaseModel):
 
 
 class Usage(BaseModel):
-    """CONTRACT 11: an assistant message's tokens, from the providers' own counts."""
+    """An assistant message's tokens, from the providers' own counts."""
 
     inputTokens: int
     outputTokens: int
@@ -76,8 +76,8 @@ class ChatMessage(BaseModel):
     toolCalls: list[ToolCall] = absent("only when the message made tool calls")
     toolResults: list[ToolResult] = absent("only when the message made tool calls")
     createdAt: AwareDatetime
-    usage: Usage = absent("assistant messages (CONTRACT 11)")
-    interrupted: Literal[True] = absent("closed after its process died (CONTRACT 13)")
+    usage: Usage = absent("assistant messages")
+    interrupted: Literal[True] = absent("closed after its process died")
 
 
 class Conversation(BaseModel):
@@ -143,7 +143,7 @@ class ToolCallStart(BaseModel):
 
 
 class ProviderFallback(BaseModel):
-    """With the chat policy's `fallback` (CONTRACT 11)."""
+    """With the chat policy's `fallback`."""
 
     model_config = ConfigDict(populate_by_name=True)
     type: Literal["provider_fallback"]
@@ -152,7 +152,7 @@ class ProviderFallback(BaseModel):
 
 
 class ToolApprovalRequired(BaseModel):
-    """With the chat policy's `toolApproval: "writes"` (CONTRACT 11)."""
+    """With the chat policy's `toolApproval: "writes"`."""
 
     type: Literal["tool_approval_required"]
     toolCall: ToolCall
@@ -166,7 +166,7 @@ class ToolResultEvent(BaseModel):
 class MessageComplete(BaseModel):
     type: Literal["message_complete"]
     message: ChatMessage
-    stopped: Literal[True] = absent("only when the message was stopped (CONTRACT 11)")
+    stopped: Literal[True] = absent("only when the message was stopped")
 
 
 class ErrorEvent(BaseModel):
@@ -176,7 +176,7 @@ class ErrorEvent(BaseModel):
 
 
 class ChatEvent(RootModel[Any]):
-    """One `data:` frame of the chat's event stream (SPEC 6)."""
+    """One `data:` frame of the chat's event stream."""
 
     root: Annotated[
         MessageStart
@@ -229,7 +229,7 @@ SSE_DESCRIPTION = (
     "`message_start`, then `content_delta`, `tool_call_start` and `tool_result` events, then "
     "`message_complete`; after an `error` event nothing follows. Errors found before the "
     "stream starts are plain JSON answers (400, 401). With `?ids=1` (and always on the "
-    "events endpoint) each frame also has an `id: <messageId>:<n>` line (CONTRACT 11)."
+    "events endpoint) each frame also has an `id: <messageId>:<n>` line."
 )
 SSE_EXAMPLE = (
     'data: {"type":"message_start","conversationId":"c1","messageId":"msg_1763888400000_a1b2c3d4e"}'

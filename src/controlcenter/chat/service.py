@@ -1,4 +1,4 @@
-"""The chat's logic around its stream (SPEC 4.2): the check that needs the settings (step 5),
+"""The chat's logic around its stream: the check that needs the settings (the provider's key),
 and the one context a chat's loop uses, gathered once (no HTTP here).
 
 A chat reads the settings once, before its stream: the provider's key, the agency credential
@@ -53,11 +53,11 @@ API_KEY_SETTINGS: dict[str, SettingName] = {
 
 
 class MissingApiKeyError(Exception):
-    """SPEC 4.2 step 5: the chosen provider has no key; the message is the answer's `error`."""
+    """The chosen provider has no key (a 400); the message is the answer's `error`."""
 
 
 class QuotaReachedError(Exception):
-    """CONTRACT 11: the user's tokens this month reached the policy's quota (a 429)."""
+    """The user's tokens this month reached the policy's quota (a 429)."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class ChatParts:
     tools: ToolRouter
     runs: ChatRuns
     approval_timeout_s: float = 600.0
-    liveness: Liveness | None = None  # CONTRACT 13: answers cut by a dead process
+    liveness: Liveness | None = None  # closes answers cut by a dead process
 
 
 async def start_chat(

@@ -1,4 +1,4 @@
-"""HTTP for the chat of Vercel AI SDK front ends (CONTRACT 13): the chat's checks and turn,
+"""HTTP for the chat of Vercel AI SDK front ends: the chat's checks and turn,
 answered as the AI SDK's UI message stream."""
 
 from __future__ import annotations

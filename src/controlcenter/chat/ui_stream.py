@@ -1,4 +1,4 @@
-"""The chat for Vercel AI SDK front ends (CONTRACT 13): the body `useChat`'s default HTTP
+"""The chat for Vercel AI SDK front ends: the body `useChat`'s default HTTP
 transport sends, and the chat's events rewritten as the AI SDK's UI message stream.
 
 The turn itself is the chat's (`chat.service.start_chat`); this module only translates at

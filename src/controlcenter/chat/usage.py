@@ -1,4 +1,4 @@
-"""Token usage per user and month (CONTRACT 11): the quota's check and the administrators'
+"""Token usage per user and month: the quota's check and the administrators'
 report, both read from the chat runs (kept after their events are pruned)."""
 
 from __future__ import annotations

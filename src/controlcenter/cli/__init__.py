@@ -1,4 +1,4 @@
-"""The `controlcenter` command (CONTRACT section 7)."""
+"""The `controlcenter` command (docs/reference.md, "Command line")."""
 
 from __future__ import annotations
 

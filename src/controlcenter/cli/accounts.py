@@ -1,4 +1,4 @@
-"""`controlcenter users ...` and `controlcenter tokens ...` (CONTRACT 7, 8).
+"""`controlcenter users ...` and `controlcenter tokens ...` (docs/reference.md, docs/accounts.md).
 
 The command line acts as the operator: no role limit, but the last active super administrator
 is protected as in the API. Passwords come from `--password-stdin` (scripts), from a prompt

@@ -1,4 +1,4 @@
-"""Metrics across `serve`'s worker processes (CONTRACT 13, `observability/metrics.py`)."""
+"""Metrics across `serve`'s worker processes (`observability/metrics.py`)."""
 
 from __future__ import annotations
 

@@ -6,14 +6,14 @@ beyond. We spend a share of it (90% by default): tokens refill at `requests * sh
 per second (9/s) up to a burst of `requests * share - rate * window_s` (at least 1), so that no
 10 s window holds more than the share (90, plus one) of ours. The other 10% is margin: a
 request reaches the CRM a little after its token was taken, and those delays differ, so the
-CRM's window can hold requests from a little more than ten of our seconds (with a burst of 10,
-ours filled HighLevel's 100 exactly and the bench met a 429). The bucket is a row of
+CRM's window can hold requests from a little more than ten of our seconds (a burst of 10 fills
+HighLevel's 100 exactly, and under `make bench` meets a 429). The bucket is a row of
 `crm_rate_buckets`, taken in a short write transaction (`SELECT ... FOR UPDATE` on PostgreSQL;
 SQLite's write lock serialises it), so several processes share one budget. A taker looks
 at the bucket first without any lock and sleeps until its token is due; only a take that
 finds one writes (on SQLite each write transaction waits for the database's one write lock,
-beside the requests' own writes: with two processes, three of four looks found the bucket
-empty and each was a write). A 429 pauses the
+beside the requests' own writes: with two processes, three of four looks find the bucket
+empty and write nothing). A 429 pauses the
 location for its Retry-After (HighLevel sends none: then the whole window) by emptying the
 bucket.
 
@@ -21,8 +21,8 @@ A job's first request waits for its token at most `max_wait_s`; past that it get
 `CrmRateLimited` with the wait still ahead, and the outbox gives the job back for later without
 counting an attempt. Once a job has made a request, its later ones wait as long as it takes:
 giving it back halfway would spend its first requests' tokens again when it is retried (with
-128 jobs in flight and 9 tokens a second, most were given back halfway, and the outbox
-delivered under 1 job/s).
+128 jobs in flight and 9 tokens a second, most would be given back halfway, and the outbox
+would deliver under 1 job/s).
 Each location has its own bucket and its own queue: a slow location never holds back another.
 Time is read and waited for through a `Clock`, which tests replace with one they move by hand.
 """
@@ -195,7 +195,7 @@ class LocationRateLimiter:
             wait, tokens = self._wait(row, now)
             if wait == 0.0:
                 # Only a taken token is written: the refill is computed from `updated_at`, so
-                # writing an unchanged bucket (as each look did) changed nothing.
+                # writing an unchanged bucket would change nothing.
                 await session.execute(
                     _SET_BUCKET,
                     {"b_location": location_id, "tokens": tokens - 1.0, "updated_at": now},

@@ -20,7 +20,7 @@ class ToolSpec:
 
 @dataclass(frozen=True)
 class ToolInvocation:
-    """CONTRACT 5: `{id, name, arguments}`; `id` is what a ToolOutcome's `toolCallId` names."""
+    """A tool call as `{id, name, arguments}`; `id` is what a ToolOutcome's `toolCallId` names."""
 
     id: str
     name: str
@@ -32,7 +32,7 @@ class ToolInvocation:
 
 @dataclass(frozen=True)
 class ToolOutcome:
-    """SPEC 2.4: `result` on success, `error` on failure."""
+    """A tool call's result: `result` on success, `error` on failure."""
 
     tool_call_id: str
     success: bool
@@ -45,7 +45,7 @@ class ToolOutcome:
         return {"toolCallId": self.tool_call_id, "success": False, "error": self.error or ""}
 
     def line(self) -> str:
-        """The SPEC 4.2 step 8.5 line the model reads for this result."""
+        """The line the model reads for this result, in the user message after the tool calls."""
         if self.success:
             return f"Tool {self.tool_call_id} result: {_json(self.result)}"
         return f"Tool {self.tool_call_id} error: {self.error or ''}"
@@ -80,6 +80,6 @@ Turn = UserTurn | AssistantTurn | ToolResultsTurn
 class ProviderReply:
     text: str
     tool_calls: tuple[ToolInvocation, ...] = ()
-    # The API's own usage fields for this call (CONTRACT 11); 0 when it sent none.
+    # The API's own usage fields for this call; 0 when it sent none.
     input_tokens: int = 0
     output_tokens: int = 0

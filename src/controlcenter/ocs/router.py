@@ -1,4 +1,4 @@
-"""The dashboard API index (SPEC 4.1, CONTRACT section 4), answered as Nextcloud's OCS does.
+"""The dashboard API index, answered as Nextcloud's OCS does.
 
 The route is the index's documented operation, with its security schemes declared by FastAPI
 security dependencies; `answer_index` judges the credentials and writes the answer.
@@ -134,7 +134,7 @@ async def api_index(
     _bearer: Annotated[None, Security(_BEARER)],
     _basic: Annotated[None, Security(_BASIC)],
 ) -> Response:
-    """The index, as the fast path answers GET; its security schemes are declared here."""
+    """The index; its security schemes are declared here."""
     headers = request.headers
     return await answer_index(
         database,

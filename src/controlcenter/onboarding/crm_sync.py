@@ -1,4 +1,4 @@
-"""Onboarding's side effects in the operator's own CRM location (SPEC 4.4 step 5): the three
+"""Onboarding's side effects in the operator's own CRM location: the three
 kinds of outbox job, and the rules of their delivery (which settings, which fields, which tags).
 
 Every handler reads what it needs when it runs, not when the job was written: the settings

@@ -1,4 +1,4 @@
-"""One onboarding record per user (SPEC 2.5)."""
+"""One onboarding record per user."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ ARRAY_FIELDS = (
     "channelsSelected",
     "systemsToConnect",
 )
-# The order of SPEC 2.5, which is also the order of the returned record.
+# The fields' documented order, which is also the order of the returned record.
 FIELDS = (
     "yearsInBusiness",
     "gciLast12Months",
@@ -41,7 +41,7 @@ FIELDS = (
     "channelsSelected",
     "systemsToConnect",
 )
-# The record as the API answers it (CONTRACT 6), in its order, by the model's attribute names.
+# The record as the API answers it, in its order, by the model's attribute names.
 RECORD = ("id", "userId", *FIELDS, "createdAt", "updatedAt")
 
 

@@ -1,4 +1,4 @@
-"""GET and POST /api/v1/onboarding (SPEC 4.3, 4.4; CONTRACT 2, 6)."""
+"""GET and POST /api/v1/onboarding."""
 
 from __future__ import annotations
 

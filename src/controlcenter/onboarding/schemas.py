@@ -1,4 +1,4 @@
-"""The onboarding request (SPEC 2.5, 4.4) and the record as callers see it (CONTRACT 6)."""
+"""The onboarding request and the record as callers see it."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from controlcenter.web.validation import STORABLE
 
 # users.brokerage is VARCHAR(500): longer is refused as invalid rather than failing on PostgreSQL.
 BROKERAGE_MAX = 500
-# CONTRACT 9: everything a broker types is bounded before it is stored and queued for the CRM.
+# Everything a broker types is bounded before it is stored and queued for the CRM.
 TEXT_MAX = 10_000
 ITEMS_MAX = 100
 ITEM_MAX = 1_000
@@ -69,7 +69,7 @@ ONBOARDING_INPUT: TypeAdapter[OnboardingInput] = TypeAdapter(OnboardingInput)
 
 
 def record(stored: Mapping[str, Any]) -> dict[str, Any]:
-    """`{id, userId, <13 fields in SPEC order>, createdAt, updatedAt}` from the stored values
+    """`{id, userId, <13 fields in `FIELDS` order>, createdAt, updatedAt}` from the stored values
     by `RECORD`'s names (already in that order); unset fields are null."""
     return {**stored, "createdAt": iso(stored["createdAt"]), "updatedAt": iso(stored["updatedAt"])}
 

@@ -73,7 +73,7 @@ class OnboardingSaves:
         """The stored record; UserGoneError (nothing written) when the user is gone."""
         values = _stored_values(data)
         brokerage = data.get("brokerageName")
-        # SPEC 4.4: judged on the request's value, "empty when absent", not the stored one.
+        # Judged on the request's value (empty when absent), not the stored one.
         gci = data.get("gciLast12Months", "")
         now = utcnow()
         async with self._db.write() as session:

@@ -22,7 +22,7 @@ class MissingSettings(Exception):
 
 
 class UnusableSettings(MissingSettings):
-    """A setting delivery needs is stored but cannot be used as it is (CONTRACT 8: a
+    """A setting delivery needs is stored but cannot be used as it is (a
     credential that is not printable ASCII): the job waits exactly as for a missing one."""
 
     def __init__(self, name: str, reason: str) -> None:

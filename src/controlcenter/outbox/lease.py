@@ -1,4 +1,4 @@
-"""A delivery keeps its job's lease while it works (CONTRACT 9).
+"""A delivery keeps its job's lease while it works.
 
 The lease is short (`outbox_lease_s`, 20 s by default) so that a job whose process died is
 taken again soon, and renewed every quarter lease while the delivery runs, so that a slow CRM

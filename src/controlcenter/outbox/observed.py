@@ -1,4 +1,4 @@
-"""Outbox deliveries as operators see them (CONTRACT 13): each attempt counted by its job's
+"""Outbox deliveries as operators see them: each attempt counted by its job's
 kind and the state it leaves the job in, and timed. Wraps the handlers the worker is given."""
 
 from __future__ import annotations

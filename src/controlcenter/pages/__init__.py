@@ -1,4 +1,4 @@
-"""Server-rendered pages (CONTRACT section 10): templates, vendored scripts, page routes."""
+"""Server-rendered pages (docs/ui.md): templates, vendored scripts, page routes."""
 
 from controlcenter.pages.router import mount_pages
 

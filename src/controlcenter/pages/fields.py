@@ -39,7 +39,7 @@ SETUP_FIELDS: tuple[SetupField, ...] = (
     SetupField("systemsToConnect", "Systems to connect", "list", item="system"),
 )
 
-assert {f.name for f in SETUP_FIELDS} == {*FIELDS, "brokerageName"}, "every SPEC 2.5 field"
+assert {f.name for f in SETUP_FIELDS} == {*FIELDS, "brokerageName"}, "every onboarding field"
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The security headers every page and page asset carries (CONTRACT section 9)."""
+"""The security headers every page and page asset carries (docs/security.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The page routes (CONTRACT section 10): who may see a page, and its template.
+"""The page routes (docs/ui.md): who may see a page, and its template.
 
 Pages carry no data of their own: each page's script reads and writes through the JSON API
 with the session cookie, so a page and the API can never disagree on a rule.

@@ -69,7 +69,7 @@ class SdkProvider(ABC, Generic[K, M]):
         self._max_tokens = options.max_tokens
         # One TLS context for all the pools: each pool building its own (httpx's `verify=True`)
         # would load the system's CA bundle again, ~830 KiB per pool, and a pool opens per
-        # SHARD_CALLS (16) calls in flight: ~52 KiB per held chat (tracemalloc, BENCHMARKS.md).
+        # SHARD_CALLS (16) calls in flight: ~52 KiB per held chat (measured with tracemalloc).
         tls = httpx2.create_ssl_context()
         self._clients = PooledClients(
             sdk,

@@ -1,5 +1,5 @@
-"""The tool router: one registry that tool sources add to, the order and cut of SPEC 4.2 step 5,
-provider-safe names (CONTRACT 5) and execution that always ends in a ToolOutcome.
+"""The tool router: one registry that tool sources add to, the order and cut of the tools offered,
+provider-safe names and execution that always ends in a ToolOutcome.
 
 A chat asks the router for a `Toolbox` once, before its loop: the tools offered to the provider
 and everything needed to run the calls that come back. Toolboxes are memoised while no source
@@ -24,7 +24,7 @@ from controlcenter.tools.schema import combinator_rule, offered_schema
 
 log = get_logger(__name__)
 
-MAX_TOOLS = 128  # SPEC 8
+MAX_TOOLS = 128  # tools offered to a provider at most
 PRIORITY_PREFIXES = ("contact", "conversation", "opportunity", "calendar", "email", "location")
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _INVALID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
@@ -50,7 +50,7 @@ class StaticSource:
 
 
 def order_tools(tools: Sequence[Tool]) -> list[Tool]:
-    """SPEC 4.2 step 5, to the letter: a stable partition into the tools whose lower-cased
+    """A stable partition into the tools whose lower-cased
     name starts with any priority prefix, then all others; cut at 128."""
     first = [t for t in tools if t.name.lower().startswith(PRIORITY_PREFIXES)]
     rest = [t for t in tools if not t.name.lower().startswith(PRIORITY_PREFIXES)]
@@ -146,7 +146,7 @@ class Toolbox:
         return ToolInvocation(id=call.id, name=entry.tool.name, arguments=call.arguments)
 
     def writes(self, call: ToolInvocation) -> bool:
-        """Whether the call is to a tool that may write (CONTRACT 11); an unknown name runs
+        """Whether the call is to a tool that may write; an unknown name runs
         nothing, so it needs no approval."""
         entry = self._by_offered.get(call.name)
         return entry is not None and not entry.tool.read_only

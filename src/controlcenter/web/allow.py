@@ -1,4 +1,4 @@
-"""The full `Allow` list of a 405 answer (CONTRACT 9).
+"""The full `Allow` list of a 405 answer.
 
 The router answers 405 with the methods of the first route whose path matched, while one path
 is often served by several routes (GET and DELETE of a conversation). This collects every

@@ -24,7 +24,7 @@ class InvalidJSONError(Exception):
 
 class InvalidTextError(ApiError):
     """A string of the body (a key included) holds NUL or a lone surrogate: text no database
-    stores and no strict JSON parser reads (CONTRACT 9). Unless a router answers it its own
+    stores and no strict JSON parser reads. Unless a router answers it its own
     way, it is 400 `Validation failed` with `details` naming where."""
 
     def __init__(self, details: list[dict[str, Any]]) -> None:

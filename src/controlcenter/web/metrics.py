@@ -1,4 +1,4 @@
-"""GET /metrics (CONTRACT 13): the Prometheus text format, behind `METRICS_TOKEN` when set
+"""GET /metrics: the Prometheus text format, behind `METRICS_TOKEN` when set
 (`docs/deploy.md`): without the right `Authorization: Bearer` it is 401, like any request
 without valid credentials."""
 

@@ -6,7 +6,7 @@ dependencies that read it (`auth/deps.py`). Nothing is added to the document aft
 
 The models are documentation: routes keep `response_model=None` and return their dicts, so no
 answer is validated or re-serialised on its way out. Most routes read their bodies by hand (bad
-JSON gets SPEC's answers, never FastAPI's 422), which is why the body is given as
+JSON gets the API's documented answers, never FastAPI's 422), which is why the body is given as
 `openapi_extra` (FastAPI's documented way for a body it does not parse).
 """
 

@@ -38,7 +38,7 @@ StoredStr = Annotated[str, STORABLE]
 
 
 def issues(exc: ValidationError) -> list[dict[str, Any]]:
-    """Pydantic errors as `details` entries `{path, message, type}` (CONTRACT section 6).
+    """Pydantic errors as `details` entries `{path, message, type}`.
 
     The offending input is left out on purpose: it may be a secret.
     """

@@ -1,4 +1,4 @@
-"""Refuse state-changing browser requests that come from another site (CONTRACT section 9).
+"""Refuse state-changing browser requests that come from another site.
 
 The approach of Go's `http.CrossOriginProtection`: browsers label every request with
 `Sec-Fetch-Site` (all current ones since 2023) and send `Origin` on every non-GET request, and a
@@ -31,7 +31,7 @@ _OTHER_SITE = frozenset({"cross-site", "same-site"})
 
 
 def is_refused(method: str, headers: Headers, allowed: frozenset[str]) -> bool:
-    """Whether CONTRACT 9's cross-origin rule refuses a request with these headers."""
+    """Whether the cross-origin rule above refuses a request with these headers."""
     if method in _SAFE_METHODS or "authorization" in headers:
         return False
     origin = headers.get("origin", "").strip().lower()

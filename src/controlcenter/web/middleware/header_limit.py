@@ -1,13 +1,13 @@
-"""Refuse requests whose head (request line and headers) is over 16 KiB with 431 (CONTRACT 9).
+"""Refuse requests whose head (request line and headers) is over 16 KiB with 431.
 
 uvicorn's httptools parser has no limit of its own: httptools collects each header's name and
-value in memory until it ends, so a single 64 MiB header cost 64 MiB. This protocol feeds the
+value in memory until it ends, so a single 64 MiB header costs 64 MiB. This protocol feeds the
 parser at most the limit's worth of a request's head; a head that has not ended by then is
 answered 431 without the parser (or anything else) holding more of it.
 
 `controlcenter serve` runs uvicorn with it (`HEADER_LIMIT_PROTOCOL`): an ASGI middleware sees a
 head only once the parser has taken all of it, and httptools joins the pieces of a header
-value by concatenating bytes, so behind such a middleware a 64 MiB header went unanswered
+value by concatenating bytes, so behind such a middleware a 64 MiB header goes unanswered
 for more than 30 s. The head
 is counted per request; a request pipelined right behind another on the same connection may
 get up to twice the limit before the count notices (the parser does not say where in the

@@ -1,4 +1,4 @@
-// /account: own API tokens, own password, sign out (CONTRACT 8).
+// /account: own API tokens, own password, sign out.
 "use strict";
 
 document.addEventListener("DOMContentLoaded", () => {

@@ -10,7 +10,7 @@
   const state = { conversationId: "", running: false, follow: true, nextCursor: null };
   let ui;
 
-  // Chat controls (CONTRACT 11): the Stop button, and resuming a running answer after a
+  // Chat controls: the Stop button, and resuming a running answer after a
   // reload or a lost connection. The running answer's message id is kept in this tab
   // (sessionStorage) with its conversation, so that a reload finds it and reads its events
   // again from the events endpoint.

@@ -1,4 +1,4 @@
-// /setup: the onboarding record (SPEC 2.5) and the brokerage name, loaded and saved whole.
+// /setup: the onboarding record and the brokerage name, loaded and saved whole.
 "use strict";
 
 document.addEventListener("DOMContentLoaded", async () => {
@@ -68,7 +68,7 @@ document.addEventListener("DOMContentLoaded", async () => {
         .map((input) => input.value.trim())
         .filter(Boolean);
     }
-    // An empty brokerage name would not clear it (SPEC 4.4 step 4): leave it out.
+    // An empty brokerage name would not clear it: leave it out.
     if (!body.brokerageName) delete body.brokerageName;
     return body;
   }

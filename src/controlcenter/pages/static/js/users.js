@@ -1,4 +1,4 @@
-// /admin/users: the users of CONTRACT 8 (list, create, role, disable, password, CRM location).
+// /admin/users: user administration (list, create, role, disable, password, CRM location).
 "use strict";
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -32,7 +32,7 @@ document.addEventListener("DOMContentLoaded", () => {
     role.setAttribute("aria-label", `Role of ${user.email}`);
     for (const [value, label] of Object.entries(ROLE_NAMES)) {
       const option = cc.el("option", { value, text: label });
-      // Only a super administrator may make or unmake administrators (CONTRACT 8).
+      // Only a super administrator may make or unmake administrators.
       if (!isSuper && value !== "user" && value !== user.role) option.disabled = true;
       role.append(option);
     }
