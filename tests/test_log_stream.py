@@ -95,8 +95,8 @@ def test_json_log_stream_of_make_run(repo_root: Path, tmp_path: Path) -> None:
 
         wait_for(healthy, "the service")
         with httpx.Client(base_url=url, timeout=30) as http:
-            given = http.get("/healthz", headers={"X-Request-ID": "probe-123"})
-            assert given.headers["X-Request-ID"] == "probe-123"
+            given = http.get("/healthz", headers={"X-Request-ID": "req-123"})
+            assert given.headers["X-Request-ID"] == "req-123"
             refused = http.get("/healthz", headers={"X-Request-ID": "bad id with spaces"})
             assert refused.headers["X-Request-ID"] not in ("", "bad id with spaces")
             login = http.post(
@@ -153,7 +153,7 @@ def test_json_log_stream_of_make_run(repo_root: Path, tmp_path: Path) -> None:
     assert any("No users yet" in r["event"] for r in parsed) is False  # a user exists
     access = [r for r in parsed if r["logger"] == "uvicorn.access"]
     assert all("request_id" in r for r in access)
-    assert any(r["request_id"] == "probe-123" and r["path"] == "/healthz" for r in access)
+    assert any(r["request_id"] == "req-123" and r["path"] == "/healthz" for r in access)
     chat_records = [r for r in parsed if r.get("request_id") == chat_id]
     provider_error = [r for r in chat_records if r["event"] == "provider error"]
     assert provider_error and provider_error[0]["message"], chat_records

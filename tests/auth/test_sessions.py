@@ -1,4 +1,4 @@
-"""Session attacks (CONTRACT section 3): every forged, stale or orphaned credential is refused."""
+"""Session attacks: every forged, stale or orphaned credential is refused."""
 
 from __future__ import annotations
 

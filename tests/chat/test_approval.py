@@ -1,4 +1,4 @@
-"""Approval of writes (CONTRACT 11): which tools write (the built-in catalogue, decided in one
+"""Approval of writes: which tools write (the built-in catalogue, decided in one
 place; MCP tools by their `readOnlyHint`), the approval event, approve, deny and the timeout."""
 
 from __future__ import annotations

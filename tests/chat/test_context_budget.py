@@ -1,4 +1,4 @@
-"""The context budget (CONTRACT 11): the history is cut to `contextTokenBudget`, oldest turns
+"""The context budget: the history is cut to `contextTokenBudget`, oldest turns
 first, a tool call never separated from its result, the new message always sent; a
 500-message conversation still gets answers from the strict fakes (which refuse a prompt
 longer than the model's window)."""

@@ -1,4 +1,4 @@
-"""GET list, GET one, DELETE (CONTRACT 2): the caller's own conversations only."""
+"""GET list, GET one, DELETE: the caller's own conversations only."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Provider fallback (CONTRACT 11): an error left after the SDK's retries (429, 5xx, timeout)
+"""Provider fallback: an error left after the SDK's retries (429, 5xx, timeout)
 moves that step to the other provider when the policy allows it and its key is set."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Provider fallback after the SDK's own retries (CONTRACT 11), over HTTP end to end.
+"""Provider fallback after the SDK's own retries, over HTTP end to end.
 
 The shared test server runs with `provider_max_retries=0` (tests/plugins/llm.py), so that an
 error reaches the chat at once. Here a second instance of the service, on the same database

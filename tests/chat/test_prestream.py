@@ -1,4 +1,4 @@
-"""SPEC 4.2 pre-stream checks, in their order, with exact status, body and content type."""
+"""The chat pre-stream checks, in their order, with exact status, body and content type."""
 
 from __future__ import annotations
 

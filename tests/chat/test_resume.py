@@ -1,4 +1,4 @@
-"""Event ids, stored events and resuming a message (CONTRACT 11), over HTTP with the real SDKs
+"""Event ids, stored events and resuming a message, over HTTP with the real SDKs
 against the strict fakes, for both providers."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def tool_then_slow_answer(log: ToolLog, register_tools: Any) -> list[Reply]:
     ]
 
 
-async def test_ids_number_every_frame_and_the_default_stays_spec(
+async def test_ids_number_every_frame_and_the_default_has_data_lines_only(
     client: httpx.AsyncClient, llm: Llm, user: AppUser
 ) -> None:
     llm.fake.script(Reply(text="Hello"))
@@ -71,7 +71,7 @@ async def test_ids_number_every_frame_and_the_default_stays_spec(
         assert data_line.startswith("data: {")
     assert len(frames) == 3
 
-    llm.fake.script(Reply(text="Hello"))  # without ?ids=1: data lines only (SPEC)
+    llm.fake.script(Reply(text="Hello"))  # without ?ids=1: data lines only
     async with client.stream("POST", CHAT, json=body, headers=user.headers) as response:
         raw = b"".join([chunk async for chunk in response.aiter_bytes()]).decode()
     assert all(f.startswith("data: ") and "\n" not in f for f in raw.split("\n\n")[:-1])

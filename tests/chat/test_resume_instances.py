@@ -1,4 +1,4 @@
-"""Resume across instances (CONTRACT 11): two `controlcenter serve` processes on one database
+"""Resume across instances: two `controlcenter serve` processes on one database
 (PostgreSQL under scripts/with-postgres.sh: LISTEN/NOTIFY; SQLite otherwise: one file, polled).
 A chat starts on one, the client's connection is cut, the client resumes on the other and gets
 every event exactly once and in order; a stop sent to the other instance stops it."""

@@ -1,4 +1,4 @@
-"""Stopping a message (CONTRACT 11): nothing starts after the stop, a tool call under way
+"""Stopping a message: nothing starts after the stop, a tool call under way
 finishes, the message is saved with what exists and `message_complete` says `stopped`."""
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ async def test_stop_answers_404_to_others_and_409_once_finished(
 ) -> None:
     llm.fake.script(Reply(text="Hello"))
     _, events = await stream_chat(client, user, {"message": "hi", "provider": llm.name})
-    assert "stopped" not in events[-1]  # a message that was not stopped: SPEC's event
+    assert "stopped" not in events[-1]  # a message that was not stopped has no `stopped` key
     message_id = events[0]["messageId"]
     other = await users.create()
     response = await client.post(stop_url(message_id), headers=other.headers)

@@ -1,4 +1,4 @@
-"""The chat stream end to end (SPEC 4.2, 6): the real service, the real SDKs, the loopback
+"""The chat stream end to end: the real service, the real SDKs, the loopback
 fakes of both APIs, events read with a real SSE client. Every test runs for both providers
 and asserts (in the `llm` fixture) that no request was one the real API would reject."""
 
@@ -46,7 +46,7 @@ async def test_plain_answer(
     assert delta == {"type": "content_delta", "delta": "Hello broker"}
     assert set(complete) == {"type", "message"}
     final = complete["message"]
-    assert set(final) == {"id", "role", "content", "createdAt", "usage"}  # usage: CONTRACT 11
+    assert set(final) == {"id", "role", "content", "createdAt", "usage"}
     assert final["id"] == start["messageId"]
     assert (final["role"], final["content"]) == ("assistant", "Hello broker")
     assert ISO.match(final["createdAt"])

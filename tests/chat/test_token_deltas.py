@@ -1,4 +1,4 @@
-"""`?deltas=tokens` (CONTRACT 11): the providers in streaming mode through their SDKs, against
+"""`?deltas=tokens`: the providers in streaming mode through their SDKs, against
 fakes that speak both APIs' streaming wire formats; tool calls included; a client that goes
 away in the middle of a token stream resumes with every piece once."""
 
@@ -44,7 +44,7 @@ async def test_text_arrives_in_pieces_whose_concatenation_is_the_reply(
     stored = await stored_messages(server, events[0]["conversationId"])
     assert stored[-1].content == text
 
-    llm.fake.script(Reply(text=text))  # without the parameter: SPEC's one delta, no streaming
+    llm.fake.script(Reply(text=text))  # without the parameter: one delta, no streaming
     _, events = await stream_chat(client, user, body)
     assert deltas(events) == [text]
     assert "stream" not in llm.fake.requests[-1]

@@ -1,4 +1,4 @@
-"""CONTRACT 8: a stored setting the chat cannot use is a configuration error naming the
+"""A stored setting the chat cannot use is a configuration error naming the
 setting: a clear error event for a provider key, one log line for an MCP address; never a
 codec message, a traceback or a flood."""
 

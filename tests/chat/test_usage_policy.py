@@ -1,4 +1,4 @@
-"""Usage, the chat policy, the monthly quota and the usage report (CONTRACT 11)."""
+"""Usage, the chat policy, the monthly quota and the usage report."""
 
 from __future__ import annotations
 
@@ -189,4 +189,4 @@ async def test_the_usage_report_per_user_and_month(
         assert answer.status_code == 400
         assert answer.json()["error"] == "Validation failed" and answer.json()["details"]
     assert (await client.get(USAGE, headers=user.headers)).status_code == 403
-    assert (await client.get(USAGE)).status_code == 403  # as every admin route (SPEC)
+    assert (await client.get(USAGE)).status_code == 403  # as every admin route

@@ -1,4 +1,4 @@
-"""`controlcenter users ...` and `tokens ...` (CONTRACT 8) through the installed entry point."""
+"""`controlcenter users ...` and `tokens ...` through the installed entry point."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every command of CONTRACT section 7 except `worker`, through the installed entry point."""
+"""Every command of the CLI except `worker`, through the installed entry point."""
 
 from __future__ import annotations
 

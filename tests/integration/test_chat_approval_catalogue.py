@@ -1,10 +1,9 @@
-"""CONTRACT 11's approval of writes through the tools as the service offers them (the CRM
+"""The approval of writes through the tools as the service offers them (the CRM
 catalogue and the MCP source, each behind the metrics wrapper), not a test toolbox: under
 `toolApproval: "writes"` a read runs at once and a write asks first.
 
-The wrapper once rebuilt each tool without its `read_only` flag, so every read asked for
-approval in the deployed service while the approval tests, which hand the chat their own
-tools, passed.
+The approval tests hand the chat their own tools; this one checks that the wrapper keeps each
+tool's `read_only` flag, so that a read does not ask for approval in the service as deployed.
 """
 
 from __future__ import annotations

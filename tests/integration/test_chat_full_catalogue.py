@@ -1,4 +1,4 @@
-"""CONTRACT 5: a chat offered the whole catalogue (the built-in CRM tools and an MCP server
+"""A chat offered the whole catalogue (the built-in CRM tools and an MCP server
 publishing a top-level anyOf) completes on both providers against
 fakes that refuse what the real APIs refuse (the `llm` fixture asserts no request was refused).
 """

@@ -1,5 +1,5 @@
 """A chat whose process died mid-answer is closed by another process, or by the next one to
-start: saved with what it had and `interrupted: true` (CONTRACT 13, chat/liveness.py)."""
+start: saved with what it had and `interrupted: true`."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ async def assert_closed(
     async def closed() -> bool:
         return len(await stored_messages(server, conversation_id)) == 2
 
-    await wait_for(closed, within=30)  # CONTRACT 13: within 30 s
+    await wait_for(closed, within=30)  # closed within 30 s
     async with httpx.AsyncClient() as http:
         answer = await http.get(
             f"{url}/api/v1/control-center/conversations/{conversation_id}", headers=user.headers

@@ -1,4 +1,4 @@
-"""/metrics after a chat and an onboarding, and one chat's trace (CONTRACT 13)."""
+"""/metrics after a chat and an onboarding, and one chat's trace."""
 
 from __future__ import annotations
 
@@ -233,7 +233,7 @@ print(sorted({span.name for span in exporter.get_finished_spans()}))
 def test_fastapis_native_telemetry_stays_off_under_a_global_provider(
     tmp_path: Path, repo_root: Path
 ) -> None:
-    """The service traces through its own provider (CONTRACT 13). FastAPI's native telemetry,
+    """The service traces through its own provider. FastAPI's native telemetry,
     which would look for a global provider on every request it routes, is off: a global one
     installed by the host gets none of its spans (FastAPI 0.165 would add a server span and
     its dependency, endpoint and serialization spans to every request)."""

@@ -1,4 +1,4 @@
-"""CONTRACT 8: an agency key that cannot travel in a header is a clear chat error naming the
+"""An agency key that cannot travel in a header is a clear chat error naming the
 setting, never a codec message from inside the HTTP client."""
 
 from __future__ import annotations

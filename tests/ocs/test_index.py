@@ -1,4 +1,4 @@
-"""The dashboard index answers exactly as CONTRACT section 4 says (SPEC 4.1)."""
+"""The OCS dashboard index: its credentials, the `OCS-APIRequest` header, JSON and XML answers."""
 
 from __future__ import annotations
 

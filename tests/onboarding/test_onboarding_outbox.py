@@ -1,4 +1,4 @@
-"""The side effects of a save (SPEC 4.4 step 5) as outbox jobs in the record's transaction."""
+"""The side effects of a save as outbox jobs in the record's transaction."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ async def test_jobs_carry_the_id_of_the_request_that_wrote_them(
         ("$100k-$250k", True),
         ("100", True),
         ("over 250k", True),
-        ("1000000", True),  # "contains the substring", as SPEC says
+        ("1000000", True),  # the answer contains the substring
         ("$50k-$99k", False),
         ("", False),
         ("10 0", False),

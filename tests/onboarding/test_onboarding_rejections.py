@@ -1,4 +1,4 @@
-"""Bodies the onboarding POST refuses (SPEC 4.4, 7; CONTRACT 6); none changes the database."""
+"""Bodies the onboarding POST refuses; none changes the database."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ URL = "/api/v1/onboarding"
 INVALID = {"error": "Validation failed"}
 FAILED = {"error": "Failed to save onboarding"}
 
-# Each is JSON a client can send; every one breaks a type of SPEC 2.5 (no coercion, CONTRACT 6).
+# Each is JSON a client can send; every one breaks a field's type (no coercion).
 INVALID_BODIES: list[Any] = [
     {"usingOtherCrm": "true"},
     {"hasLeadSource": 1},
@@ -56,7 +56,7 @@ UNPARSEABLE_BODIES: list[bytes] = [
 
 
 def assert_invalid(response: httpx.Response) -> list[list[Any]]:
-    """SPEC's 400 `Validation failed`, with `details` (`[{path, message, type}]`) added."""
+    """The 400 `Validation failed`, with `details` (`[{path, message, type}]`) added."""
     body = response.json()
     assert response.status_code == 400, body
     assert body["error"] == INVALID["error"] and set(body) == {"error", "details"}, body

@@ -1,4 +1,4 @@
-"""POST and GET /api/v1/onboarding: the record, the upsert and the brokerage (SPEC 4.3, 4.4)."""
+"""POST and GET /api/v1/onboarding: the record, the upsert and the brokerage."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.conftest import AppUser, RunningServer, UserFactory
 
 URL = "/api/v1/onboarding"
 
-# SPEC 2.5, in its order; CONTRACT 6 frames them with id/userId and the timestamps.
+# The record's fields in their order, framed by id/userId and the timestamps.
 RECORD_KEYS = [
     "id",
     "userId",

@@ -211,7 +211,7 @@ async def test_missing_or_unusable_settings_wait_then_deliver_once_saved(
     server: RunningServer, users: UserFactory, fake_crm: FakeCrm, token: str | None, expected: str
 ) -> None:
     """The job waits without using attempts; a credential that cannot travel in a header is a
-    configuration error naming the setting (CONTRACT 8), never a traceback per attempt."""
+    configuration error naming the setting, never a traceback per attempt."""
     op = operator_location(fake_crm)
     admin = await users.create("super_admin")
     user = await broker(server, users)

@@ -1,4 +1,4 @@
-"""The pages over HTTP: security headers, redirects, roles, assets (CONTRACT 9, 10)."""
+"""The pages over HTTP: security headers, redirects, roles, assets."""
 
 from __future__ import annotations
 
