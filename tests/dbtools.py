@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
-from controlcenter.auth.models import ApiToken, UserRecord
+from controlcenter.auth.models import ApiTokenRecord, UserRecord
 from controlcenter.auth.tokens import hash_api_token, new_api_token
 from controlcenter.db import Database
 from controlcenter.tables import Base
@@ -28,7 +28,7 @@ async def reset_postgres(url: str) -> None:
 async def create_api_token(db: AsyncSession, user: UserRecord, label: str = "") -> str:
     """A new token of `user` stored (its hash) in the transaction of `db`; its secret."""
     token = new_api_token()
-    db.add(ApiToken(user_id=user.id, label=label, token_hash=hash_api_token(token)))
+    db.add(ApiTokenRecord(user_id=user.id, label=label, token_hash=hash_api_token(token)))
     await db.flush()
     return token
 

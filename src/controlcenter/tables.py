@@ -4,7 +4,7 @@ tests do, and hand its metadata to autogenerate (`db.migrate.alembic_config`).""
 
 from controlcenter.admin_settings.models import Setting
 from controlcenter.auth.attempts import SignInAttempt
-from controlcenter.auth.models import ApiToken, Session, UserRecord
+from controlcenter.auth.models import ApiTokenRecord, Session, UserRecord
 from controlcenter.chat.models import (
     ChatApproval,
     ChatEventRow,
@@ -19,7 +19,7 @@ from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import OutboxJob
 
 __all__ = [
-    "ApiToken",
+    "ApiTokenRecord",
     "Base",
     "ChatApproval",
     "ChatEventRow",

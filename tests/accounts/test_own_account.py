@@ -7,7 +7,7 @@ import hashlib
 import httpx
 from sqlalchemy import select
 
-from controlcenter.auth.models import ApiToken
+from controlcenter.auth.models import ApiTokenRecord
 from tests.conftest import RunningServer, UserFactory
 from tests.dbtools import snapshot
 
@@ -32,7 +32,7 @@ async def test_create_use_list_and_revoke_a_token(
     assert token["label"] == "laptop" and token["lastUsedAt"] is None
     assert secret.startswith("cct_")
     async with server.db.read() as db:
-        stored = await db.get(ApiToken, token["id"])
+        stored = await db.get(ApiTokenRecord, token["id"])
     assert stored is not None and stored.token_hash == hashlib.sha256(secret.encode()).hexdigest()
 
     assert await me_status(client, secret) == 200
@@ -55,7 +55,9 @@ async def test_another_users_token_is_unknown(
     broker = await users.create("user")
     boss = await users.create("super_admin")
     async with server.db.read() as db:
-        theirs = await db.scalar(select(ApiToken.id).where(ApiToken.user_id == broker.id))
+        theirs = await db.scalar(
+            select(ApiTokenRecord.id).where(ApiTokenRecord.user_id == broker.id)
+        )
     response = await client.delete(f"{TOKENS}/{theirs}", headers=boss.headers)
     assert (response.status_code, response.json()) == (404, {"error": "Token not found"})
     assert await me_status(client, broker.api_token) == 200

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from controlcenter.auth.models import ApiToken, Session, UserRecord
+from controlcenter.auth.models import ApiTokenRecord, Session, UserRecord
 from controlcenter.chat.models import ConversationRow, Message
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import OutboxJob
@@ -302,7 +302,7 @@ async def test_disabling_ends_every_session_and_token_at_once(
         assert not await is_accepted(client, headers)
     assert not await can_sign_in(client, broker.email, broker.password)
     async with server.db.read() as db:
-        assert await db.scalar(select(func.count()).select_from(ApiToken)) == 1  # boss's only
+        assert await db.scalar(select(func.count()).select_from(ApiTokenRecord)) == 1  # boss's only
         sessions = (await db.scalars(select(Session).where(Session.user_id == broker.id))).all()
         assert sessions and all(s.revoked_at is not None for s in sessions)
 
@@ -400,7 +400,7 @@ async def test_delete_removes_everything_and_cancels_pending_jobs(
         for model, column in (
             (UserRecord, UserRecord.id),
             (Session, Session.user_id),
-            (ApiToken, ApiToken.user_id),
+            (ApiTokenRecord, ApiTokenRecord.user_id),
             (ConversationRow, ConversationRow.user_id),
             (Onboarding, Onboarding.userId),
         ):

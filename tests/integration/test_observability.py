@@ -63,6 +63,17 @@ async def test_metrics_after_chats_and_an_onboarding(
     await client.get(f"/api/v1/control-center/conversations/{conversation}", headers=broker.headers)
     await onboard(client, broker, "$50k-$99k")
     await wait_for(lambda: all_done(server))
+
+    async def both_turns_counted() -> bool:
+        # A turn is counted once its run has ended and its end is stored, which follows the
+        # last event the client reads.
+        now = await scrape(client)
+        return all(
+            delta(before, now, "controlcenter_chats_total", state=state) >= 1
+            for state in ("completed", "failed")
+        )
+
+    await wait_for(both_turns_counted)
     after = await scrape(client)
 
     def grew(name: str, **labels: str) -> float:

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import delete, select
 
-from controlcenter.auth.models import ApiToken
+from controlcenter.auth.models import ApiTokenRecord
 from controlcenter.auth.tokens import hash_api_token, new_api_token
 from controlcenter.common.logs import get_logger
 from controlcenter.common.times import iso
@@ -15,7 +15,7 @@ from controlcenter.db import Database, new_id, utcnow
 log = get_logger(__name__)
 
 
-def token_view(token: ApiToken) -> dict[str, Any]:
+def token_view(token: ApiTokenRecord) -> dict[str, Any]:
     """`{id, label, createdAt, lastUsedAt}`: never the secret nor its hash."""
     return {
         "id": token.id,
@@ -25,21 +25,21 @@ def token_view(token: ApiToken) -> dict[str, Any]:
     }
 
 
-async def list_tokens(database: Database, user_id: str) -> list[ApiToken]:
+async def list_tokens(database: Database, user_id: str) -> list[ApiTokenRecord]:
     """The user's tokens, oldest first."""
     async with database.read() as db:
         query = (
-            select(ApiToken)
-            .where(ApiToken.user_id == user_id)
-            .order_by(ApiToken.created_at, ApiToken.id)
+            select(ApiTokenRecord)
+            .where(ApiTokenRecord.user_id == user_id)
+            .order_by(ApiTokenRecord.created_at, ApiTokenRecord.id)
         )
         return list((await db.scalars(query)).all())
 
 
-async def add_token(database: Database, user_id: str, label: str) -> tuple[ApiToken, str]:
+async def add_token(database: Database, user_id: str, label: str) -> tuple[ApiTokenRecord, str]:
     """A new token and its secret, which is returned this once and stored only as a hash."""
     secret = new_api_token()
-    token = ApiToken(
+    token = ApiTokenRecord(
         id=new_id(),
         user_id=user_id,
         label=label,
@@ -54,9 +54,9 @@ async def add_token(database: Database, user_id: str, label: str) -> tuple[ApiTo
 
 async def revoke_token(database: Database, token_id: str, *, user_id: str | None = None) -> bool:
     """Delete a token (only among `user_id`'s when given). False when there is none."""
-    query = delete(ApiToken).where(ApiToken.id == token_id)
+    query = delete(ApiTokenRecord).where(ApiTokenRecord.id == token_id)
     if user_id is not None:
-        query = query.where(ApiToken.user_id == user_id)
+        query = query.where(ApiTokenRecord.user_id == user_id)
     async with database.write() as db:
         result = await db.execute(query)
     revoked = bool(getattr(result, "rowcount", 0))

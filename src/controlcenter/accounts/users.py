@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlcenter.auth.models import ADMIN, SUPER_ADMIN, USER, ApiToken, Session, UserRecord
+from controlcenter.auth.models import ADMIN, SUPER_ADMIN, USER, ApiTokenRecord, Session, UserRecord
 from controlcenter.auth.passwords import hash_password_off_loop, verify_password
 from controlcenter.auth.service import create_user, normalise_email
 from controlcenter.auth.verified import verified_credentials
@@ -202,7 +202,7 @@ async def update_user(
         if changes.disabled is not None:
             if changes.disabled and not user.disabled:
                 await _revoke_sessions(db, user.id)
-                await db.execute(delete(ApiToken).where(ApiToken.user_id == user.id))
+                await db.execute(delete(ApiTokenRecord).where(ApiTokenRecord.user_id == user.id))
             user.disabled = changes.disabled
         user.updated_at = utcnow()
     if changes.disabled:
@@ -245,7 +245,7 @@ async def delete_user(database: Database, user_id: str, *, actor_role: str) -> i
         await db.execute(delete(ConversationRow).where(ConversationRow.user_id == user_id))
         await db.execute(delete(Onboarding).where(Onboarding.userId == user_id))
         await db.execute(delete(Session).where(Session.user_id == user_id))
-        await db.execute(delete(ApiToken).where(ApiToken.user_id == user_id))
+        await db.execute(delete(ApiTokenRecord).where(ApiTokenRecord.user_id == user_id))
         cancelled = await _cancel_jobs(db, user_id)
         await db.delete(user)
     verified_credentials(database).forget_user(user_id)

@@ -50,7 +50,7 @@ class Session(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), default=None)
 
 
-class ApiToken(Base):
+class ApiTokenRecord(Base):
     __tablename__ = "api_tokens"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlcenter.auth.models import ADMIN, ROLES, SUPER_ADMIN, ApiToken, Session, UserRecord
+from controlcenter.auth.models import ADMIN, ROLES, SUPER_ADMIN, ApiTokenRecord, Session, UserRecord
 from controlcenter.auth.passwords import hash_password, verify_password
 from controlcenter.auth.throttle import SignInThrottle
 from controlcenter.auth.tokens import (
@@ -124,9 +124,9 @@ async def principal_from_jwt(database: Database, token: str, *, key: str) -> Pri
 
 async def principal_from_api_token(database: Database, token: str) -> Principal | None:
     query = (
-        select(UserRecord, ApiToken.id, ApiToken.last_used_at)
-        .join(ApiToken, ApiToken.user_id == UserRecord.id)
-        .where(ApiToken.token_hash == hash_api_token(token), _ENABLED)
+        select(UserRecord, ApiTokenRecord.id, ApiTokenRecord.last_used_at)
+        .join(ApiTokenRecord, ApiTokenRecord.user_id == UserRecord.id)
+        .where(ApiTokenRecord.token_hash == hash_api_token(token), _ENABLED)
     )
     async with database.read() as db:
         row = (await db.execute(query)).first()
@@ -142,7 +142,9 @@ async def _note_token_use(database: Database, token_id: str, previous: datetime 
     if previous is not None and now - previous < TOKEN_USE_RESOLUTION:
         return
     async with database.write() as db:
-        await db.execute(update(ApiToken).where(ApiToken.id == token_id).values(last_used_at=now))
+        await db.execute(
+            update(ApiTokenRecord).where(ApiTokenRecord.id == token_id).values(last_used_at=now)
+        )
 
 
 async def principal_from_bearer(database: Database, token: str, *, key: str) -> Principal | None:
@@ -172,12 +174,12 @@ async def principal_from_basic(
     # One statement answers both "who is this" and "is the secret one of their tokens", so
     # the token path (what scripts and clients use) never pays for Argon2.
     query = (
-        select(UserRecord, ApiToken.id, ApiToken.last_used_at)
+        select(UserRecord, ApiTokenRecord.id, ApiTokenRecord.last_used_at)
         .outerjoin(
-            ApiToken,
+            ApiTokenRecord,
             and_(
-                ApiToken.user_id == UserRecord.id,
-                ApiToken.token_hash == hash_api_token(secret),
+                ApiTokenRecord.user_id == UserRecord.id,
+                ApiTokenRecord.token_hash == hash_api_token(secret),
             ),
         )
         .where(UserRecord.email == email, _ENABLED)
