@@ -56,9 +56,9 @@ async def test_a_busy_loop_is_not_taken_for_a_dead_process(
         # until the heartbeat's thread has beaten meanwhile.
         blocked = utcnow()
         time.sleep(STALE.total_seconds())  # noqa: ASYNC251 - the point of it
-        hung = time.monotonic() + 60  # only if the thread never beats: no bound on a beat
+        # Waits for the thread's beat, with no bound of its own: a thread that never beats
+        # fails the test through the suite's per-test timeout.
         while (busy.heartbeat.last_beat or blocked) <= blocked:
-            assert time.monotonic() < hung, "the heartbeat's thread does not beat"
             time.sleep(0.01)  # noqa: ASYNC251 - the point of it
         # Another process, looking when a loop-driven heartbeat would be stale by now.
         other = Liveness(db, INTERVAL_S, now=lambda: blocked + STALE)
