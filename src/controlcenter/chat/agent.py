@@ -3,6 +3,7 @@ agentic loop between the provider and the tools, the assistant message, and the 
 
 from __future__ import annotations
 
+import asyncio
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from controlcenter.chat.store import (
     ASSISTANT,
     DONE,
     FAILED,
+    INTERRUPTED,
     STOPPED,
     RunRecord,
     assistant_message,
@@ -123,7 +125,13 @@ async def run_chat(
         )
         shown = UNEXPECTED if isinstance(exc, SQLAlchemyError) else str(exc)  # no SQL shown
         failure = events.error(redact(shown, *turn.secrets, mask=MASK) or UNEXPECTED)
-    finally:  # cancelled at shutdown too
+    except asyncio.CancelledError:
+        # Cancelled at shutdown: its stream ends as a dead process's would, and the answer so
+        # far is saved as interrupted by another process (or the next start).
+        status = INTERRUPTED
+        failure = events.error(events.ANSWER_INTERRUPTED)
+        raise
+    finally:
         if failure is not None:
             (channel.send if run is None else run.send)(failure)
         channel.close()

@@ -41,6 +41,7 @@ from controlcenter.chat.models import (
     ChatRun,
     ConversationRow,
     Message,
+    RunningMessage,
 )
 from controlcenter.chat.signals import APPROVAL_CHANNEL, EVENTS_CHANNEL, STOP_CHANNEL, Signals
 from controlcenter.common.logs import get_logger
@@ -75,6 +76,7 @@ _EVENTS = cast(Table, ChatEventRow.__table__)
 _RUNS = cast(Table, ChatRun.__table__)
 _CONVERSATIONS = cast(Table, ConversationRow.__table__)
 _MESSAGES = cast(Table, Message.__table__)
+_RUNNING_MESSAGES = cast(Table, RunningMessage.__table__)
 # One statement for any number of rows each (executemany).
 _END_RUN = (
     update(_RUNS)
@@ -159,12 +161,19 @@ class StartedTurn:
 
 
 async def start_turn(
-    db: Database, *, user_id: str, conversation_id: Any, message: str, answer_id: str
+    db: Database,
+    *,
+    user_id: str,
+    conversation_id: Any,
+    message: str,
+    answer_id: str,
+    owner: str | None = None,
 ) -> StartedTurn | None:
     """In one write: the conversation (created when `conversation_id` is None, else continued
-    when it is the caller's), the user's message, and the run of the answer `answer_id` with
-    its first event, `message_start`. None when the conversation is not the caller's (any
-    value that does not name one of theirs, a number included): nothing is saved then."""
+    when it is the caller's), the user's message, the run of the answer `answer_id` with its
+    first event, `message_start`, and, with `owner` (the process's `chat.liveness` id), the
+    answer's liveness row. None when the conversation is not the caller's (any value that does
+    not name one of theirs, a number included): nothing is saved then."""
     now = utcnow()
     async with db.write() as session:
         if conversation_id is None:
@@ -207,6 +216,18 @@ async def start_turn(
         )
         first = event_data(message_start(conversation_id, answer_id))
         await session.execute(insert(_EVENTS).values(message_id=answer_id, n=1, data=first))
+        if owner is not None:
+            # With the run, not after it: a process that dies at any moment after this commit
+            # leaves a row whose heartbeat goes stale, and another process closes the run.
+            await session.execute(
+                insert(_RUNNING_MESSAGES).values(
+                    message_id=answer_id,
+                    conversation_id=conversation_id,
+                    owner=owner,
+                    heartbeat_at=now,
+                    content="",
+                )
+            )
         await notify(session, EVENTS_CHANNEL, [answer_id])
     return StartedTurn(conversation_id=conversation_id, history=history)
 
@@ -658,24 +679,26 @@ class RunRecord:
 # -- what other requests and processes do to runs ----------------------------------------------
 
 
-async def close_run(db: Database, message_id: str, final_data: str, status: str) -> bool:
-    """For a process that closes another's run (its process died): appends `final_data` after
-    the last stored event and sets `status`, if the run is still marked running. True when
-    it closed it; readers tailing the run receive the event and end."""
-    async with db.write() as session:
-        closed = await session.execute(
-            update(ChatRun)
-            .where(ChatRun.message_id == message_id, ChatRun.status == RUNNING)
-            .values(status=status)
-        )
-        if not closed.rowcount:  # type: ignore[attr-defined]
-            return False
-        last = await session.scalar(
-            select(func.max(ChatEventRow.n)).where(ChatEventRow.message_id == message_id)
-        )
-        session.add(ChatEventRow(message_id=message_id, n=int(last or 0) + 1, data=final_data))
-        await notify(session, EVENTS_CHANNEL, [message_id])
-        return True
+async def close_run(session: AsyncSession, message_id: str, final_data: str, status: str) -> bool:
+    """For a process that closes another's run (its process died), in the caller's
+    transaction: appends `final_data` after the last stored event and sets `status`, if the
+    run is still marked running. True when it closed it; readers tailing the run receive the
+    event (notified at the commit) and end."""
+    closed = await session.execute(
+        update(ChatRun)
+        .where(ChatRun.message_id == message_id, ChatRun.status == RUNNING)
+        .values(status=status)
+    )
+    if not closed.rowcount:  # type: ignore[attr-defined]
+        return False
+    last = await session.scalar(
+        select(func.max(ChatEventRow.n)).where(ChatEventRow.message_id == message_id)
+    )
+    await session.execute(
+        insert(_EVENTS).values(message_id=message_id, n=int(last or 0) + 1, data=final_data)
+    )
+    await notify(session, EVENTS_CHANNEL, [message_id])
+    return True
 
 
 async def run_owner_status(db: Database, message_id: str) -> tuple[str, str] | None:
