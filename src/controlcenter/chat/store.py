@@ -460,7 +460,20 @@ async def _write_batch(db: Database, batch: _Pending) -> None:
 
 async def _save_answers(session: AsyncSession, answers: Sequence[Message]) -> None:
     """Inserted; an answer that another process closed as interrupted meanwhile (it took this
-    process for dead, `chat.liveness`) replaces that copy instead."""
+    process for dead, `chat.liveness`) replaces that copy instead. An answer whose
+    conversation was deleted meanwhile is not saved: its conversation's rows are locked
+    against a deletion until the commit (PostgreSQL; SQLite's write holds the database)."""
+    asked = {answer.conversation_id for answer in answers}
+    kept = set(
+        await session.scalars(
+            select(ConversationRow.id)
+            .where(ConversationRow.id.in_(asked))
+            .with_for_update(read=True)
+        )
+    )
+    answers = [answer for answer in answers if answer.conversation_id in kept]
+    if not answers:
+        return
     ids = [answer.id for answer in answers]
     copies = set(
         await session.scalars(
@@ -598,6 +611,14 @@ class RunRecord:
         return f"{self.message_id}:{n}"
 
     # The stop: no provider or tool call starts once it is asked.
+
+    async def conversation_deleted(self) -> bool:
+        """Whether the run's conversation was deleted while it ran."""
+        async with self._db.read() as session:
+            found = await session.scalar(
+                select(ConversationRow.id).where(ConversationRow.id == self.conversation_id)
+            )
+        return found is None
 
     @property
     def stopped(self) -> bool:
@@ -744,6 +765,30 @@ async def request_stop(db: Database, message_id: str, user_id: str) -> StopAnswe
             select(ChatRun.user_id).where(ChatRun.message_id == message_id)
         )
     return StopAnswer.NOT_RUNNING if owner == user_id else StopAnswer.NOT_FOUND
+
+
+async def stop_conversation_runs(session: AsyncSession, conversation_id: str) -> list[str]:
+    """In the caller's transaction (the conversation's deletion): a stop asked for each run of
+    the conversation still running, as `request_stop` asks it; their message ids. The runs
+    are those with a liveness row (`running_messages`), which every run has while it runs."""
+    running = list(
+        await session.scalars(
+            select(RunningMessage.message_id).where(
+                RunningMessage.conversation_id == conversation_id
+            )
+        )
+    )
+    if not running:
+        return []
+    asked = await session.execute(
+        update(ChatRun)
+        .where(ChatRun.message_id.in_(running), ChatRun.status == RUNNING)
+        .values(stop_requested=True)
+        .returning(ChatRun.message_id)
+    )
+    stopped = list(asked.scalars())
+    await notify(session, STOP_CHANNEL, stopped)
+    return stopped
 
 
 async def stops_asked(db: Database) -> list[str]:
