@@ -20,7 +20,11 @@ Three loads, on the service the dashboard used first, settled again:
   full-length run confirms it (`_capacity`);
 - in a section of their own (`run_streams`, `--only chat_streams`), 10,000 streams held open
   by a provider that answers after 30 s: errors, and memory per stream ((the service's RSS
-  where the most streams are open - its idle RSS) / that number).
+  where the most streams are open - its idle RSS) / that number);
+- in a section of their own (`run_readers`, `--only chat_readers`), 500 idle readers of the
+  events endpoint (`bench.readers_client`) of five answers held by the provider: the median
+  of lone chats beside them against the same chats without them, and the service's CPU
+  spent on the waiting readers.
 """
 
 from __future__ import annotations
