@@ -672,8 +672,8 @@ def _readers_rows(
         Row(
             db,
             f"CPU of {IDLE_READERS} idle readers of {READER_ANSWERS} running answers",
-            f"{pct(core)} of a core",
-            baseline=f"{pct(without)} of a core beside the held answers alone",
+            f"{core * 100:.1f}% of a core",
+            baseline=f"{without * 100:.1f}% of a core beside the held answers alone",
             target=f"< {pct(TARGET_READERS_CORE)}",
             met=core < TARGET_READERS_CORE,
             note=f"the service's CPU over {READERS_WINDOW_S:g} s each, {readers}",
