@@ -71,7 +71,14 @@ async def test_a_busy_loop_is_not_taken_for_a_dead_process(
     try:
         answer = busy.started(conversation_id, answer_id)
         answer.apply({"type": "content_delta", "delta": "Half an ans"})
-        assert await _running_row(db, answer_id) is not None  # written with the run
+
+        async def saved() -> bool:
+            row = await _running_row(db, answer_id)  # written with the run, saved at a beat
+            return row is not None and row.content == "Half an ans"
+
+        # The task's write is over before the loop blocks: a write transaction held by a
+        # blocked loop would hold SQLite's lock against the heartbeat's thread.
+        await wait_until(saved, within=10)
         # The loop does nothing else for longer than the stale limit (a burst of chats), and
         # until the heartbeat's thread has beaten meanwhile.
         blocked = utcnow()
