@@ -20,13 +20,18 @@ Three loads, on the service the dashboard used first, settled again:
   full-length run confirms it (`_capacity`);
 - in a section of their own (`run_streams`, `--only chat_streams`), 10,000 streams held open
   by a provider that answers after 30 s: errors, and memory per stream ((the service's RSS
-  where the most streams are open - its idle RSS) / that number).
+  where the most streams are open - its idle RSS) / that number);
+- in a section of their own (`run_readers`, `--only chat_readers`), 500 idle readers of the
+  events endpoint (`bench.readers_client`) of five answers held by the provider: the median
+  of lone chats beside them against the same chats without them, and the service's CPU
+  spent on the waiting readers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import subprocess
 import tempfile
 import time
@@ -576,3 +581,101 @@ def _error_kinds(records: list[dict[str, Any]]) -> str:
         f"{len(ends)} x {kind}" + (f" (first at +{min(ends):.0f} s)" if min(ends) < inf else "")
         for kind, ends in kinds.items()
     )
+
+
+# Idle readers (`run_readers`, `--only chat_readers`): this many readers of the events of
+# READER_ANSWERS running answers wait beside lone chats. Targets: the lone chats' median within
+# 10% of the same chats without them, and the readers' CPU under 5% of a core.
+IDLE_READERS = 500
+READER_ANSWERS = 5
+READERS_CHATS = 12  # lone chats per side, one each 0.8 s
+READERS_WINDOW_S = 5.0  # the service's CPU is read over this long, with and without readers
+TARGET_READERS_SLOWDOWN = 1.10
+TARGET_READERS_CORE = 0.05
+
+
+def run_readers(deployment: Deployment, options: Options) -> list[Row]:
+    """Lone chats alone, then the service's CPU over a window beside READER_ANSWERS held
+    answers, then the same with IDLE_READERS readers of their events waiting, then lone chats
+    again beside those readers: the chats' median against the first, and the readers' CPU
+    (the second window less the first) as a share of a core."""
+    with _serving(deployment) as (service, url, tokens, work):
+        idle = _client(url, tokens, READERS_CHATS, work, rate=LONE_RATE, name="readers-idle")
+        out = work / "readers"
+        out.mkdir(exist_ok=True)
+        token = json.loads(tokens.read_text())[0]
+        argv = [PYTHON, "-m", "bench.readers_client", "--url", url, "--token", token]
+        argv += ["--held", str(READER_ANSWERS), "--readers", str(IDLE_READERS), "--dir", str(out)]
+        client = subprocess.Popen(argv, cwd=ROOT)
+        try:
+            _wait_file(out / "held", client)
+            time.sleep(1.0)  # the held answers' first writes are done
+            without = _cpu_over(service.pid, READERS_WINDOW_S)
+            client.send_signal(signal.SIGUSR1)
+            with step(f"{IDLE_READERS} readers opened"):
+                _wait_file(out / "ready", client)
+            state = json.loads((out / "ready").read_text())
+            time.sleep(1.0)  # their first reads are done
+            with_readers = _cpu_over(service.pid, READERS_WINDOW_S)
+            beside = _client(
+                url, tokens, READERS_CHATS, work, rate=LONE_RATE, name="readers-beside"
+            )
+        finally:
+            client.terminate()
+            client.wait(30)
+    return _readers_rows(deployment.db_kind, idle, beside, without, with_readers, state)
+
+
+def _wait_file(path: Path, client: subprocess.Popen[bytes], within_s: float = 300.0) -> None:
+    deadline = time.monotonic() + within_s
+    while not path.exists():
+        if client.poll() is not None:
+            raise RuntimeError(f"readers client exited {client.returncode}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no {path.name} after {within_s:g}s")
+        time.sleep(0.05)
+
+
+def _cpu_over(pid: int, seconds: float) -> float:
+    """The service's CPU time per second (every process, nanosecond reads) over `seconds`."""
+    before = precise_cpu_seconds(pid)
+    time.sleep(seconds)
+    return (precise_cpu_seconds(pid) - before) / seconds
+
+
+def _readers_rows(
+    db: str,
+    idle: list[dict[str, Any]],
+    beside: list[dict[str, Any]],
+    without: float,
+    with_readers: float,
+    state: dict[str, Any],
+) -> list[Row]:
+    alone = percentile([r["complete"] - r["start"] for r in idle if "complete" in r], 50)
+    near = percentile([r["complete"] - r["start"] for r in beside if "complete" in r], 50)
+    errors = [r["error"] for r in idle + beside if r.get("error")]
+    slowdown = near / alone
+    core = with_readers - without
+    readers = f"{state['open']} readers open of {IDLE_READERS} ({state['errors']} failed)"
+    return [
+        Row(
+            db,
+            f"chat beside {IDLE_READERS} idle readers (p50 of {READERS_CHATS} lone chats)",
+            f"{ms(near)}; {len(errors)} errors",
+            baseline=f"{ms(alone)} without them",
+            ratio=f"{slowdown:.2f}x",
+            target=f"<= {TARGET_READERS_SLOWDOWN:.2f}x",
+            met=slowdown <= TARGET_READERS_SLOWDOWN and not errors and state["errors"] == 0,
+            note=f"{readers}, opened in {state['ramp_s']} s"
+            + (f"; first error: {errors[0]}" if errors else ""),
+        ),
+        Row(
+            db,
+            f"CPU of {IDLE_READERS} idle readers of {READER_ANSWERS} running answers",
+            f"{core * 100:.1f}% of a core",
+            baseline=f"{without * 100:.1f}% of a core beside the held answers alone",
+            target=f"< {pct(TARGET_READERS_CORE)}",
+            met=core < TARGET_READERS_CORE,
+            note=f"the service's CPU over {READERS_WINDOW_S:g} s each, {readers}",
+        ),
+    ]

@@ -43,6 +43,7 @@ SECTIONS: dict[str, Section] = {
     "dashboard": dashboard.run,
     "chat": chat.run,
     "chat_streams": chat.run_streams,
+    "chat_readers": chat.run_readers,
     "chat_storage": chat_storage.run,
     "onboarding": onboarding.run,
 }

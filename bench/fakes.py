@@ -31,6 +31,9 @@ TOOL_ROUNDS = 2  # replies 1 and 2 ask for the tool, reply 3 is text
 # A chat whose message holds this is answered with text only, after HOLD_S: streams kept open.
 HOLD_MARKER = "[hold]"
 HOLD_S = 30.0
+# The same, held longer: the answers whose idle readers a whole section watches.
+LONG_HOLD_MARKER = "[hold long]"
+LONG_HOLD_S = 300.0
 
 
 def _tool_results(body: dict[str, Any]) -> int:
@@ -49,7 +52,10 @@ def serve_llm(delay_s: float) -> dict[str, Any]:
     fake = FakeAnthropic(LLM_API_KEY)
 
     def responder(body: dict[str, Any]) -> Reply:
-        if HOLD_MARKER in json.dumps(body["messages"][-1]):
+        last = json.dumps(body["messages"][-1])
+        if LONG_HOLD_MARKER in last:
+            return Reply(text="Held.", delay_s=LONG_HOLD_S)
+        if HOLD_MARKER in last:
             return Reply(text="Held.", delay_s=HOLD_S)
         done = _tool_results(body)
         if done < TOOL_ROUNDS:

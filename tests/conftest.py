@@ -31,12 +31,18 @@ from controlcenter.db.migrate import upgrade
 from controlcenter.outbox.worker import Handler
 from controlcenter.tables import Base
 from controlcenter.tools.router import ToolRouter
+from tests.answer_watch import AnswerWatch
 from tests.dbtools import create_api_token, reset_postgres
 from tests.fakes.server import listening_socket
 
 TEST_SECRET_KEY = "test-secret-key-" + "x" * 48
 
-pytest_plugins = ["tests.plugins.llm", "tests.plugins.crm", "tests.plugins.mcp"]
+pytest_plugins = [
+    "tests.plugins.llm",
+    "tests.plugins.crm",
+    "tests.plugins.mcp",
+    "tests.plugins.answers",
+]
 
 # Still Argon2id, at a cost that lets the suite create hundreds of users in seconds; the
 # production parameters are exercised by the CLI tests, which run the real entry point.
@@ -166,12 +172,13 @@ class RunningServer:
 
 
 @pytest.fixture(scope="session")
-async def server(config: Config) -> AsyncIterator[RunningServer]:
+async def server(config: Config, answer_watch: AnswerWatch) -> AsyncIterator[RunningServer]:
     app = create_app(config)
     sock = listening_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
+    watched = answer_watch.wrap(app)  # no driver text in any answer (tests/plugins/answers.py)
     uv_server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+        uvicorn.Config(watched, log_level="warning", access_log=False, lifespan="on")
     )
     task = asyncio.create_task(uv_server.serve(sockets=[sock]))
     while not uv_server.started:

@@ -70,15 +70,16 @@ def open_database(config: Config) -> Database:
 
 def build_chat_parts(config: Config, db: Database, settings: SettingsStore) -> ChatParts:
     """What chats use: the shared CRM pool, the providers, the tools, the runs being written."""
+    liveness = Liveness(db, config.chat_liveness_interval_s)
     return ChatParts(
         db=db,
         settings=settings,
         crm=CrmTransport.from_config(config),
         providers=observed(build_providers(config)),
         tools=build_tool_router(config, settings),
-        runs=ChatRuns(db),
+        runs=ChatRuns(db, owner=liveness.owner),
         approval_timeout_s=config.chat_approval_timeout_s,
-        liveness=Liveness(db, config.chat_liveness_interval_s),
+        liveness=liveness,
     )
 
 

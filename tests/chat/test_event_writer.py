@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event, select, text
+from sqlalchemy import delete, event, select, text
 from sqlalchemy.exc import IntegrityError
 
 from controlcenter.chat import store
@@ -256,24 +256,46 @@ async def test_answers_of_one_conversation_ending_together_leave_it_the_later_s_
 async def test_a_refused_answer_loses_nothing_and_the_run_still_ends(
     parts: tuple[Database, Signals], users: UserFactory
 ) -> None:
-    """The database refuses the answer (its conversation was deleted meanwhile: the foreign
-    key): nothing of the last write is stored, the pending events are kept, and the run
-    still sends and ends."""
+    """The database refuses the answer (its id is taken): nothing of the last write is stored,
+    the pending events are kept, and the run still sends and ends."""
     db, signals = parts
     user = await users.create()
     writer = EventWriter(db, signals, window_s=0.1)
     (run,) = await _started(db, signals, writer, user.id, "refused", 1)
+    async with db.write() as session:
+        session.add(_answer(run, "taken"))
     run.send(_delta("pending"))
     last = _delta("last")
     with pytest.raises(IntegrityError):
-        await run.finish(store.DONE, last, _answer(run, conversation="no-such-conversation"))
+        await run.finish(store.DONE, last, _answer(run))
     assert await store.run_owner_status(db, run.message_id) == (user.id, store.RUNNING)
-    assert await _stored_answer(db, run.message_id) is None
+    stored_answer = await _stored_answer(db, run.message_id)
+    assert stored_answer is not None and stored_answer.content == "taken"
     # The last event is numbered after the pending one, with no gap.
     run.send(last)
     await run.finish(store.DONE)
     stored = await store.events_after(db, run.message_id, 0)
     assert [n for n, _ in stored] == [1, 2, 3] and stored[-1][1] == event_data(last)
+    assert await store.run_owner_status(db, run.message_id) == (user.id, store.DONE)
+
+
+async def test_an_answer_whose_conversation_was_deleted_is_not_saved_and_the_run_ends(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    """Deleted while the answer ran: nothing refuses the run's end (no foreign key error);
+    its events and its end are stored, the answer is not."""
+    db, signals = parts
+    user = await users.create()
+    writer = EventWriter(db, signals, window_s=0.1)
+    (run,) = await _started(db, signals, writer, user.id, "deleted", 1)
+    async with db.write() as session:
+        await session.execute(
+            delete(ConversationRow).where(ConversationRow.id == run.conversation_id)
+        )
+    run.send(_delta("pending"))
+    await run.finish(store.DONE, _delta("last"), _answer(run))
+    assert await _stored_answer(db, run.message_id) is None
+    assert [n for n, _ in await store.events_after(db, run.message_id, 0)] == [1, 2, 3]
     assert await store.run_owner_status(db, run.message_id) == (user.id, store.DONE)
 
 

@@ -6,28 +6,52 @@ interrupted copy; tests/integration/test_interrupted.py kills a real process.)""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from datetime import timedelta
 
+import httpx
 from sqlalchemy import select, update
 
-from controlcenter.chat.liveness import FLUSH_DELAY_S, STALE_INTERVALS, Liveness
-from controlcenter.chat.models import Message, RunningMessage
-from controlcenter.chat.store import new_message_id, start_turn
+from controlcenter.chat.liveness import STALE_INTERVALS, Liveness
+from controlcenter.chat.models import ChatRun, Message, RunningMessage
+from controlcenter.chat.resume import tail
+from controlcenter.chat.service import ChatParts
+from controlcenter.chat.signals import Signals
+from controlcenter.chat.store import (
+    INTERRUPTED,
+    RUNNING,
+    StopAnswer,
+    events_after,
+    new_message_id,
+    request_stop,
+    start_turn,
+)
 from controlcenter.db import Database, utcnow
-from tests.conftest import UserFactory
-from tests.outbox.conftest import wait_for
+from tests.chat.helpers import CHAT, Llm, wait_for
+from tests.chat.test_resume import read_frames
+from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.fakes.llm import Reply
+from tests.outbox.conftest import wait_for as wait_until
 
 INTERVAL_S = 0.2
 STALE = timedelta(seconds=INTERVAL_S * STALE_INTERVALS)
 
 
-async def _answer_started(db: Database, users: UserFactory) -> tuple[str, str]:
-    """(conversation id, answer id) of a chat whose answer is being written."""
+async def _answer_started(
+    db: Database, users: UserFactory, owner: str | None = None
+) -> tuple[str, str]:
+    """(conversation id, answer id) of a chat whose answer is being written, by the process
+    whose liveness id is `owner` (None: no liveness row)."""
     user = await users.create()
     answer_id = new_message_id()
     started = await start_turn(
-        db, user_id=user.id, conversation_id=None, message="hello", answer_id=answer_id
+        db,
+        user_id=user.id,
+        conversation_id=None,
+        message="hello",
+        answer_id=answer_id,
+        owner=owner,
     )
     assert started is not None
     return started.conversation_id, answer_id
@@ -41,17 +65,20 @@ async def _running_row(db: Database, answer_id: str) -> RunningMessage | None:
 async def test_a_busy_loop_is_not_taken_for_a_dead_process(
     db: Database, users: UserFactory
 ) -> None:
-    conversation_id, answer_id = await _answer_started(db, users)
     busy = Liveness(db, INTERVAL_S)
+    conversation_id, answer_id = await _answer_started(db, users, busy.owner)
     task = asyncio.create_task(busy.run())
     try:
         answer = busy.started(conversation_id, answer_id)
         answer.apply({"type": "content_delta", "delta": "Half an ans"})
 
-        async def written() -> bool:
-            return await _running_row(db, answer_id) is not None
+        async def saved() -> bool:
+            row = await _running_row(db, answer_id)  # written with the run, saved at a beat
+            return row is not None and row.content == "Half an ans"
 
-        await wait_for(written, within=10 + FLUSH_DELAY_S)
+        # The task's write is over before the loop blocks: a write transaction held by a
+        # blocked loop would hold SQLite's lock against the heartbeat's thread.
+        await wait_until(saved, within=10)
         # The loop does nothing else for longer than the stale limit (a burst of chats), and
         # until the heartbeat's thread has beaten meanwhile.
         blocked = utcnow()
@@ -105,15 +132,16 @@ async def test_a_beat_that_finds_nothing_stale_takes_no_write_lock(
 
 async def test_a_dead_process_is_still_closed(db: Database, users: UserFactory) -> None:
     """The heartbeat's thread stops with its process: its answers are closed as before."""
-    conversation_id, answer_id = await _answer_started(db, users)
     dying = Liveness(db, INTERVAL_S)
+    conversation_id, answer_id = await _answer_started(db, users, dying.owner)
     task = asyncio.create_task(dying.run())
     dying.started(conversation_id, answer_id).apply({"type": "content_delta", "delta": "Cut"})
 
     async def written() -> bool:
-        return await _running_row(db, answer_id) is not None
+        row = await _running_row(db, answer_id)
+        return row is not None and row.content == "Cut"
 
-    await wait_for(written, within=10 + FLUSH_DELAY_S)
+    await wait_until(written, within=10)
     task.cancel()  # its thread stops: what a killed process's heartbeat does
     await asyncio.gather(task, return_exceptions=True)
     later = utcnow() + 2 * STALE  # another process, once the row's heartbeat is stale
@@ -129,8 +157,8 @@ async def test_what_the_answers_gain_after_their_first_write_is_saved_at_the_nex
 ) -> None:
     """Each running answer's row follows it (content, tool calls, results): what a process
     that dies leaves of it; several answers' changes in one statement."""
-    started = [await _answer_started(db, users) for _ in range(3)]
     liveness = Liveness(db, INTERVAL_S)
+    started = [await _answer_started(db, users, liveness.owner) for _ in range(3)]
     task = asyncio.create_task(liveness.run())
     try:
         answers = [liveness.started(c, a) for c, a in started]
@@ -138,9 +166,10 @@ async def test_what_the_answers_gain_after_their_first_write_is_saved_at_the_nex
             answer.apply({"type": "content_delta", "delta": "First"})
 
         async def all_written() -> bool:
-            return all([await _running_row(db, a) is not None for _, a in started])
+            rows = [await _running_row(db, a) for _, a in started]
+            return all(row is not None and row.content == "First" for row in rows)
 
-        await wait_for(all_written, within=10 + FLUSH_DELAY_S)
+        await wait_until(all_written, within=10)
         call = {"id": "toolu_1", "name": "echo_text", "arguments": {"text": "é"}}
         result = {"toolCallId": "toolu_1", "success": True, "result": {"text": "é"}}
         for answer in answers[:2]:
@@ -152,7 +181,7 @@ async def test_what_the_answers_gain_after_their_first_write_is_saved_at_the_nex
             row = await _running_row(db, started[1][1])
             return row is not None and row.content == "First and more"
 
-        await wait_for(saved, within=10)
+        await wait_until(saved, within=10)
         for (_, answer_id), gained in zip(started, (True, True, False), strict=True):
             row = await _running_row(db, answer_id)
             assert row is not None
@@ -167,3 +196,74 @@ async def test_what_the_answers_gain_after_their_first_write_is_saved_at_the_nex
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_run_cut_before_its_first_event_after_message_start_is_closed(
+    db: Database, users: UserFactory
+) -> None:
+    """The process died right after the turn's start (no event of the answer stored beyond
+    `message_start`, nothing of the liveness task run): the run's row, written with the turn,
+    is enough for another process to close it, once, and the run's stream ends with the
+    interrupted error, a stop then being refused as for any run that ended."""
+    dead = Liveness(db, INTERVAL_S)  # never runs: its process died before its first beat
+    conversation_id, answer_id = await _answer_started(db, users, dead.owner)
+    later = utcnow() + 2 * STALE
+    closer = Liveness(db, INTERVAL_S, now=lambda: later)
+    assert await closer.close_stale() == 1
+    assert await closer.close_stale() == 0  # closed once
+    assert await _running_row(db, answer_id) is None
+    async with db.read() as session:
+        closed = await session.scalar(select(Message).where(Message.id == answer_id))
+        run = await session.get(ChatRun, answer_id)
+    assert closed is not None
+    assert (closed.content, closed.interrupted, closed.conversation_id) == (
+        "",
+        True,
+        conversation_id,
+    )
+    assert run is not None and run.status == INTERRUPTED
+    signals = Signals(db, on_stop=lambda _: None)
+    try:
+        frames = [frame async for frame in tail(db, signals, answer_id, 0)]
+    finally:
+        await signals.aclose()
+    assert [json.loads(f.split(b"data: ", 1)[1]) for f in frames][-1] == {
+        "type": "error",
+        "error": "The answer was interrupted",
+    }
+    assert len(frames) == 2  # message_start, then the error
+    assert await request_stop(db, answer_id, run.user_id) == StopAnswer.NOT_RUNNING
+
+
+async def test_a_live_run_is_not_closed(db: Database, users: UserFactory) -> None:
+    """Its row's heartbeat is fresh: nothing to close, the run stays running."""
+    alive = Liveness(db, INTERVAL_S)
+    _, answer_id = await _answer_started(db, users, alive.owner)
+    assert await Liveness(db, INTERVAL_S).close_stale() == 0
+    async with db.read() as session:
+        run = await session.get(ChatRun, answer_id)
+    assert run is not None and run.status == RUNNING
+
+
+async def test_a_run_cancelled_at_shutdown_ends_its_stream_as_interrupted(
+    client: httpx.AsyncClient, server: RunningServer, llm: Llm, user: AppUser
+) -> None:
+    """Past the drain, a run still waiting is cancelled: its stored stream ends with the
+    interrupted error, and its liveness row stays for another process to save the answer."""
+    llm.fake.script(Reply(text="never shown", delay_s=60))
+    body = {"message": "hi", "provider": llm.name}
+    first = await read_frames(client, "POST", f"{CHAT}?ids=1", user, body=body, stop_after=1)
+    message_id = first[0][1]["messageId"]
+    await wait_for(lambda: _true(len(llm.fake.requests) == 1))
+    chat: ChatParts = server.app.state.chat
+    await chat.runs.drain(0.01)
+    stored = await events_after(server.db, message_id, 1)
+    assert json.loads(stored[-1][1]) == {"type": "error", "error": "The answer was interrupted"}
+    async with server.db.read() as session:
+        run = await session.get(ChatRun, message_id)
+    assert run is not None and run.status == INTERRUPTED
+    assert await _running_row(server.db, message_id) is not None
+
+
+async def _true(value: bool) -> bool:
+    return value

@@ -4,15 +4,20 @@ finishes, the message is saved with what exists and `message_complete` says `sto
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import httpx
+from httpx_sse import aconnect_sse
+from structlog.testing import capture_logs
 
 from controlcenter.tools.base import Tool, ToolContext
 from tests.chat.helpers import CHAT, Llm, stored_messages, stream_chat, types, wait_for
-from tests.chat.test_resume import events_url, read_frames
+from tests.chat.test_resume import Frame, events_url, read_frames
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.llm import Reply, ToolUse
+
+CONVERSATIONS = "/api/v1/control-center/conversations"
 
 
 def stop_url(message_id: str) -> str:
@@ -125,6 +130,41 @@ async def test_stop_answers_404_to_others_and_409_once_finished(
     response = await client.post(stop_url(message_id), headers=user.headers)
     assert response.json() == {"error": "Not running"}
     assert (await client.post(stop_url(message_id))).status_code == 401
+
+
+async def test_deleting_the_conversation_stops_its_running_answer(
+    client: httpx.AsyncClient, server: RunningServer, llm: Llm, user: AppUser
+) -> None:
+    """The run stops as a stop would (no further provider call), its live stream and its
+    stored one end with a plain error event, and nothing is logged as an error."""
+    llm.fake.script(Reply(text="never shown", delay_s=30), Reply(text="unused"))
+    body = {"message": "hi", "provider": llm.name}
+    with capture_logs() as logs:
+        live: list[Frame] = []
+
+        async def read_live() -> None:
+            url = f"{CHAT}?ids=1"
+            async with aconnect_sse(client, "POST", url, json=body, headers=user.headers) as sse:
+                async for event in sse.aiter_sse():
+                    live.append((event.id, json.loads(event.data)))
+
+        reader = asyncio.create_task(read_live())
+        await wait_for(lambda: _true(len(llm.fake.requests) == 1 and len(live) == 1))
+        message_id = live[0][1]["messageId"]
+        conversation_id = live[0][1]["conversationId"]
+        deleted = await client.delete(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
+        assert (deleted.status_code, deleted.json()) == (200, {"success": True})
+        await asyncio.wait_for(reader, 20)
+        stored = await read_frames(client, "GET", events_url(message_id), user)
+    gone = {"type": "error", "error": "The conversation was deleted"}
+    assert live[-1][1] == gone
+    assert stored[-1][1] == gone
+    assert [n for n, _ in stored] == [n for n, _ in live]
+    assert len(llm.fake.requests) == 1
+    assert await stored_messages(server, conversation_id) == []
+    response = await client.post(stop_url(message_id), headers=user.headers)
+    assert (response.status_code, response.json()) == (409, {"error": "Not running"})
+    assert [entry for entry in logs if entry["log_level"] in ("error", "critical")] == []
 
 
 async def _true(value: bool) -> bool:

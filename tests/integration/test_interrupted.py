@@ -1,5 +1,6 @@
-"""A chat whose process died mid-answer is closed by another process, or by the next one to
-start: saved with what it had and `interrupted: true`."""
+"""A chat whose process died at any moment of its answer is closed by another process, or by
+the next one to start: saved with what it had and `interrupted: true`, its event stream ended
+by the interrupted error, and a stop then answered `Not running`."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import httpx
+import pytest
 from sqlalchemy import select
 
 from controlcenter.app import create_app
-from controlcenter.chat.models import RunningMessage
+from controlcenter.chat.models import ChatRun, Message, RunningMessage
+from controlcenter.chat.store import INTERRUPTED, RUNNING
 from tests.chat.helpers import set_settings, stored_messages
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.llm import FakeAnthropic, Reply, ToolUse
@@ -168,3 +171,106 @@ async def test_killed_mid_answer_closed_by_the_survivor_then_by_the_next_start(
 
 async def _saved(server: RunningServer) -> bool:
     return await running_content(server) == ["Part one."]
+
+
+CHATS = 20
+MID_ANSWER = "mid-answer"
+
+
+def _held_answers(body: dict[str, object]) -> Reply:
+    """Every chat's first step says something and calls a tool; its second never answers."""
+    if "tool_result" in json.dumps(body["messages"]):
+        return Reply(text="never", delay_s=120)
+    return Reply(text="Part one.", tool_uses=[ToolUse("nope", {"q": "x"}, id="toolu_1")])
+
+
+async def _runs_of(server: RunningServer, user: AppUser) -> list[ChatRun]:
+    async with server.db.read() as db:
+        return list(await db.scalars(select(ChatRun).where(ChatRun.user_id == user.id)))
+
+
+@pytest.mark.parametrize("killed_at", [0.2, 0.7, MID_ANSWER])
+async def test_every_chat_of_a_killed_process_group_ends_as_interrupted(
+    server: RunningServer,
+    users: UserFactory,
+    fake_anthropic: FakeAnthropic,
+    tmp_path: Path,
+    killed_at: float | str,
+) -> None:
+    """Twenty chats, the serve process group killed (SIGKILL) about `killed_at` seconds after
+    the first of them is stored, or once every one is mid-answer: each run stored is closed
+    at the next start, its events endpoint ends with the interrupted error, a stop is refused
+    as `Not running`, and the answer keeps what its process had saved."""
+    user = await users.create()
+    await set_settings(server, {"providerAApiKey": fake_anthropic.api_key}, user)
+    fake_anthropic.responder = _held_answers
+    log = tmp_path / "serve.log"
+    seen: list[list[dict[str, object]]] = [[] for _ in range(CHATS)]
+
+    async def chat(url: str, events: list[dict[str, object]]) -> None:
+        with suppress(httpx.HTTPError):
+            async with (
+                httpx.AsyncClient(timeout=120) as http,
+                http.stream(
+                    "POST", url + CHAT + "?ids=1", json={"message": "Hi"}, headers=user.headers
+                ) as response,
+            ):
+                async for line in response.aiter_lines():
+                    if line.startswith("data: "):
+                        events.append(json.loads(line[6:]))
+
+    with serve(server, fake_anthropic, log) as (url, process):
+        await serving(url, process, log)
+        readers = [asyncio.create_task(chat(url, events)) for events in seen]
+        try:
+            if killed_at == MID_ANSWER:
+
+                async def all_saved() -> bool:
+                    return await running_content(server) == ["Part one."] * CHATS
+
+                await wait_for(all_saved, within=60)
+            else:
+
+                async def one_stored() -> bool:
+                    return bool(await _runs_of(server, user))
+
+                await wait_for(one_stored, within=60)
+                await asyncio.sleep(float(killed_at))
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+        finally:
+            await asyncio.gather(*readers)
+    runs = await _runs_of(server, user)
+    assert runs, "no chat was stored before the kill"
+    assert {run.status for run in runs} == {RUNNING}  # none ended before the kill
+    if killed_at == MID_ANSWER:
+        assert len(runs) == CHATS
+
+    config = server.config.model_copy(update={"chat_liveness_interval_s": INTERVAL_S})
+    restarted = LoopbackServer(create_app(config)).start()
+    try:
+
+        async def all_closed() -> bool:
+            return all(run.status == INTERRUPTED for run in await _runs_of(server, user))
+
+        await wait_for(all_closed, within=30)
+        async with httpx.AsyncClient(base_url=restarted.url, timeout=30) as http:
+            for run in runs:
+                events_url = f"{CHAT}/{run.message_id}/events"
+                lines = (await http.get(events_url, headers=user.headers)).text.splitlines()
+                data = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
+                assert data[0]["type"] == "message_start"
+                assert data[-1] == {"type": "error", "error": "The answer was interrupted"}
+                stop = await http.post(f"{CHAT}/{run.message_id}/stop", headers=user.headers)
+                assert (stop.status_code, stop.json()) == (409, {"error": "Not running"})
+    finally:
+        restarted.stop()
+    assert await running_content(server) == []
+    async with server.db.read() as db:
+        answers = list(
+            await db.scalars(select(Message).where(Message.id.in_([r.message_id for r in runs])))
+        )
+    assert len(answers) == len(runs)
+    assert all(answer.interrupted for answer in answers)
+    if killed_at == MID_ANSWER:
+        assert {answer.content for answer in answers} == {"Part one."}

@@ -3,6 +3,7 @@ agentic loop between the provider and the tools, the assistant message, and the 
 
 from __future__ import annotations
 
+import asyncio
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from controlcenter.chat.store import (
     ASSISTANT,
     DONE,
     FAILED,
+    INTERRUPTED,
     STOPPED,
     RunRecord,
     assistant_message,
@@ -44,6 +46,7 @@ log = get_logger(__name__)
 
 MAX_ITERATIONS = 10  # provider calls per turn at most
 CONVERSATION_NOT_FOUND = "Conversation not found"
+CONVERSATION_DELETED = "The conversation was deleted"
 UNEXPECTED = "An unexpected error occurred"
 DENIED_BY_USER = "Denied by the user"  # the result error of a denied or unanswered write
 STOPPED_BEFORE_RUNNING = "Stopped by the user before the tool ran"
@@ -123,7 +126,13 @@ async def run_chat(
         )
         shown = UNEXPECTED if isinstance(exc, SQLAlchemyError) else str(exc)  # no SQL shown
         failure = events.error(redact(shown, *turn.secrets, mask=MASK) or UNEXPECTED)
-    finally:  # cancelled at shutdown too
+    except asyncio.CancelledError:
+        # Cancelled at shutdown: its stream ends as a dead process's would, and the answer so
+        # far is saved as interrupted by another process (or the next start).
+        status = INTERRUPTED
+        failure = events.error(events.ANSWER_INTERRUPTED)
+        raise
+    finally:
         if failure is not None:
             (channel.send if run is None else run.send)(failure)
         channel.close()
@@ -204,6 +213,10 @@ async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run:
         turns.append(AssistantTurn(reply.text, reply.tool_calls))
         turns.append(ToolResultsTurn(tuple(results)))
 
+    if run.stopped and await run.conversation_deleted():
+        # Stopped by the deletion: there is no conversation to save the answer in.
+        await run.finish(STOPPED, events.error(CONVERSATION_DELETED))
+        return
     message = assistant_message(
         conversation_id=run.conversation_id,
         message_id=run.message_id,

@@ -7,6 +7,7 @@ from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.models import ConversationRow, Message
+from controlcenter.chat.store import stop_conversation_runs
 from controlcenter.db import Database
 from controlcenter.web.pagination import DEFAULT_LIMIT, Cursor
 from controlcenter.web.validation import text_problem
@@ -49,10 +50,13 @@ async def get_conversation(
 
 
 async def delete_conversation(db: Database, user_id: str, conversation_id: str) -> bool:
+    """Its answers still running are stopped, as the stop endpoint stops them (they end with
+    an `error` event saying the conversation was deleted)."""
     async with db.write() as session:
         conversation = await _owned(session, user_id, conversation_id)
         if conversation is None:
             return False
+        await stop_conversation_runs(session, conversation.id)
         # Explicitly, not only by the foreign key's cascade: SQLite enforces it per connection.
         await session.execute(delete(Message).where(Message.conversation_id == conversation.id))
         await session.delete(conversation)

@@ -43,6 +43,11 @@ def message_complete(message: dict[str, Any], *, stopped: bool = False) -> Event
     return event
 
 
+# The last event of an answer whose process stopped before it ended (died, or cancelled it at
+# shutdown).
+ANSWER_INTERRUPTED = "The answer was interrupted"
+
+
 def error(message: str, code: str | None = None) -> Event:
     event: Event = {"type": "error", "error": message}
     if code is not None:

@@ -1,18 +1,20 @@
 """Answers cut by a dead process are closed, not left half-finished.
 
 Each process keeps a row per assistant message it is writing (`running_messages`): what the
-answer has so far and a heartbeat. One task per process (`Liveness.run`) writes them: new rows
-after a short delay (`FLUSH_DELAY_S`: a chat that ends sooner never costs a write), the
-answer so far every `CHAT_LIVENESS_INTERVAL_S`, and it removes the rows of finished answers.
-The heartbeat of all its rows comes from a thread (chat/heartbeat.py) at the same interval,
-so that a busy event loop is not taken for a dead process. The task closes the rows of other
-processes whose heartbeat is older than `STALE_INTERVALS` intervals: the assistant message is
-saved with what it had and `interrupted: true`, in the transaction that deletes the row, so one
-process closes it once. With the default 5 s interval a dead process's answers are closed
-within 20 s by any other process, or by the next one to start.
+answer has so far and a heartbeat. The row is written with the run itself, in the transaction
+that starts the turn (`chat.store.start_turn`), so a process that dies at any moment after a
+run exists leaves a row behind. One task per process (`Liveness.run`) saves the answer so far
+every `CHAT_LIVENESS_INTERVAL_S` and removes the rows of finished answers (gathered over
+`FLUSH_DELAY_S`). The heartbeat of all its rows comes from a thread (chat/heartbeat.py) at the
+same interval, so that a busy event loop is not taken for a dead process. The task closes the
+rows of other processes whose heartbeat is older than `STALE_INTERVALS` intervals: the
+assistant message is saved with what it had and `interrupted: true`, the run is marked
+interrupted and its event stream ends with the `The answer was interrupted` error, all in the
+transaction that deletes the row, so one process closes it once. With the default 5 s
+interval a dead process's answers are closed within 20 s by any other process, or by the next
+one to start.
 
-What is lost: at most the last interval's text (saved by the heartbeat, not per event), and an
-answer cut within `FLUSH_DELAY_S` of its start (it keeps only its user message, as before).
+What is lost: at most the last interval's text (saved by the heartbeat, not per event).
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ from controlcenter.db import Database, utcnow
 
 log = get_logger(__name__)
 
-INTERRUPTED = "The answer was interrupted"
 ASSISTANT = "assistant"
 FLUSH_DELAY_S = 1.0
 STALE_INTERVALS = 3
@@ -93,7 +94,6 @@ class Liveness:
         self._interval_s = interval_s
         self._now = now
         self.owner = uuid.uuid4().hex
-        self._unwritten: dict[str, RunningAnswer] = {}
         self._written: dict[str, RunningAnswer] = {}
         self._finished: set[str] = set()
         self._wake = asyncio.Event()
@@ -104,15 +104,14 @@ class Liveness:
     # -- from the chats (synchronous, no I/O) --------------------------------------------------
 
     def started(self, conversation_id: str, message_id: str) -> RunningAnswer:
+        """An answer whose row its turn's start wrote (`store.start_turn` with this owner)."""
         answer = RunningAnswer(conversation_id, message_id)
-        self._unwritten[message_id] = answer
-        self._wake.set()
+        self._written[message_id] = answer
         return answer
 
     def finished(self, answer: RunningAnswer) -> None:
-        if self._unwritten.pop(answer.message_id, None) is None:
-            self._finished.add(answer.message_id)
-            self._wake.set()
+        self._finished.add(answer.message_id)
+        self._wake.set()
 
     # -- the task ------------------------------------------------------------------------------
 
@@ -131,13 +130,13 @@ class Liveness:
         next_beat = loop.time()
         while True:
             wait = max(0.0, next_beat - loop.time())
-            if self._unwritten or self._finished:
+            if self._finished:
                 await asyncio.sleep(min(FLUSH_DELAY_S, wait))
             elif wait > 0:
                 self._wake.clear()
                 try:
                     await asyncio.wait_for(self._wake.wait(), wait)
-                    continue  # something to write: after the flush delay
+                    continue  # rows to delete: after the flush delay
                 except TimeoutError:
                     pass
             try:
@@ -152,30 +151,12 @@ class Liveness:
                 next_beat = loop.time() + self._interval_s
 
     async def _flush(self) -> None:
-        # Taken out first: an answer that finishes during the write is deleted next time.
-        new = list(self._unwritten.values())
-        self._unwritten.clear()
-        self._written.update((answer.message_id, answer) for answer in new)
+        """Delete the rows of the answers that finished."""
         done = set(self._finished)
-        if not new and not done:
+        if not done:
             return
-        now = self._now()
         async with self._db.write() as session:
-            if done:
-                await session.execute(
-                    delete(RunningMessage).where(RunningMessage.message_id.in_(done))
-                )
-            for answer in new:
-                answer.changed = False
-                session.add(
-                    RunningMessage(
-                        message_id=answer.message_id,
-                        conversation_id=answer.conversation_id,
-                        owner=self.owner,
-                        heartbeat_at=now,
-                        **answer.values(),
-                    )
-                )
+            await session.execute(delete(RunningMessage).where(RunningMessage.message_id.in_(done)))
         self._finished -= done
         for message_id in done:
             self._written.pop(message_id, None)
@@ -207,11 +188,10 @@ class Liveness:
         query = select(RunningMessage).where(*stale_rows)
         if not self._db.is_sqlite:
             query = query.with_for_update(skip_locked=True)
+        final = event_data(events.error(events.ANSWER_INTERRUPTED))
         closed = 0
-        stale: list[str] = []
         async with self._db.write() as session:
             for row in (await session.scalars(query)).all():
-                stale.append(row.message_id)
                 conversation = await session.get(ConversationRow, row.conversation_id)
                 already = await session.scalar(
                     select(Message.id).where(Message.id == row.message_id)
@@ -233,11 +213,10 @@ class Liveness:
                     conversation.updated_at = now
                     closed += 1
                 await session.delete(row)
-        # Its stored event stream (what the events endpoint reads) ends too, so that a client
-        # resuming it from any process reads the error and stops waiting.
-        final = event_data(events.error(INTERRUPTED))
-        for message_id in stale:
-            await store.close_run(self._db, message_id, final, store.INTERRUPTED)
+                # Its stored event stream (what the events endpoint reads) ends in the same
+                # transaction, so that a client resuming it from any process reads the error
+                # and stops waiting, and a stop asked from now on is answered `Not running`.
+                await store.close_run(session, row.message_id, final, store.INTERRUPTED)
         if closed:
             log.warning("chat answers interrupted by a stopped process were closed", count=closed)
         return closed

@@ -4,10 +4,8 @@ as it is stored, until the message's last event."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import AsyncIterator
-from contextlib import suppress
 
 from controlcenter.chat import store
 from controlcenter.chat.events import frame_of, is_last
@@ -59,5 +57,6 @@ async def tail(db: Database, signals: Signals, message_id: str, after: int) -> A
                     for n, data in await store.events_after(db, message_id, last):
                         yield frame_of(data, f"{message_id}:{n}")
                     return
-                with suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), signals.poll_s)
+                # Woken by this process's writer, a notification or the process's one poll
+                # (`chat.signals`): a waiting reader costs no query of its own.
+                await woken.wait()

@@ -2,20 +2,27 @@
 (`chat.resume`), a run asked to stop and a run waiting for an approval, in this process and in
 others.
 
-In one process a wake-up is an `asyncio.Event`. Across processes and instances on PostgreSQL,
-one LISTEN connection per process (`db.notifications.Listener`) receives the notifications
-that `chat.store` sends with each write, so instances share nothing but the database. SQLite
-has no notifications: readers poll the events table (`SQLITE_POLL_S`), the runs of a process
-poll their stop flags (`chat.stream.ChatRuns`) and a run waiting for an approval reads its
-answer every `poll_s` (`chat.store.RunRecord.approval`); all are cheap local reads.
+In one process a wake-up is an `asyncio.Event`, set by the process's event writer when it
+stored a message's events. Across processes and instances on PostgreSQL, one LISTEN
+connection per process (`db.notifications.Listener`) receives the notifications that
+`chat.store` sends with each write, so instances share nothing but the database. SQLite has no
+notifications: one task per process (`_poll`, running while anyone waits) reads, every
+`SQLITE_POLL_S`, how far the watched messages got (one query for all of them) and wakes the
+readers of those that moved, so a waiting reader costs no query of its own however many
+there are; on PostgreSQL that task runs only while the LISTEN connection is down. The runs of
+a process poll their stop flags (`chat.stream.ChatRuns`) and a run waiting for an approval
+reads its answer every `poll_s` (`chat.store.RunRecord.approval`); all are cheap local reads.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
+from sqlalchemy import func, select
+
+from controlcenter.chat.models import ChatEventRow, ChatRun
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database
 from controlcenter.db.notifications import Listener
@@ -26,9 +33,11 @@ EVENTS_CHANNEL = "cc_chat_events"
 STOP_CHANNEL = "cc_chat_stop"
 APPROVAL_CHANNEL = "cc_chat_approval"
 SQLITE_POLL_S = 0.1
-# On PostgreSQL a reader wakes on notifications; this only bounds the wait should one be
-# lost (the LISTEN connection dropped and is being opened again).
+# On PostgreSQL readers wake on notifications; while the LISTEN connection is down (it could
+# not be opened, or dropped) the process polls at this pace and tries to open it again.
 POSTGRES_SAFETY_POLL_S = 2.0
+POLL_CHUNK = 500  # message ids per query of the poll
+Progress = tuple[str, int | None]  # a run's status and its last stored event's number
 
 
 class Signals:
@@ -44,13 +53,16 @@ class Signals:
         self._watchers: dict[str, set[asyncio.Event]] = {}
         self._listener: Listener | None = None
         self._opening = asyncio.Lock()
+        self._poller: asyncio.Task[None] | None = None
         self.poll_s = SQLITE_POLL_S if db.is_sqlite else POSTGRES_SAFETY_POLL_S
 
     @contextmanager
     def watch(self, message_id: str) -> Iterator[asyncio.Event]:
-        """An event set whenever the message's stored events may have grown."""
+        """An event set whenever the message's stored events may have grown (or its run
+        ended): its waiter needs no timeout of its own."""
         woken = asyncio.Event()
         self._watchers.setdefault(message_id, set()).add(woken)
+        self._start_poll()
         try:
             yield woken
         finally:
@@ -63,6 +75,62 @@ class Signals:
     def wake(self, message_id: str) -> None:
         for woken in self._watchers.get(message_id, ()):
             woken.set()
+
+    def _wake_all(self) -> None:
+        for watchers in self._watchers.values():
+            for woken in watchers:
+                woken.set()
+
+    def _polling(self) -> bool:
+        return self._db.is_sqlite or self._listener is None
+
+    def _start_poll(self) -> None:
+        if self._poller is None and self._polling():
+            self._poller = asyncio.create_task(self._poll())
+
+    async def _poll(self) -> None:
+        """While anyone waits and nothing notifies: wake the readers of the messages whose
+        run moved since the last look (the first look wakes every reader once)."""
+        seen: dict[str, Progress] = {}
+        try:
+            while self._watchers and self._polling():
+                await asyncio.sleep(self.poll_s)
+                if not self._db.is_sqlite:
+                    await self.listen()  # once open, notifications take over
+                    if not self._polling():
+                        return
+                watched = list(self._watchers)
+                try:
+                    now = await self._progress(watched)
+                except Exception as exc:
+                    log.warning("chat events unreadable", error=type(exc).__name__)
+                    continue
+                for message_id in watched:
+                    if now.get(message_id) != seen.get(message_id):
+                        self.wake(message_id)
+                seen = now
+        finally:
+            self._poller = None
+
+    async def _progress(self, message_ids: Sequence[str]) -> dict[str, Progress]:
+        """How far each run got (its status, its last event's number), a query per
+        `POLL_CHUNK` runs whatever the number of their readers."""
+        last = (
+            select(func.max(ChatEventRow.n))
+            .where(ChatEventRow.message_id == ChatRun.message_id)
+            .scalar_subquery()
+        )
+        found: dict[str, Progress] = {}
+        async with self._db.read() as session:
+            for start in range(0, len(message_ids), POLL_CHUNK):
+                chunk = message_ids[start : start + POLL_CHUNK]
+                rows = await session.execute(
+                    select(ChatRun.message_id, ChatRun.status, last).where(
+                        ChatRun.message_id.in_(chunk)
+                    )
+                )
+                found.update((message_id, (status, n)) for message_id, status, n in rows)
+        return found
 
     async def listen(self) -> None:
         """Open this process's LISTEN connection if it is not open (PostgreSQL only)."""
@@ -78,17 +146,24 @@ class Signals:
             }
             try:
                 self._listener = await Listener.open(self._db.url, handlers, self._lost)
-            except Exception as exc:  # readers fall back to polling until the next attempt
+            except Exception as exc:  # the process polls until the next attempt
                 log.warning("chat notifications unavailable", error=type(exc).__name__)
+                self._start_poll()
+                return
+        # What was notified while nothing listened is read again.
+        self._wake_all()
 
     def _lost(self, listener: Listener) -> None:
         if self._listener is listener:
             self._listener = None
-            for watchers in self._watchers.values():  # read again, then listen again
-                for woken in watchers:
-                    woken.set()
+            self._wake_all()  # read again, then poll until listening again
+            self._start_poll()
 
     async def aclose(self) -> None:
         listener, self._listener = self._listener, None
         if listener is not None:
             await listener.close()
+        poller, self._poller = self._poller, None
+        if poller is not None:
+            poller.cancel()
+            await asyncio.gather(poller, return_exceptions=True)

@@ -41,6 +41,7 @@ from controlcenter.chat.models import (
     ChatRun,
     ConversationRow,
     Message,
+    RunningMessage,
 )
 from controlcenter.chat.signals import APPROVAL_CHANNEL, EVENTS_CHANNEL, STOP_CHANNEL, Signals
 from controlcenter.common.logs import get_logger
@@ -75,6 +76,7 @@ _EVENTS = cast(Table, ChatEventRow.__table__)
 _RUNS = cast(Table, ChatRun.__table__)
 _CONVERSATIONS = cast(Table, ConversationRow.__table__)
 _MESSAGES = cast(Table, Message.__table__)
+_RUNNING_MESSAGES = cast(Table, RunningMessage.__table__)
 # One statement for any number of rows each (executemany).
 _END_RUN = (
     update(_RUNS)
@@ -159,12 +161,19 @@ class StartedTurn:
 
 
 async def start_turn(
-    db: Database, *, user_id: str, conversation_id: Any, message: str, answer_id: str
+    db: Database,
+    *,
+    user_id: str,
+    conversation_id: Any,
+    message: str,
+    answer_id: str,
+    owner: str | None = None,
 ) -> StartedTurn | None:
     """In one write: the conversation (created when `conversation_id` is None, else continued
-    when it is the caller's), the user's message, and the run of the answer `answer_id` with
-    its first event, `message_start`. None when the conversation is not the caller's (any
-    value that does not name one of theirs, a number included): nothing is saved then."""
+    when it is the caller's), the user's message, the run of the answer `answer_id` with its
+    first event, `message_start`, and, with `owner` (the process's `chat.liveness` id), the
+    answer's liveness row. None when the conversation is not the caller's (any value that does
+    not name one of theirs, a number included): nothing is saved then."""
     now = utcnow()
     async with db.write() as session:
         if conversation_id is None:
@@ -207,6 +216,18 @@ async def start_turn(
         )
         first = event_data(message_start(conversation_id, answer_id))
         await session.execute(insert(_EVENTS).values(message_id=answer_id, n=1, data=first))
+        if owner is not None:
+            # With the run, not after it: a process that dies at any moment after this commit
+            # leaves a row whose heartbeat goes stale, and another process closes the run.
+            await session.execute(
+                insert(_RUNNING_MESSAGES).values(
+                    message_id=answer_id,
+                    conversation_id=conversation_id,
+                    owner=owner,
+                    heartbeat_at=now,
+                    content="",
+                )
+            )
         await notify(session, EVENTS_CHANNEL, [answer_id])
     return StartedTurn(conversation_id=conversation_id, history=history)
 
@@ -439,7 +460,20 @@ async def _write_batch(db: Database, batch: _Pending) -> None:
 
 async def _save_answers(session: AsyncSession, answers: Sequence[Message]) -> None:
     """Inserted; an answer that another process closed as interrupted meanwhile (it took this
-    process for dead, `chat.liveness`) replaces that copy instead."""
+    process for dead, `chat.liveness`) replaces that copy instead. An answer whose
+    conversation was deleted meanwhile is not saved: its conversation's rows are locked
+    against a deletion until the commit (PostgreSQL; SQLite's write holds the database)."""
+    asked = {answer.conversation_id for answer in answers}
+    kept = set(
+        await session.scalars(
+            select(ConversationRow.id)
+            .where(ConversationRow.id.in_(asked))
+            .with_for_update(read=True)
+        )
+    )
+    answers = [answer for answer in answers if answer.conversation_id in kept]
+    if not answers:
+        return
     ids = [answer.id for answer in answers]
     copies = set(
         await session.scalars(
@@ -578,6 +612,14 @@ class RunRecord:
 
     # The stop: no provider or tool call starts once it is asked.
 
+    async def conversation_deleted(self) -> bool:
+        """Whether the run's conversation was deleted while it ran."""
+        async with self._db.read() as session:
+            found = await session.scalar(
+                select(ConversationRow.id).where(ConversationRow.id == self.conversation_id)
+            )
+        return found is None
+
     @property
     def stopped(self) -> bool:
         return self._stop.is_set()
@@ -658,24 +700,26 @@ class RunRecord:
 # -- what other requests and processes do to runs ----------------------------------------------
 
 
-async def close_run(db: Database, message_id: str, final_data: str, status: str) -> bool:
-    """For a process that closes another's run (its process died): appends `final_data` after
-    the last stored event and sets `status`, if the run is still marked running. True when
-    it closed it; readers tailing the run receive the event and end."""
-    async with db.write() as session:
-        closed = await session.execute(
-            update(ChatRun)
-            .where(ChatRun.message_id == message_id, ChatRun.status == RUNNING)
-            .values(status=status)
-        )
-        if not closed.rowcount:  # type: ignore[attr-defined]
-            return False
-        last = await session.scalar(
-            select(func.max(ChatEventRow.n)).where(ChatEventRow.message_id == message_id)
-        )
-        session.add(ChatEventRow(message_id=message_id, n=int(last or 0) + 1, data=final_data))
-        await notify(session, EVENTS_CHANNEL, [message_id])
-        return True
+async def close_run(session: AsyncSession, message_id: str, final_data: str, status: str) -> bool:
+    """For a process that closes another's run (its process died), in the caller's
+    transaction: appends `final_data` after the last stored event and sets `status`, if the
+    run is still marked running. True when it closed it; readers tailing the run receive the
+    event (notified at the commit) and end."""
+    closed = await session.execute(
+        update(ChatRun)
+        .where(ChatRun.message_id == message_id, ChatRun.status == RUNNING)
+        .values(status=status)
+    )
+    if not closed.rowcount:  # type: ignore[attr-defined]
+        return False
+    last = await session.scalar(
+        select(func.max(ChatEventRow.n)).where(ChatEventRow.message_id == message_id)
+    )
+    await session.execute(
+        insert(_EVENTS).values(message_id=message_id, n=int(last or 0) + 1, data=final_data)
+    )
+    await notify(session, EVENTS_CHANNEL, [message_id])
+    return True
 
 
 async def run_owner_status(db: Database, message_id: str) -> tuple[str, str] | None:
@@ -721,6 +765,30 @@ async def request_stop(db: Database, message_id: str, user_id: str) -> StopAnswe
             select(ChatRun.user_id).where(ChatRun.message_id == message_id)
         )
     return StopAnswer.NOT_RUNNING if owner == user_id else StopAnswer.NOT_FOUND
+
+
+async def stop_conversation_runs(session: AsyncSession, conversation_id: str) -> list[str]:
+    """In the caller's transaction (the conversation's deletion): a stop asked for each run of
+    the conversation still running, as `request_stop` asks it; their message ids. The runs
+    are those with a liveness row (`running_messages`), which every run has while it runs."""
+    running = list(
+        await session.scalars(
+            select(RunningMessage.message_id).where(
+                RunningMessage.conversation_id == conversation_id
+            )
+        )
+    )
+    if not running:
+        return []
+    asked = await session.execute(
+        update(ChatRun)
+        .where(ChatRun.message_id.in_(running), ChatRun.status == RUNNING)
+        .values(stop_requested=True)
+        .returning(ChatRun.message_id)
+    )
+    stopped = list(asked.scalars())
+    await notify(session, STOP_CHANNEL, stopped)
+    return stopped
 
 
 async def stops_asked(db: Database) -> list[str]:

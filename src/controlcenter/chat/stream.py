@@ -30,8 +30,11 @@ class ChatRuns:
     """The running chats of this process: kept referenced while they run, and awaited (for a
     bounded time) at shutdown so that replies being written are saved."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, owner: str | None = None) -> None:
+        """`owner`: the process's `chat.liveness` id, written with each run (None: runs that
+        no liveness watches, as in some tests)."""
         self._db = db
+        self._owner = owner
         self._tasks: set[asyncio.Task[None]] = set()
         self._running: dict[str, RunRecord] = {}
         self.signals = Signals(db, on_stop=self.stop_here, on_approval=self.poke_here)
@@ -58,6 +61,7 @@ class ChatRuns:
             conversation_id=conversation_id,
             message=message,
             answer_id=message_id,
+            owner=self._owner,
         )
         if started is None:
             return None
