@@ -3,21 +3,37 @@ writes them through `chat.store`; this module returns rows, and `chat.schemas` s
 
 from __future__ import annotations
 
-from sqlalchemy import and_, delete, or_, select
+from sqlalchemy import and_, delete, exists, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.models import ConversationRow, Message
-from controlcenter.db import Database
+from controlcenter.db import Database, utcnow
+from controlcenter.db.text_match import lowered
 from controlcenter.web.pagination import DEFAULT_LIMIT, Cursor
 from controlcenter.web.validation import text_problem
 
 
 async def list_conversations(
-    db: Database, user_id: str, *, limit: int = DEFAULT_LIMIT, after: Cursor | None = None
+    db: Database,
+    user_id: str,
+    *,
+    limit: int = DEFAULT_LIMIT,
+    after: Cursor | None = None,
+    containing: str | None = None,
 ) -> tuple[list[ConversationRow], str | None]:
     """A page of the caller's conversations, newest first, and the cursor of the next page
-    (None after the last)."""
+    (None after the last). `containing`: only those whose title or a message's text holds it,
+    whatever the case (its `%` and `_` are plain characters)."""
     query = select(ConversationRow).where(ConversationRow.user_id == user_id)
+    if containing:
+        needle = containing.lower()
+        in_messages = exists().where(
+            Message.conversation_id == ConversationRow.id,
+            lowered(Message.content).contains(needle, autoescape=True),
+        )
+        query = query.where(
+            or_(lowered(ConversationRow.title).contains(needle, autoescape=True), in_messages)
+        )
     if after is not None:
         query = query.where(
             or_(
@@ -46,6 +62,19 @@ async def get_conversation(
             select(Message).where(Message.conversation_id == conversation.id).order_by(Message.seq)
         )
         return conversation, list(messages)
+
+
+async def rename_conversation(
+    db: Database, user_id: str, conversation_id: str, title: str
+) -> ConversationRow | None:
+    """The caller's conversation with its new title; None when not theirs."""
+    async with db.write() as session:
+        conversation = await _owned(session, user_id, conversation_id)
+        if conversation is None:
+            return None
+        conversation.title = title
+        conversation.updated_at = utcnow()
+        return conversation
 
 
 async def delete_conversation(db: Database, user_id: str, conversation_id: str) -> bool:

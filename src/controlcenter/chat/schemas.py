@@ -6,11 +6,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, Json, RootModel
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Json,
+    RootModel,
+    StringConstraints,
+)
 
 from controlcenter.chat import models
 from controlcenter.common.times import iso
-from controlcenter.web.openapi_doc import absent
+from controlcenter.web.openapi_doc import absent, schema_extra
+from controlcenter.web.validation import STORABLE
 
 ProviderName = Literal["provider_a", "provider_b"]
 _NEW_CONVERSATION = "absent: a new conversation"
@@ -86,6 +95,20 @@ class Conversation(BaseModel):
     createdAt: AwareDatetime = absent()
     updatedAt: AwareDatetime = absent()
     messages: list[ChatMessage] = absent("in GET /conversations/{conversation_id}")
+
+
+TITLE_MAX = 200
+Title = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=TITLE_MAX), STORABLE
+]
+"""A conversation's title as a client sets it: 1-200 characters after trimming."""
+
+
+class ConversationRename(BaseModel):
+    """The conversation's new title, stored trimmed."""
+
+    model_config = schema_extra({"title": "Okafor lease renewal"}, strict=True, extra="forbid")
+    title: Title
 
 
 class ConversationPage(BaseModel):
