@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import literal, select
+from sqlalchemy import ColumnElement, literal, select
 
 from controlcenter.db import Database
 from controlcenter.db.text_match import lowered
@@ -14,7 +14,7 @@ from controlcenter.db.text_match import lowered
     [("ÉCOLE Müller", "école müller"), ("ΣΟΦΊΑ", "σοφία"), ("ASCII 100%", "ascii 100%")],
 )
 async def test_lowered_folds_beyond_ascii(db: Database, text: str, expected: str) -> None:
-    value = literal(text)
+    value: ColumnElement[str] = literal(text)
     if not db.is_sqlite:
         value = value.collate("C")  # a collation whose own lower() folds only ASCII
     async with db.read() as session:

@@ -35,6 +35,7 @@ from controlcenter.chat.schemas import (
     ConversationAnswer,
     ConversationPage,
     ConversationRename,
+    ProviderList,
     conversation_json,
     conversation_with_messages,
 )
@@ -42,6 +43,7 @@ from controlcenter.chat.service import (
     ChatParts,
     MissingApiKeyError,
     QuotaReachedError,
+    providers_with_key,
     start_chat,
 )
 from controlcenter.chat.store import (
@@ -200,6 +202,12 @@ def _answer_route(verb: str, status: str) -> None:
 
 _answer_route("approve", APPROVED)
 _answer_route("deny", DENIED)
+
+
+@router.get("/providers", **answers(ProviderList, 401))
+async def providers(principal: CurrentUser, chat_parts: ChatPartsDep) -> dict[str, Any]:
+    """The providers a chat may use now: those whose key is set."""
+    return {"providers": await providers_with_key(chat_parts.settings)}
 
 
 @router.get("/conversations", **answers(ConversationPage, 400, 401))

@@ -31,9 +31,17 @@ class ChatRequest(BaseModel):
             "example": {"message": "Which contacts did I add this week?", "provider": "provider_a"}
         }
     )
-    message: str = Field(min_length=1, description="not blank")
+    message: str = Field(
+        min_length=1, description='not blank; not read with `replace: "lastAnswer"`'
+    )
     conversationId: str = absent(_NEW_CONVERSATION)
     provider: ProviderName = "provider_a"
+    replace: Literal["lastAnswer", "lastMessage"] = absent(
+        "with `conversationId`: `lastAnswer` answers the conversation's last user message "
+        "again in place of its last answer; `lastMessage` puts `message` in place of its last "
+        "user message and that message's answer. Either is refused with the `error` event "
+        "`An answer is still running in this conversation` while one runs."
+    )
 
 
 class UiChatRequest(BaseModel):
@@ -52,7 +60,10 @@ class UiChatRequest(BaseModel):
     messages: list[dict[str, Any]] = Field(
         description="AI SDK UIMessages; the last must be the user's, with text parts"
     )
-    trigger: str = absent()
+    trigger: str = absent("`regenerate-message` in a conversation: its last answer is replaced")
+    messageId: str = absent(
+        "with `submit-message` in a conversation: the edited message replaces its last user message"
+    )
     conversationId: str = absent(_NEW_CONVERSATION)
     provider: ProviderName = absent()
 
@@ -118,6 +129,12 @@ class ConversationPage(BaseModel):
 
 class ConversationAnswer(BaseModel):
     conversation: Conversation
+
+
+class ProviderList(BaseModel):
+    providers: list[ProviderName] = Field(
+        description="the providers whose key is set, in order; empty: no chat can start"
+    )
 
 
 class ChatPolicy(BaseModel):

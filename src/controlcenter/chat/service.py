@@ -33,7 +33,7 @@ from controlcenter.chat.stream import ChatRuns
 from controlcenter.chat.usage import tokens_this_month
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database, utcnow
-from controlcenter.providers.base import PROVIDER_A, PROVIDER_B, Provider
+from controlcenter.providers.base import PROVIDER_A, PROVIDER_B, PROVIDERS, Provider
 from controlcenter.tools.router import ToolRouter
 
 # Everything a chat reads of the settings, in one query.
@@ -72,6 +72,13 @@ class ChatParts:
     runs: ChatRuns
     approval_timeout_s: float = 600.0
     liveness: Liveness | None = None  # closes answers cut by a dead process
+
+
+async def providers_with_key(settings: SettingsStore) -> list[str]:
+    """The providers a chat may choose now: those whose key is set (step 5 refuses the
+    others), in their fixed order."""
+    keys = await settings.get_many(tuple(API_KEY_SETTINGS.values()))
+    return [name for name in PROVIDERS if keys.get(API_KEY_SETTINGS[name], "")]
 
 
 async def start_chat(
@@ -115,6 +122,7 @@ async def start_chat(
         approval_timeout_s=parts.approval_timeout_s,
         fallback=fallback,
         context_token_budget=policy.context_token_budget,
+        replace=request.replace,
     )
     context = ChatContext(settings=settings, crm=parts.crm, tools=parts.tools)
     provider = parts.providers[request.provider]

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import String
+from sqlalchemy import ColumnExpressionArgument, String
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.functions import FunctionElement
 
 SQLITE_FUNCTION = "unicode_lower"
@@ -30,7 +29,7 @@ class lowered(FunctionElement[str]):
     inherit_cache = True
     name = "lowered"
 
-    def __init__(self, expression: ColumnElement[Any]) -> None:
+    def __init__(self, expression: ColumnExpressionArgument[str]) -> None:
         super().__init__(expression)
 
 
