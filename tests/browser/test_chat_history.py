@@ -172,3 +172,43 @@ async def test_a_regenerated_answer_can_be_stopped_and_resumed_after_a_reload(
         ("user", "Tell me about the Okafor lease"),
         ("assistant", ""),
     ]
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+async def test_an_empty_chat_suggests_prompts_from_the_brokers_tools_and_the_box_grows(
+    browsing: Browsing, broker: AppUser, fake_anthropic: FakeAnthropic, size: str
+) -> None:
+    page = await browsing.page(broker, VIEWPORTS[size])
+    await page.goto("/chat")
+    suggestions = page.get_by_role("list", name="Suggestions").get_by_role("button")
+    await expect(suggestions).to_have_count(4)
+    await expect(suggestions.first).to_have_text("Who are my newest contacts?")
+
+    # The message box grows with its text, up to a limit, then scrolls.
+    box = page.get_by_role("textbox", name="Message")
+    empty = (await box.bounding_box() or {"height": 0})["height"]
+    await box.fill("line\n" * 4)
+    await box.dispatch_event("input")
+    four = (await box.bounding_box() or {"height": 0})["height"]
+    await box.fill("line\n" * 40)
+    await box.dispatch_event("input")
+    forty = (await box.bounding_box() or {"height": 0})["height"]
+    assert empty < four < forty <= VIEWPORTS[size]["height"] * 0.4 + 1
+    assert await box.evaluate("box => box.scrollHeight > box.clientHeight")
+
+    fake_anthropic.script(Reply(text="Dana Whitfield, added today."))
+    await box.fill("")
+    await suggestions.first.click()
+    await expect(page.locator(".msg.user .bubble")).to_have_text("Who are my newest contacts?")
+    await answer_done(page)
+    await expect(page.get_by_role("list", name="Suggestions")).to_be_hidden()
+
+
+async def test_a_broker_without_a_crm_location_gets_no_crm_prompts(
+    browsing: Browsing, broker: AppUser, users: Any
+) -> None:
+    unlinked = await users.create()
+    page = await browsing.page(unlinked)
+    await page.goto("/chat")
+    await expect(page.get_by_role("textbox", name="Message")).to_be_enabled()
+    await expect(page.get_by_role("list", name="Suggestions")).to_be_hidden()

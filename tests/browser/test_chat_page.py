@@ -52,10 +52,16 @@ async def test_answer_streams_with_two_tool_calls_in_order(
     await expect(running.locator(".markdown strong")).to_have_text("CRM")
     cards = running.locator(".tool-card")
     await expect(cards).to_have_count(2)
-    await expect(cards.locator(".tool-name")).to_have_text(
-        ["contacts_get-contacts", "contacts_get-contact"]
-    )
-    await expect(cards.nth(0).locator(".tool-args")).to_contain_text('{"query":"Dana"}')
+    # Each card: the tool's title, its arguments as labelled fields, the raw JSON behind Details.
+    await expect(cards.locator(".tool-name")).to_have_text(["Search contacts", "Look up a contact"])
+    await expect(cards.nth(0).locator(".tool-args dt")).to_have_text(["Query"])
+    await expect(cards.nth(0).locator(".tool-args dd")).to_have_text(["Dana"])
+    await expect(cards.nth(1).locator(".tool-args dt")).to_have_text(["Contact id"])
+    raw = cards.nth(0).locator(".tool-raw")
+    await expect(raw).to_be_hidden()
+    await cards.nth(0).get_by_text("Details").click()
+    await expect(raw).to_contain_text('"name": "contacts_get-contacts"')
+    await expect(raw).to_contain_text('"query": "Dana"')
     await expect(cards.locator(".tool-status")).to_have_text(["Succeeded", "Failed"])
     await expect(cards.nth(1).locator(".tool-error")).not_to_be_empty()
     await expect(page.get_by_role("button", name="Send")).to_be_disabled()
@@ -78,7 +84,7 @@ async def test_answer_streams_with_two_tool_calls_in_order(
     await page.reload()
     stored = page.locator(".msg.assistant")
     await expect(stored.locator(".tool-name")).to_have_text(
-        ["contacts_get-contacts", "contacts_get-contact"]
+        ["Search contacts", "Look up a contact"]
     )
     await expect(stored.locator(".tool-status")).to_have_text(["Succeeded", "Failed"])
     await expect(stored.locator(".markdown em")).to_have_text("Dana Whitfield")

@@ -21,7 +21,9 @@ async def turn(
     return events
 
 
-async def stored(client: httpx.AsyncClient, user: AppUser, conversation_id: str) -> list[tuple[str, str]]:
+async def stored(
+    client: httpx.AsyncClient, user: AppUser, conversation_id: str
+) -> list[tuple[str, str]]:
     got = await client.get(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
     return [(m["role"], m["content"]) for m in got.json()["conversation"]["messages"]]
 

@@ -36,6 +36,7 @@ from controlcenter.chat.schemas import (
     ConversationPage,
     ConversationRename,
     ProviderList,
+    ToolList,
     conversation_json,
     conversation_with_messages,
 )
@@ -45,6 +46,7 @@ from controlcenter.chat.service import (
     QuotaReachedError,
     providers_with_key,
     start_chat,
+    tools_for,
 )
 from controlcenter.chat.store import (
     APPROVED,
@@ -208,6 +210,13 @@ _answer_route("deny", DENIED)
 async def providers(principal: CurrentUser, chat_parts: ChatPartsDep) -> dict[str, Any]:
     """The providers a chat may use now: those whose key is set."""
     return {"providers": await providers_with_key(chat_parts.settings)}
+
+
+@router.get("/tools", **answers(ToolList, 401))
+async def tools(principal: CurrentUser, chat_parts: ChatPartsDep) -> dict[str, Any]:
+    """The tools the caller's chats are offered, with their titles."""
+    found = await tools_for(chat_parts, principal.user)
+    return {"tools": [{"name": tool.name, "title": tool.title} for tool in found]}
 
 
 @router.get("/conversations", **answers(ConversationPage, 400, 401))

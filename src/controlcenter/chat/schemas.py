@@ -137,6 +137,15 @@ class ProviderList(BaseModel):
     )
 
 
+class ToolName(BaseModel):
+    name: str = Field(description="as in `toolCall.name`")
+    title: str | None = Field(description="what a person calls it; null when it has none")
+
+
+class ToolList(BaseModel):
+    tools: list[ToolName]
+
+
 class ChatPolicy(BaseModel):
     toolApproval: Literal["off", "writes"]
     monthlyTokenQuota: int | None = Field(ge=0)

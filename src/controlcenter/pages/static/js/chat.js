@@ -8,6 +8,7 @@
 
   // `follow`: keep the newest text in view, until the reader scrolls up to read back.
   const PROVIDERS_URL = "/api/v1/control-center/providers";
+  const TOOLS_URL = "/api/v1/control-center/tools";
   const PROVIDER_LABELS = { provider_a: "Claude", provider_b: "OpenAI" };
   // `conversations`: the list's entries loaded so far (every page), for its date groups.
   const state = {
@@ -18,6 +19,7 @@
     conversations: [],
     query: "",
     admin: false,
+    tools: {}, // tool name -> title
   };
   let ui;
 
@@ -83,6 +85,7 @@
       renameCancel: document.getElementById("rename-cancel"),
       renameError: document.getElementById("rename-error"),
       notSetUp: document.getElementById("not-set-up"),
+      suggestions: document.getElementById("suggestions"),
     };
     ui.stop.addEventListener("click", () => controls.stop());
     state.conversationId = document.body.dataset.conversationId || "";
@@ -131,7 +134,9 @@
     ui.provider.addEventListener("change", () => localStorage.setItem("cc.provider", ui.provider.value));
     loadProviders();
     refreshList();
-    if (state.conversationId) openConversation(state.conversationId);
+    // The titles first: the open conversation's tool cards show them.
+    const tools = loadTools();
+    if (state.conversationId) tools.then(() => openConversation(state.conversationId));
     ui.input.focus();
   });
 
@@ -505,21 +510,26 @@
     renderMarkdown(answer.text, answer.textValue);
   }
 
+  // A tool card: the tool's title, its arguments as labelled fields, the raw JSON (the call,
+  // then its result) behind `Details`.
   function toolStarted(answer, call) {
     answer.text = null;
     const status = cc.el("span", { class: "tool-status running", text: "Running…" });
-    const args = cc.el("pre", { class: "tool-args" });
-    const compact = JSON.stringify(call.arguments ?? {});
-    args.textContent = compact.length > 60 ? JSON.stringify(call.arguments, null, 2) : compact;
+    const fields = Object.entries(call.arguments && typeof call.arguments === "object" ? call.arguments : {}).map(([key, value]) =>
+      cc.el("div", {}, cc.el("dt", { text: words(key) }), cc.el("dd", { text: shown(value) }))
+    );
+    const raw = cc.el("pre", { class: "tool-raw" });
+    raw.textContent = JSON.stringify({ name: call.name, arguments: call.arguments ?? {} }, null, 2);
+    const details = cc.el("details", { class: "tool-details" }, cc.el("summary", { text: "Details" }), raw);
     const card = cc.el(
       "div",
-      { class: "tool-card", "data-tool-call-id": call.id || "" },
+      { class: "tool-card", "data-tool-call-id": call.id || "", "data-tool": call.name || "" },
       cc.el("div", { class: "tool-head" }, cc.el("span", { class: "tool-icon", "aria-hidden": "true", text: "⚙" }),
-        cc.el("span", { class: "tool-name", text: call.name || "tool" }), status),
-      cc.el("div", { class: "tool-label", text: "Arguments" }),
-      args
+        cc.el("span", { class: "tool-name", text: toolTitle(call.name) }), status),
+      fields.length ? cc.el("dl", { class: "tool-args" }, ...fields) : null,
+      details
     );
-    answer.cards[call.id] = { card, status };
+    answer.cards[call.id] = { card, status, details };
     answer.body.append(card);
   }
 
@@ -527,17 +537,72 @@
     const entry = answer.cards[result.toolCallId];
     if (!entry) return;
     entry.status.classList.remove("running");
+    const raw = cc.el("pre", { class: "tool-result" });
+    raw.textContent = JSON.stringify(result.success ? result.result : { error: result.error }, null, 2);
+    entry.details.append(cc.el("p", { class: "tool-label", text: result.success ? "Result" : "Error" }), raw);
     if (result.success) {
       entry.status.textContent = "Succeeded";
       entry.status.classList.add("ok");
-      const pre = cc.el("pre", { class: "tool-result" });
-      pre.textContent = JSON.stringify(result.result, null, 2);
-      entry.card.append(cc.el("details", {}, cc.el("summary", { text: "Result" }), pre));
     } else {
       entry.status.textContent = "Failed";
       entry.status.classList.add("failed");
-      entry.card.append(cc.el("p", { class: "tool-error", text: result.error || "The tool failed." }));
+      entry.details.before(cc.el("p", { class: "tool-error", text: result.error || "The tool failed." }));
     }
+  }
+
+  // The tool's title as the service names it, else its name in words.
+  function toolTitle(name) {
+    const title = state.tools[name];
+    if (title) return title;
+    const bare = String(name || "tool").replace(/^[a-z]+_/, "");
+    return words(bare);
+  }
+
+  // `contactId` → "Contact id", `get-free-slots` → "Get free slots".
+  function words(key) {
+    const spaced = String(key).replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/[_-]+/g, " ").trim().toLowerCase();
+    return spaced.charAt(0).toUpperCase() + spaced.slice(1);
+  }
+
+  function shown(value) {
+    if (value === null || value === undefined) return "—";
+    if (Array.isArray(value) && value.every((item) => typeof item !== "object")) return value.join(", ");
+    if (typeof value === "object") return JSON.stringify(value);
+    return String(value);
+  }
+
+  // -- the tools: titles for the cards, prompts for an empty chat ------------------------------
+
+  // Prompts a broker may start with, by the tool that answers them.
+  const PROMPTS = {
+    "contacts_get-contacts": "Who are my newest contacts?",
+    "calendars_get-calendar-events": "What is on my calendar this week?",
+    "opportunities_search-opportunity": "Which deals are open in my pipeline?",
+    "conversations_search-conversation": "Which conversations are waiting for my reply?",
+    "contacts_get-all-tasks": "Which tasks are due for my contacts?",
+  };
+
+  const CRM_APP = /^(contacts|calendars|conversations|opportunities|locations|emails|payments)_/;
+
+  async function loadTools() {
+    const result = await cc.api("GET", TOOLS_URL);
+    const tools = result.status === 200 ? result.data.tools : [];
+    for (const tool of tools) if (tool.title) state.tools[tool.name] = tool.title;
+    const prompts = tools.filter((tool) => PROMPTS[tool.name]).map((tool) => PROMPTS[tool.name]);
+    // Another source's tools (the MCP server's) by their titles.
+    for (const tool of tools) {
+      if (tool.title && !CRM_APP.test(tool.name)) prompts.push(`${tool.title}: what can you do for me?`);
+    }
+    const buttons = prompts.slice(0, 4).map((prompt) => {
+      const button = cc.el("button", { type: "button", class: "secondary suggestion", text: prompt });
+      button.addEventListener("click", () => {
+        ui.input.value = prompt;
+        send();
+      });
+      return cc.el("li", {}, button);
+    });
+    ui.suggestions.replaceChildren(...buttons);
+    ui.suggestions.hidden = !buttons.length;
   }
 
   function showAnswerError(answer, text) {
