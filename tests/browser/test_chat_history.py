@@ -212,3 +212,35 @@ async def test_a_broker_without_a_crm_location_gets_no_crm_prompts(
     await page.goto("/chat")
     await expect(page.get_by_role("textbox", name="Message")).to_be_enabled()
     await expect(page.get_by_role("list", name="Suggestions")).to_be_hidden()
+
+
+WIDE_TABLE = (
+    "| Contact | Company | E-mail | Phone | Stage | Next step |\n"
+    "|---|---|---|---|---|---|\n"
+    "| Dana Whitfield | North Pier Logistics | dana@northpier.example | +15551234567 "
+    "| Negotiation | Send the lease draft on Friday |\n"
+)
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+async def test_code_blocks_copy_and_wide_tables_scroll_inside_the_answer(
+    browsing: Browsing, broker: AppUser, fake_anthropic: FakeAnthropic, size: str
+) -> None:
+    code = 'curl -H "Version: 2021-07-28" https://services.example/contacts'
+    fake_anthropic.script(Reply(text=f"Run this:\n\n```\n{code}\n```\n\n{WIDE_TABLE}"))
+    page = await browsing.page(broker, VIEWPORTS[size])
+    await page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    await page.goto("/chat")
+    await send(page, "Show me the request and my contacts")
+    await answer_done(page)
+    answer = page.locator(".msg.assistant .markdown")
+    await answer.get_by_role("button", name="Copy code").click()
+    assert await page.evaluate("navigator.clipboard.readText()") == code + "\n"
+
+    table = answer.get_by_role("region", name="Table")
+    await expect(table.locator("th")).to_have_count(6)
+    widths = await table.evaluate("box => [box.scrollWidth, box.clientWidth]")
+    if size == "phone":
+        assert widths[0] > widths[1]  # the table is wider than the phone: its box scrolls
+    page_width = await page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+    assert page_width[0] <= page_width[1]  # the page itself never does
