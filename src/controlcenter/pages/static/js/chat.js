@@ -149,7 +149,7 @@
     if (cursor) params.set("cursor", cursor);
     if (state.query) params.set("q", state.query);
     const query = state.query;
-    const result = await cc.api("GET", CONVERSATIONS_URL + (params.size ? "?" + params : ""));
+    const result = await cc.api("GET", CONVERSATIONS_URL + (params.toString() ? "?" + params : ""));
     if (query !== state.query) return; // a newer search is under way
     if (result.status !== 200) {
       cc.show(ui.pageError, "The conversation list could not be loaded: " + cc.errorText(result));
