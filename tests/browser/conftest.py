@@ -34,6 +34,8 @@ CHROMIUM_FLAGS = [
 ]
 DESKTOP = ViewportSize(width=1280, height=800)
 PHONE = ViewportSize(width=375, height=740)
+PHONE_390 = ViewportSize(width=390, height=844)  # a current phone's screen
+VIEWPORTS = {"desktop": DESKTOP, "phone": PHONE_390}  # the sizes each chat control is tried at
 COMPANY_ID = "companyBrowser000001"
 AGENCY_KEY = "agency-oauth-token-browser-0001"
 

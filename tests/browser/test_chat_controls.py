@@ -1,5 +1,5 @@
 """The chat page's controls: Stop, resuming after a reload, approving or denying
-a write, and each answer's token usage."""
+a write, and each answer's token usage (for administrators)."""
 
 from __future__ import annotations
 
@@ -14,14 +14,21 @@ from tests.fakes.llm import FakeAnthropic, Reply, ToolUse
 POLICY = "/api/v1/admin/chat-policy"
 
 
-async def test_stop_ends_the_answer_and_the_usage_is_shown(
-    browsing: Browsing, broker: AppUser, fake_anthropic: FakeAnthropic
+async def test_stop_ends_the_answer_and_the_usage_is_for_administrators(
+    browsing: Browsing, broker: AppUser, users: UserFactory, fake_anthropic: FakeAnthropic
 ) -> None:
+    fake_anthropic.script(Reply(text="Done quickly.", usage=(120, 8)))
+    admin_page = await ask(browsing, await users.create("admin"), "Tokens?")
+    await answer_done(admin_page)
+    usage = admin_page.locator(".msg.assistant .usage")
+    await expect(usage).to_have_text("120 tokens in · 8 out")
+
     fake_anthropic.script(Reply(text="Done quickly.", usage=(120, 8)))
     page = await ask(browsing, broker, "First")
     await answer_done(page)
     first = page.locator(".msg.assistant").first
-    await expect(first.locator(".usage")).to_have_text("120 tokens in · 8 out")
+    await expect(first.locator(".markdown")).to_have_text("Done quickly.")
+    await expect(first.locator(".usage")).to_have_count(0)  # a broker has no use for it
     stop = page.get_by_role("button", name="Stop")
     await expect(stop).to_be_hidden()
 

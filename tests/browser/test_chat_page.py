@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 from playwright.async_api import Page, expect
 
-from tests.browser.conftest import Browsing
+from tests.browser.conftest import VIEWPORTS, Browsing
 from tests.chat.helpers import set_settings
 from tests.conftest import AppUser, UserFactory
 from tests.fakes.llm import ErrorReply, FakeAnthropic, FakeOpenAI, Reply, ToolUse
@@ -51,10 +52,16 @@ async def test_answer_streams_with_two_tool_calls_in_order(
     await expect(running.locator(".markdown strong")).to_have_text("CRM")
     cards = running.locator(".tool-card")
     await expect(cards).to_have_count(2)
-    await expect(cards.locator(".tool-name")).to_have_text(
-        ["contacts_get-contacts", "contacts_get-contact"]
-    )
-    await expect(cards.nth(0).locator(".tool-args")).to_contain_text('{"query":"Dana"}')
+    # Each card: the tool's title, its arguments as labelled fields, the raw JSON behind Details.
+    await expect(cards.locator(".tool-name")).to_have_text(["Search contacts", "Look up a contact"])
+    await expect(cards.nth(0).locator(".tool-args dt")).to_have_text(["Query"])
+    await expect(cards.nth(0).locator(".tool-args dd")).to_have_text(["Dana"])
+    await expect(cards.nth(1).locator(".tool-args dt")).to_have_text(["Contact id"])
+    raw = cards.nth(0).locator(".tool-raw")
+    await expect(raw).to_be_hidden()
+    await cards.nth(0).get_by_text("Details").click()
+    await expect(raw).to_contain_text('"name": "contacts_get-contacts"')
+    await expect(raw).to_contain_text('"query": "Dana"')
     await expect(cards.locator(".tool-status")).to_have_text(["Succeeded", "Failed"])
     await expect(cards.nth(1).locator(".tool-error")).not_to_be_empty()
     await expect(page.get_by_role("button", name="Send")).to_be_disabled()
@@ -77,21 +84,22 @@ async def test_answer_streams_with_two_tool_calls_in_order(
     await page.reload()
     stored = page.locator(".msg.assistant")
     await expect(stored.locator(".tool-name")).to_have_text(
-        ["contacts_get-contacts", "contacts_get-contact"]
+        ["Search contacts", "Look up a contact"]
     )
     await expect(stored.locator(".tool-status")).to_have_text(["Succeeded", "Failed"])
     await expect(stored.locator(".markdown em")).to_have_text("Dana Whitfield")
-    await expect(page.locator(".msg.user")).to_have_text("Who is Dana?")
+    await expect(page.locator(".msg.user .bubble")).to_have_text("Who is Dana?")
 
 
-async def test_a_stream_error_is_shown_in_the_page(
-    browsing: Browsing, broker: AppUser, fake_anthropic: FakeAnthropic
+async def test_a_stream_error_is_plain_for_a_broker_and_exact_for_an_administrator(
+    browsing: Browsing, broker: AppUser, users: UserFactory, fake_anthropic: FakeAnthropic
 ) -> None:
     fake_anthropic.script(ErrorReply(529, "Overloaded"))
     page = await ask(browsing, broker, "Show me my pipeline")
     alert = page.locator(".msg.assistant").get_by_role("alert")
-    await expect(alert).to_contain_text("Overloaded")
-    await expect(alert).to_contain_text("529")
+    await expect(alert).to_have_text(
+        "The assistant is busy right now. Please try again in a moment."
+    )
     await expect(page.get_by_role("button", name="Send")).to_be_enabled()
 
     # The next message works in the same conversation.
@@ -99,15 +107,39 @@ async def test_a_stream_error_is_shown_in_the_page(
     await send(page, "Try again")
     await expect(page.locator(".msg.assistant .markdown")).to_have_text("Back again.")
 
+    # An administrator reads the provider's own words and status.
+    admin = await users.create("admin")
+    fake_anthropic.script(ErrorReply(529, "Overloaded"))
+    page = await ask(browsing, admin, "Show me my pipeline")
+    alert = page.locator(".msg.assistant").get_by_role("alert")
+    await expect(alert).to_contain_text("Overloaded")
+    await expect(alert).to_contain_text("(code 529)")
 
-async def test_a_refused_message_is_shown_in_the_page(
-    browsing: Browsing, users: UserFactory
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+async def test_without_a_provider_key_the_composer_says_the_assistant_is_not_set_up(
+    browsing: Browsing, users: UserFactory, size: str
 ) -> None:
     user = await users.create()  # no provider key configured
-    page = await ask(browsing, user, "Hello")
-    alert = page.locator(".msg.assistant").get_by_role("alert")
-    await expect(alert).to_contain_text("provider_a")
-    await expect(alert).to_contain_text("settings")
+    page = await browsing.page(user, VIEWPORTS[size])
+    await page.goto("/chat")
+    await expect(page.get_by_text("The assistant is not set up yet")).to_be_visible()
+    await expect(page.get_by_role("textbox", name="Message")).to_be_disabled()
+    await expect(page.get_by_role("button", name="Send")).to_be_disabled()
+    await expect(page.get_by_label("Model")).to_be_hidden()
+
+
+async def test_only_providers_with_a_key_are_offered(
+    browsing: Browsing, broker: AppUser, fake_openai: FakeOpenAI
+) -> None:
+    page = await browsing.page(broker)
+    await page.goto("/chat")
+    model = page.get_by_label("Model")
+    await expect(model.locator("option")).to_have_text(["Claude"])
+    await set_settings(browsing.server, {"providerBApiKey": fake_openai.api_key}, broker)
+    await page.reload()
+    await expect(model.locator("option")).to_have_text(["Claude", "OpenAI"])
+    await expect(page.get_by_text("The assistant is not set up yet")).to_be_hidden()
 
 
 async def test_delete_asks_first_then_removes_the_conversation(
@@ -196,7 +228,7 @@ async def test_the_chat_works_from_the_keyboard(
     await page.keyboard.type("second line")
     await expect(message).to_have_value("First line\nsecond line")
     await page.keyboard.press("Enter")
-    await expect(page.locator(".msg.user")).to_have_text("First line\nsecond line")
+    await expect(page.locator(".msg.user .bubble")).to_have_text("First line\nsecond line")
     await expect(page.locator(".msg.assistant .markdown")).to_have_text("Typed and sent.")
     # Tab reaches Send, whose focus is visible.
     await message.focus()

@@ -130,7 +130,7 @@ async def test_demo_gives_a_working_chat_in_the_browser(demo: Demo, browser: Bro
         await page.get_by_role("textbox", name="Message").fill("Who are my contacts?")
         await page.get_by_role("button", name="Send").click()
         answer = page.locator(".msg.assistant")
-        await expect(answer.locator(".tool-name")).to_have_text(["contacts_get-contacts"])
+        await expect(answer.locator(".tool-name")).to_have_text(["Search contacts"])
         await expect(answer.locator(".tool-status")).to_have_text(["Succeeded"])
         await expect(answer.locator(".markdown strong", has_text="Dana Whitfield")).to_be_visible()
     finally:

@@ -40,7 +40,9 @@ async def ai_sdk_turn(
     user: AppUser,
     messages: list[dict[str, Any]],
     body: dict[str, Any] | None = None,
+    **request: str,
 ) -> dict[str, Any]:
+    """One turn as the SDK sends it; `request`: its `trigger` and `messageId`."""
     node = shutil.which("node")
     assert node, "Node.js is missing: run ./scripts/ensure-node.sh (make test does)"
     assert (SCRIPT.parent / "node_modules" / "ai").is_dir(), "run ./scripts/ensure-node.sh"
@@ -50,6 +52,7 @@ async def ai_sdk_turn(
         "chatId": "chat-1",
         "messages": messages,
         "body": body or {},
+        **request,
     }
     process = await asyncio.create_subprocess_exec(
         node, str(SCRIPT), json.dumps(spec), stdout=asyncio.subprocess.PIPE
@@ -95,6 +98,44 @@ async def test_text_answer_then_a_second_turn(
         ("assistant", "Hello there."),
         ("user", "Once more"),
         ("assistant", "Again."),
+    ]
+
+
+async def test_regenerate_and_edit_replace_the_stored_last_turn(
+    server: RunningServer, ui_user: AppUser, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.script(Reply(text="Hello there."))
+    first = await ai_sdk_turn(server, ui_user, [user_message("Hi")])
+    conversation_id = first["chunks"][0]["messageMetadata"]["conversationId"]
+    answer_id = first["message"]["id"]
+    into = {"conversationId": conversation_id}
+
+    # regenerate(): the client drops the answer and asks again with the same messages.
+    fake_anthropic.script(Reply(text="Hi again."))
+    again = await ai_sdk_turn(
+        server,
+        ui_user,
+        [user_message("Hi")],
+        into,
+        trigger="regenerate-message",
+        messageId=answer_id,
+    )
+    assert again["failure"] is None and again["errors"] == []
+    assert [p["text"] for p in again["message"]["parts"] if p["type"] == "text"] == ["Hi again."]
+    assert [m["role"] for m in fake_anthropic.requests[-1]["messages"]] == ["user"]
+    stored = await stored_messages(server, conversation_id)
+    assert [(m.role, m.content) for m in stored] == [("user", "Hi"), ("assistant", "Hi again.")]
+
+    # sendMessage({text, messageId}): the user's message edited in place.
+    fake_anthropic.script(Reply(text="Good evening."))
+    edited = await ai_sdk_turn(
+        server, ui_user, [user_message("Good evening")], into, messageId="u1"
+    )
+    assert edited["failure"] is None
+    stored = await stored_messages(server, conversation_id)
+    assert [(m.role, m.content) for m in stored] == [
+        ("user", "Good evening"),
+        ("assistant", "Good evening."),
     ]
 
 

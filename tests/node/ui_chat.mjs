@@ -2,7 +2,8 @@
 // parts: DefaultChatTransport (useChat's default HTTP transport) posts the body and parses the
 // stream, validating every chunk with the package's uiMessageChunkSchema (an invalid chunk
 // fails the stream); readUIMessageStream builds the UIMessage a useChat screen would show.
-// Input (argv[2], JSON): {url, token, chatId, messages, body}. Output (stdout, JSON):
+// Input (argv[2], JSON): {url, token, chatId, messages, body, trigger?, messageId?} (the
+// trigger and message id useChat's regenerate() and sendMessage({messageId}) send). Output (stdout, JSON):
 // {status, headers, chunks, message, errors, failure}.
 import { DefaultChatTransport, readUIMessageStream, uiMessageChunkSchema } from "ai";
 import { safeValidateTypes } from "@ai-sdk/provider-utils";
@@ -26,8 +27,8 @@ try {
   const stream = await transport.sendMessages({
     chatId: input.chatId,
     messages: input.messages,
-    trigger: "submit-message",
-    messageId: undefined,
+    trigger: input.trigger ?? "submit-message",
+    messageId: input.messageId,
     abortSignal: undefined,
   });
   const [forChunks, forMessage] = stream.tee();

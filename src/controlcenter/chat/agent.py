@@ -17,6 +17,7 @@ from controlcenter.chat import events
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.context import ChatContext
 from controlcenter.chat.context_budget import fit
+from controlcenter.chat.conversations import TurnRefusedError
 from controlcenter.chat.policy import DEFAULT_CONTEXT_TOKEN_BUDGET
 from controlcenter.chat.schemas import message_json
 from controlcenter.chat.store import (
@@ -83,6 +84,7 @@ class ChatTurn:
     approval_timeout_s: float = 600.0
     fallback: Fallback | None = None
     context_token_budget: int = DEFAULT_CONTEXT_TOKEN_BUDGET
+    replace: str | None = None  # what of the conversation's last turn it replaces
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -103,7 +105,9 @@ async def run_chat(
     try:
         # Before anything is saved: a key that cannot travel in a header fails every call.
         check_credential(turn.key_setting, turn.api_key)
-        run = await runs.begin(turn.user.id, turn.conversation_id, turn.message, channel)
+        run = await runs.begin(
+            turn.user.id, turn.conversation_id, turn.message, channel, turn.replace
+        )
         if run is None:
             channel.send(events.error(CONVERSATION_NOT_FOUND))  # belongs to no message
         else:
@@ -114,6 +118,8 @@ async def run_chat(
         message = redact(exc.message, *turn.secrets, mask=MASK)
         log.warning("provider error", provider=turn.provider, status=code, message=message)
         failure = events.error(message or UNEXPECTED, code)
+    except TurnRefusedError as exc:  # nothing was saved; the client asked for what cannot be
+        failure = events.error(str(exc))
     except UnusableSettingError as exc:
         # An operator's mistake, not a bug: one line naming the setting, no traceback.
         log.warning("chat refused: configuration error", setting=exc.name, problem=exc.reason)
@@ -151,7 +157,7 @@ async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run:
         AssistantTurn(text.content) if text.role == ASSISTANT else UserTurn(text.content)
         for text in run.history
     ]
-    turns: list[Turn] = [*history, UserTurn(turn.message)]
+    turns: list[Turn] = [*history, UserTurn(run.message)]
     # `?deltas=tokens`: the provider in streaming mode, each piece of text an event.
     streamed: list[str] = []
 

@@ -1,24 +1,51 @@
-"""The caller's conversations as the conversation endpoints read and delete them. A chat turn
-writes them through `chat.store`; this module returns rows, and `chat.schemas` shapes them."""
+"""The caller's conversations as the conversation endpoints read, rename and delete them, and
+the cut a chat turn makes when it answers the last message again. A chat turn writes them
+through `chat.store`; this module returns rows, and `chat.schemas` shapes them."""
 
 from __future__ import annotations
 
-from sqlalchemy import and_, delete, or_, select
+import json
+
+from sqlalchemy import and_, delete, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlcenter.chat.models import ConversationRow, Message
-from controlcenter.chat.store import stop_conversation_runs
-from controlcenter.db import Database
+from controlcenter.chat.models import (
+    RUNNING,
+    ChatEventRow,
+    ChatRun,
+    ConversationRow,
+    Message,
+    RunningMessage,
+)
+from controlcenter.chat.signals import STOP_CHANNEL
+from controlcenter.db import Database, utcnow
+from controlcenter.db.notifications import notify
+from controlcenter.db.text_match import lowered
 from controlcenter.web.pagination import DEFAULT_LIMIT, Cursor
 from controlcenter.web.validation import text_problem
 
 
 async def list_conversations(
-    db: Database, user_id: str, *, limit: int = DEFAULT_LIMIT, after: Cursor | None = None
+    db: Database,
+    user_id: str,
+    *,
+    limit: int = DEFAULT_LIMIT,
+    after: Cursor | None = None,
+    containing: str | None = None,
 ) -> tuple[list[ConversationRow], str | None]:
     """A page of the caller's conversations, newest first, and the cursor of the next page
-    (None after the last)."""
+    (None after the last). `containing`: only those whose title or a message's text holds it,
+    whatever the case (its `%` and `_` are plain characters)."""
     query = select(ConversationRow).where(ConversationRow.user_id == user_id)
+    if containing:
+        needle = containing.lower()
+        in_messages = exists().where(
+            Message.conversation_id == ConversationRow.id,
+            lowered(Message.content).contains(needle, autoescape=True),
+        )
+        query = query.where(
+            or_(lowered(ConversationRow.title).contains(needle, autoescape=True), in_messages)
+        )
     if after is not None:
         query = query.where(
             or_(
@@ -49,6 +76,19 @@ async def get_conversation(
         return conversation, list(messages)
 
 
+async def rename_conversation(
+    db: Database, user_id: str, conversation_id: str, title: str
+) -> ConversationRow | None:
+    """The caller's conversation with its new title; None when not theirs."""
+    async with db.write() as session:
+        conversation = await _owned(session, user_id, conversation_id)
+        if conversation is None:
+            return None
+        conversation.title = title
+        conversation.updated_at = utcnow()
+        return conversation
+
+
 async def delete_conversation(db: Database, user_id: str, conversation_id: str) -> bool:
     """Its answers still running are stopped, as the stop endpoint stops them (they end with
     an `error` event saying the conversation was deleted)."""
@@ -74,3 +114,94 @@ async def _owned(
             ConversationRow.id == conversation_id, ConversationRow.user_id == user_id
         )
     )
+
+
+# What a turn may replace (the chat body's `replace`).
+LAST_ANSWER = "lastAnswer"  # the last user message is answered again
+LAST_MESSAGE = "lastMessage"  # the last user message is replaced by the turn's, then answered
+REPLACEABLE = (LAST_ANSWER, LAST_MESSAGE)
+ANSWER_RUNNING = "An answer is still running in this conversation"
+NOTHING_TO_REPLACE = "The conversation has no message to answer again"
+
+
+class TurnRefusedError(Exception):
+    """The turn cannot replace what it asked to; the message is the stream's `error`."""
+
+
+async def revise_last_turn(
+    session: AsyncSession,
+    user_id: str,
+    conversation_id: str,
+    replace: str,
+    message: str,
+    title_length: int,
+) -> str:
+    """In the turn's write, on the caller's conversation: the messages after its last user
+    message deleted (`LAST_ANSWER`), or that message too (`LAST_MESSAGE`, `message` taking its
+    place; the title follows when it was that first message's own). The user message the
+    turn answers. Raises TurnRefusedError, before any change, while an answer of the
+    conversation still runs (it would land after the cut) or when it has no user message."""
+    if await _answer_running(session, user_id, conversation_id):
+        raise TurnRefusedError(ANSWER_RUNNING)
+    in_conversation = Message.conversation_id == conversation_id
+    last = (
+        await session.execute(
+            select(Message.seq, Message.content)
+            .where(in_conversation, Message.role == "user")
+            .order_by(Message.seq.desc())
+            .limit(1)
+        )
+    ).first()
+    if last is None:
+        raise TurnRefusedError(NOTHING_TO_REPLACE)
+    seq, asked = last
+    if replace == LAST_ANSWER:
+        await session.execute(delete(Message).where(in_conversation, Message.seq > seq))
+        return str(asked)
+    await session.execute(delete(Message).where(in_conversation, Message.seq >= seq))
+    first = await session.scalar(select(Message.seq).where(in_conversation).limit(1))
+    if first is None:  # it was the first message: a title taken from it follows it
+        await session.execute(
+            update(ConversationRow)
+            .where(
+                ConversationRow.id == conversation_id,
+                ConversationRow.title == asked[:title_length],
+            )
+            .values(title=message[:title_length])
+        )
+    return message
+
+
+async def _answer_running(session: AsyncSession, user_id: str, conversation_id: str) -> bool:
+    """Whether a run of the user's answers in this conversation now: its first event,
+    `message_start`, names the conversation (a user has few runs at a time)."""
+    starts = await session.scalars(
+        select(ChatEventRow.data)
+        .join(ChatRun, ChatRun.message_id == ChatEventRow.message_id)
+        .where(ChatRun.user_id == user_id, ChatRun.status == RUNNING, ChatEventRow.n == 1)
+    )
+    return any(json.loads(data).get("conversationId") == conversation_id for data in starts)
+
+
+async def stop_conversation_runs(session: AsyncSession, conversation_id: str) -> list[str]:
+    """In the caller's transaction (the conversation's deletion): a stop asked for each run of
+    the conversation still running, as `store.request_stop` asks it; their message ids. The runs
+    are those with a liveness row (`running_messages`), which every run has while it runs."""
+    running = list(
+        await session.scalars(
+            select(RunningMessage.message_id).where(
+                RunningMessage.conversation_id == conversation_id
+            )
+        )
+    )
+    if not running:
+        return []
+    asked = await session.execute(
+        update(ChatRun)
+        .where(ChatRun.message_id.in_(running), ChatRun.status == RUNNING)
+        .values(stop_requested=True)
+        .returning(ChatRun.message_id)
+    )
+    stopped = list(asked.scalars())
+    await notify(session, STOP_CHANNEL, stopped)
+    return stopped

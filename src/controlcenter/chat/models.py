@@ -41,6 +41,9 @@ class Message(Base):
     interrupted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
+RUNNING = "running"  # a run's status while it runs
+
+
 # The condition of `ix_chat_runs_stops_asked`, written the same in the poll's query: SQLite uses
 # a partial index only for a query whose WHERE holds the index's terms as written.
 STOPS_ASKED = "stop_requested AND status = 'running'"

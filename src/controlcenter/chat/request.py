@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import Request
 
+from controlcenter.chat.conversations import LAST_ANSWER, REPLACEABLE
 from controlcenter.providers.base import PROVIDER_A, PROVIDERS
 from controlcenter.web.body import read_json
 from controlcenter.web.errors import ApiError, InvalidJSONError, InvalidTextError
@@ -18,6 +19,8 @@ MESSAGE_TOO_LONG = f"Message too long: at most {MESSAGE_MAX_CHARS} characters"
 INVALID_PROVIDER = f"Invalid provider: must be one of {', '.join(PROVIDERS)}"
 INVALID_JSON = "Invalid JSON body"
 INVALID_TEXT = "Invalid text: strings must not contain NUL characters or unpaired surrogates"
+INVALID_REPLACE = f"Invalid replace: must be one of {', '.join(REPLACEABLE)}"
+REPLACE_NEEDS_CONVERSATION = "Missing conversationId: replace applies to a conversation"
 
 
 class ChatRequestError(ValueError):
@@ -31,6 +34,7 @@ class ChatInput:
     message: str
     conversation_id: Any  # None when absent or null; otherwise the raw value (see docs/chat.md)
     provider: str
+    replace: str | None = None  # `lastAnswer` or `lastMessage`; None when absent or null
 
 
 async def read_chat_body(request: Request) -> Any:
@@ -44,16 +48,28 @@ async def read_chat_body(request: Request) -> Any:
 
 
 def parse_chat_request(body: Any) -> ChatInput:
-    """Raises ChatRequestError for a missing/blank message or a provider that is not allowed."""
+    """Raises ChatRequestError for a missing/blank message or a provider that is not allowed,
+    and for a `replace` that is not one of its values or comes without a conversation.
+
+    With `replace: "lastAnswer"` the message is the conversation's own last one: `message`
+    is not read."""
     fields = body if isinstance(body, dict) else {}
+    replace = fields.get("replace")
+    if replace is not None and replace not in REPLACEABLE:
+        raise ChatRequestError(INVALID_REPLACE)
     message = fields.get("message")
-    if not isinstance(message, str) or not message.strip():
+    if replace == LAST_ANSWER:
+        message = ""
+    elif not isinstance(message, str) or not message.strip():
         raise ChatRequestError(MISSING_MESSAGE)
     if len(message) > MESSAGE_MAX_CHARS:
         raise ChatRequestError(MESSAGE_TOO_LONG)
     provider = fields.get("provider", PROVIDER_A)
     if not isinstance(provider, str) or provider not in PROVIDERS:
         raise ChatRequestError(INVALID_PROVIDER)
+    conversation_id = fields.get("conversationId")
+    if replace is not None and conversation_id is None:
+        raise ChatRequestError(REPLACE_NEEDS_CONVERSATION)
     return ChatInput(
-        message=message, conversation_id=fields.get("conversationId"), provider=provider
+        message=message, conversation_id=conversation_id, provider=provider, replace=replace
     )

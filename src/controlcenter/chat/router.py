@@ -16,9 +16,11 @@ from controlcenter.chat.conversations import (
     delete_conversation,
     get_conversation,
     list_conversations,
+    rename_conversation,
 )
 from controlcenter.chat.deps import ChatPartsDep
 from controlcenter.chat.request import (
+    INVALID_TEXT,
     ChatInput,
     ChatRequestError,
     parse_chat_request,
@@ -32,6 +34,9 @@ from controlcenter.chat.schemas import (
     ChatRequest,
     ConversationAnswer,
     ConversationPage,
+    ConversationRename,
+    ProviderList,
+    ToolList,
     conversation_json,
     conversation_with_messages,
 )
@@ -39,7 +44,9 @@ from controlcenter.chat.service import (
     ChatParts,
     MissingApiKeyError,
     QuotaReachedError,
+    providers_with_key,
     start_chat,
+    tools_for,
 )
 from controlcenter.chat.store import (
     APPROVED,
@@ -49,6 +56,7 @@ from controlcenter.chat.store import (
     answer_approval,
     request_stop,
 )
+from controlcenter.web.body import read_model
 from controlcenter.web.deps import DatabaseDep
 from controlcenter.web.errors import ApiError
 from controlcenter.web.openapi_doc import Success, answers, json_body
@@ -59,6 +67,7 @@ from controlcenter.web.pagination import (
     Cursor,
     InvalidCursorError,
 )
+from controlcenter.web.validation import text_problem
 
 router = APIRouter(prefix="/api/v1/control-center", tags=["chat"])
 
@@ -197,18 +206,44 @@ _answer_route("approve", APPROVED)
 _answer_route("deny", DENIED)
 
 
+@router.get("/providers", **answers(ProviderList, 401))
+async def providers(principal: CurrentUser, chat_parts: ChatPartsDep) -> dict[str, Any]:
+    """The providers a chat may use now: those whose key is set."""
+    return {"providers": await providers_with_key(chat_parts.settings)}
+
+
+@router.get("/tools", **answers(ToolList, 401))
+async def tools(principal: CurrentUser, chat_parts: ChatPartsDep) -> dict[str, Any]:
+    """The tools the caller's chats are offered, with their titles."""
+    found = await tools_for(chat_parts, principal.user)
+    return {"tools": [{"name": tool.name, "title": tool.title} for tool in found]}
+
+
 @router.get("/conversations", **answers(ConversationPage, 400, 401))
 async def conversations(
     principal: CurrentUser,
     db: DatabaseDep,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query(max_length=500)] = None,
+    q: Annotated[
+        str | None,
+        Query(
+            max_length=200,
+            description="only conversations whose title or message text contains it "
+            "(case-insensitive)",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
+    """The caller's conversations, newest first, without their messages."""
     try:
         after = Cursor.decode(cursor) if cursor else None
     except InvalidCursorError as exc:
         raise ApiError(400, INVALID_CURSOR) from exc
-    page, next_cursor = await list_conversations(db, principal.user.id, limit=limit, after=after)
+    if q is not None and text_problem(q) is not None:
+        raise ApiError(400, INVALID_TEXT)
+    page, next_cursor = await list_conversations(
+        db, principal.user.id, limit=limit, after=after, containing=q
+    )
     return {"conversations": [conversation_json(row) for row in page], "nextCursor": next_cursor}
 
 
@@ -220,6 +255,22 @@ async def conversation(
     if found is None:
         raise ApiError(404, CONVERSATION_NOT_FOUND)
     return {"conversation": conversation_with_messages(*found)}
+
+
+@router.patch(
+    "/conversations/{conversation_id}",
+    **answers(ConversationAnswer, 400, 401, 404, 413, write=True),
+    openapi_extra=json_body(ConversationRename),
+)
+async def rename(
+    conversation_id: str, request: Request, principal: CurrentUser, db: DatabaseDep
+) -> dict[str, Any]:
+    """Give the conversation a title of the caller's choosing."""
+    body = await read_model(request, ConversationRename)
+    found = await rename_conversation(db, principal.user.id, conversation_id, body.title)
+    if found is None:
+        raise ApiError(404, CONVERSATION_NOT_FOUND)
+    return {"conversation": conversation_json(found)}
 
 
 @router.delete("/conversations/{conversation_id}", **answers(Success, 401, 404, write=True))

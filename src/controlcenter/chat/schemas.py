@@ -6,11 +6,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, Json, RootModel
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Json,
+    RootModel,
+    StringConstraints,
+)
 
 from controlcenter.chat import models
 from controlcenter.common.times import iso
-from controlcenter.web.openapi_doc import absent
+from controlcenter.web.openapi_doc import absent, schema_extra
+from controlcenter.web.validation import STORABLE
 
 ProviderName = Literal["provider_a", "provider_b"]
 _NEW_CONVERSATION = "absent: a new conversation"
@@ -22,9 +31,17 @@ class ChatRequest(BaseModel):
             "example": {"message": "Which contacts did I add this week?", "provider": "provider_a"}
         }
     )
-    message: str = Field(min_length=1, description="not blank")
+    message: str = Field(
+        min_length=1, description='not blank; not read with `replace: "lastAnswer"`'
+    )
     conversationId: str = absent(_NEW_CONVERSATION)
     provider: ProviderName = "provider_a"
+    replace: Literal["lastAnswer", "lastMessage"] = absent(
+        "with `conversationId`: `lastAnswer` answers the conversation's last user message "
+        "again in place of its last answer; `lastMessage` puts `message` in place of its last "
+        "user message and that message's answer. Either is refused with the `error` event "
+        "`An answer is still running in this conversation` while one runs."
+    )
 
 
 class UiChatRequest(BaseModel):
@@ -43,7 +60,10 @@ class UiChatRequest(BaseModel):
     messages: list[dict[str, Any]] = Field(
         description="AI SDK UIMessages; the last must be the user's, with text parts"
     )
-    trigger: str = absent()
+    trigger: str = absent("`regenerate-message` in a conversation: its last answer is replaced")
+    messageId: str = absent(
+        "with `submit-message` in a conversation: the edited message replaces its last user message"
+    )
     conversationId: str = absent(_NEW_CONVERSATION)
     provider: ProviderName = absent()
 
@@ -88,6 +108,20 @@ class Conversation(BaseModel):
     messages: list[ChatMessage] = absent("in GET /conversations/{conversation_id}")
 
 
+TITLE_MAX = 200
+Title = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=TITLE_MAX), STORABLE
+]
+"""A conversation's title as a client sets it: 1-200 characters after trimming."""
+
+
+class ConversationRename(BaseModel):
+    """The conversation's new title, stored trimmed."""
+
+    model_config = schema_extra({"title": "Okafor lease renewal"}, strict=True, extra="forbid")
+    title: Title
+
+
 class ConversationPage(BaseModel):
     conversations: list[Conversation]
     nextCursor: str | None
@@ -95,6 +129,21 @@ class ConversationPage(BaseModel):
 
 class ConversationAnswer(BaseModel):
     conversation: Conversation
+
+
+class ProviderList(BaseModel):
+    providers: list[ProviderName] = Field(
+        description="the providers whose key is set, in order; empty: no chat can start"
+    )
+
+
+class ToolName(BaseModel):
+    name: str = Field(description="as in `toolCall.name`")
+    title: str | None = Field(description="what a person calls it; null when it has none")
+
+
+class ToolList(BaseModel):
+    tools: list[ToolName]
 
 
 class ChatPolicy(BaseModel):

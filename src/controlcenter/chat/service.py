@@ -31,9 +31,11 @@ from controlcenter.chat.policy import CHAT_POLICY, stored_policy
 from controlcenter.chat.request import ChatInput
 from controlcenter.chat.stream import ChatRuns
 from controlcenter.chat.usage import tokens_this_month
+from controlcenter.crm.tools import OPERATION_IDS
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database, utcnow
-from controlcenter.providers.base import PROVIDER_A, PROVIDER_B, Provider
+from controlcenter.providers.base import PROVIDER_A, PROVIDER_B, PROVIDERS, Provider
+from controlcenter.tools.base import Tool
 from controlcenter.tools.router import ToolRouter
 
 # Everything a chat reads of the settings, in one query.
@@ -72,6 +74,22 @@ class ChatParts:
     runs: ChatRuns
     approval_timeout_s: float = 600.0
     liveness: Liveness | None = None  # closes answers cut by a dead process
+
+
+async def providers_with_key(settings: SettingsStore) -> list[str]:
+    """The providers a chat may choose now: those whose key is set (step 5 refuses the
+    others), in their fixed order."""
+    keys = await settings.get_many(tuple(API_KEY_SETTINGS.values()))
+    return [name for name in PROVIDERS if keys.get(API_KEY_SETTINGS[name], "")]
+
+
+async def tools_for(parts: ChatParts, user: UserRecord) -> list[Tool]:
+    """The tools a chat of `user` is offered, as the chat page names them: the CRM
+    catalogue's only when the user's CRM location is linked (they act on nothing else)."""
+    tools = await parts.tools.tools()
+    if user.crm_location_id:
+        return tools
+    return [tool for tool in tools if tool.name not in OPERATION_IDS]
 
 
 async def start_chat(
@@ -115,6 +133,7 @@ async def start_chat(
         approval_timeout_s=parts.approval_timeout_s,
         fallback=fallback,
         context_token_budget=policy.context_token_budget,
+        replace=request.replace,
     )
     context = ChatContext(settings=settings, crm=parts.crm, tools=parts.tools)
     provider = parts.providers[request.provider]

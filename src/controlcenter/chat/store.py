@@ -33,7 +33,9 @@ from sqlalchemy import Table, bindparam, delete, func, insert, select, text, upd
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.channel import EventChannel
+from controlcenter.chat.conversations import LAST_ANSWER, revise_last_turn
 from controlcenter.chat.events import Event, event_data, message_start
+from controlcenter.chat.models import RUNNING as RUNNING  # a run's status, for its readers
 from controlcenter.chat.models import (
     STOPS_ASKED,
     ChatApproval,
@@ -53,7 +55,6 @@ log = get_logger(__name__)
 
 T = TypeVar("T")
 
-RUNNING = "running"
 DONE = "done"
 STOPPED = "stopped"
 FAILED = "failed"
@@ -155,6 +156,7 @@ class StoredText:
 class StartedTurn:
     conversation_id: str
     history: tuple[StoredText, ...]  # the stored messages before this one, empty ones left out
+    message: str = ""  # the user's message the run answers
 
 
 # -- a turn's start and its answer ---------------------------------------------------------------
@@ -168,13 +170,21 @@ async def start_turn(
     message: str,
     answer_id: str,
     owner: str | None = None,
+    replace: str | None = None,
 ) -> StartedTurn | None:
     """In one write: the conversation (created when `conversation_id` is None, else continued
     when it is the caller's), the user's message, the run of the answer `answer_id` with its
     first event, `message_start`, and, with `owner` (the process's `chat.liveness` id), the
     answer's liveness row. None when the conversation is not the caller's (any value that does
-    not name one of theirs, a number included): nothing is saved then."""
+    not name one of theirs, a number included): nothing is saved then.
+
+    `replace` (a continued conversation only; `conversations.revise_last_turn`): its last
+    answer (`lastAnswer`: the last user message is answered again, not saved again) or its
+    last user message with its answer (`lastMessage`: `message` takes its place) are deleted
+    first, in the same write. Raises TurnRefusedError (nothing saved) when an answer of the
+    conversation still runs or it has no message to answer again."""
     now = utcnow()
+    save_message = True
     async with db.write() as session:
         if conversation_id is None:
             conversation_id = new_id()
@@ -191,16 +201,25 @@ async def start_turn(
                 return None
             history = owned
             await session.execute(_TOUCH, {"conversation": conversation_id, "now": now})
-        await session.execute(
-            insert(_MESSAGES).values(
-                id=new_message_id(),
-                conversation_id=conversation_id,
-                role=USER,
-                content=message,
-                created_at=now,
-                interrupted=False,
+            if replace is not None:  # after the touch, which holds the conversation's row
+                message = await revise_last_turn(
+                    session, user_id, conversation_id, replace, message, TITLE_LENGTH
+                )
+                history = await _owned_history(session, user_id, conversation_id) or ()
+                if replace == LAST_ANSWER:
+                    history = history[:-1]  # the message answered again, already saved
+                    save_message = False
+        if save_message:
+            await session.execute(
+                insert(_MESSAGES).values(
+                    id=new_message_id(),
+                    conversation_id=conversation_id,
+                    role=USER,
+                    content=message,
+                    created_at=now,
+                    interrupted=False,
+                )
             )
-        )
         await session.execute(
             insert(_RUNS).values(
                 message_id=answer_id,
@@ -229,7 +248,7 @@ async def start_turn(
                 )
             )
         await notify(session, EVENTS_CHANNEL, [answer_id])
-    return StartedTurn(conversation_id=conversation_id, history=history)
+    return StartedTurn(conversation_id=conversation_id, history=history, message=message)
 
 
 async def _owned_history(
@@ -547,6 +566,7 @@ class RunRecord:
         self.message_id = message_id
         self.conversation_id = started.conversation_id
         self.history = started.history
+        self.message = started.message  # the user's message it answers
         self.usage = RunUsage()
         self._db = db
         self._signals = signals
@@ -765,30 +785,6 @@ async def request_stop(db: Database, message_id: str, user_id: str) -> StopAnswe
             select(ChatRun.user_id).where(ChatRun.message_id == message_id)
         )
     return StopAnswer.NOT_RUNNING if owner == user_id else StopAnswer.NOT_FOUND
-
-
-async def stop_conversation_runs(session: AsyncSession, conversation_id: str) -> list[str]:
-    """In the caller's transaction (the conversation's deletion): a stop asked for each run of
-    the conversation still running, as `request_stop` asks it; their message ids. The runs
-    are those with a liveness row (`running_messages`), which every run has while it runs."""
-    running = list(
-        await session.scalars(
-            select(RunningMessage.message_id).where(
-                RunningMessage.conversation_id == conversation_id
-            )
-        )
-    )
-    if not running:
-        return []
-    asked = await session.execute(
-        update(ChatRun)
-        .where(ChatRun.message_id.in_(running), ChatRun.status == RUNNING)
-        .values(stop_requested=True)
-        .returning(ChatRun.message_id)
-    )
-    stopped = list(asked.scalars())
-    await notify(session, STOP_CHANNEL, stopped)
-    return stopped
 
 
 async def stops_asked(db: Database) -> list[str]:

@@ -43,11 +43,17 @@ class ChatRuns:
         self._next_prune = 0.0
 
     async def begin(
-        self, user_id: str, conversation_id: Any, message: str, channel: EventChannel
+        self,
+        user_id: str,
+        conversation_id: Any,
+        message: str,
+        channel: EventChannel,
+        replace: str | None = None,
     ) -> RunRecord | None:
         """A new run of this process sending into `channel`, its turn stored
         (`store.start_turn`, then `message_start` sent) and known to stops asked here or
-        anywhere else; None when the conversation is not the user's."""
+        anywhere else; None when the conversation is not the user's. `replace`: as
+        `store.start_turn`'s (it raises TurnRefusedError)."""
         if self._db.is_sqlite and self._poller is None:
             self._poller = asyncio.create_task(self._poll_stops())
         loop = asyncio.get_running_loop()
@@ -62,6 +68,7 @@ class ChatRuns:
             message=message,
             answer_id=message_id,
             owner=self._owner,
+            replace=replace,
         )
         if started is None:
             return None

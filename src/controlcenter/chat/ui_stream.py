@@ -11,6 +11,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+from controlcenter.chat.conversations import LAST_ANSWER, LAST_MESSAGE
 from controlcenter.chat.events import Event
 from controlcenter.chat.request import ChatInput, parse_chat_request
 
@@ -19,14 +20,23 @@ Chunk = dict[str, Any]
 
 
 def parse_ui_chat_request(body: Any) -> ChatInput:
-    """`{id, messages, trigger}` plus the optional `conversationId` and `provider`: the turn
-    runs on the last message when it is the user's, its text parts joined by blank lines.
-    Raises ChatRequestError with the chat's own messages."""
+    """`{id, messages, trigger, messageId?}` plus the optional `conversationId` and
+    `provider`: the turn runs on the last message when it is the user's, its text parts
+    joined by blank lines. In a conversation, `regenerate-message` answers its last user
+    message again in place of its last answer, and `submit-message` with a `messageId` (the
+    SDK's edit of a message) replaces its last user message with this one. Raises
+    ChatRequestError with the chat's own messages."""
     fields = body if isinstance(body, dict) else {}
     chat_body: dict[str, Any] = {"message": _last_user_text(fields.get("messages"))}
     for key in ("provider", "conversationId"):
         if key in fields:
             chat_body[key] = fields[key]
+    if fields.get("conversationId") is not None:
+        trigger = fields.get("trigger")
+        if trigger == "regenerate-message":
+            chat_body["replace"] = LAST_ANSWER
+        elif trigger == "submit-message" and fields.get("messageId") is not None:
+            chat_body["replace"] = LAST_MESSAGE
     return parse_chat_request(chat_body)
 
 

@@ -38,6 +38,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.types import TypeDecorator
 
 from controlcenter.config import check_database_url
+from controlcenter.db.text_match import register_sqlite_functions
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -142,6 +143,7 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         # SQLite's advice for WAL: never corrupt, and no sync of the log at each commit.
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
+        register_sqlite_functions(dbapi_connection)
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Connection) -> None:

@@ -33,6 +33,8 @@ class Tool:
     # Whether the tool only reads: under `toolApproval: "writes"` a tool that may write waits
     # for the user's approval, so False, the safe default, asks for it.
     read_only: bool = False
+    # What a person calls it ("Search contacts"), shown on the chat page's tool cards.
+    title: str | None = None
 
 
 class ToolError(Exception):

@@ -25,6 +25,7 @@ from controlcenter.crm.tools import (
 )
 from controlcenter.crm.tools.access import is_read_only
 from controlcenter.crm.tools.common import NOT_CONNECTED, OPERATION_IDS, tool_error
+from controlcenter.crm.tools.titles import TITLES
 from controlcenter.tools.base import Tool
 
 __all__ = ["NOT_CONNECTED", "OPERATION_IDS", "crm_tools", "tool_error"]
@@ -34,5 +35,9 @@ _APPS = (contacts, conversations, opportunities, calendars, locations, emails, p
 
 def crm_tools() -> list[Tool]:
     """About thirty tools over the broker's own sub-account, priority groups first, each
-    marked read or write as `access.py` says."""
-    return [replace(tool, read_only=is_read_only(tool.name)) for app in _APPS for tool in app.TOOLS]
+    marked read or write as `access.py` says and titled as `titles.py` says."""
+    return [
+        replace(tool, read_only=is_read_only(tool.name), title=TITLES[tool.name])
+        for app in _APPS
+        for tool in app.TOOLS
+    ]

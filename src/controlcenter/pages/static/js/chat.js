@@ -7,7 +7,20 @@
   const CONVERSATIONS_URL = "/api/v1/control-center/conversations";
 
   // `follow`: keep the newest text in view, until the reader scrolls up to read back.
-  const state = { conversationId: "", running: false, follow: true, nextCursor: null };
+  const PROVIDERS_URL = "/api/v1/control-center/providers";
+  const TOOLS_URL = "/api/v1/control-center/tools";
+  const PROVIDER_LABELS = { provider_a: "Claude", provider_b: "OpenAI" };
+  // `conversations`: the list's entries loaded so far (every page), for its date groups.
+  const state = {
+    conversationId: "",
+    running: false,
+    follow: true,
+    nextCursor: null,
+    conversations: [],
+    query: "",
+    admin: false,
+    tools: {}, // tool name -> title
+  };
   let ui;
 
   // Chat controls: the Stop button, and resuming a running answer after a
@@ -65,9 +78,18 @@
       dialog: document.getElementById("confirm-delete"),
       pageError: document.getElementById("page-error"),
       stop: document.getElementById("stop"),
+      search: document.getElementById("search"),
+      rename: document.getElementById("rename"),
+      renameForm: document.getElementById("rename-form"),
+      renameTitle: document.getElementById("rename-title"),
+      renameCancel: document.getElementById("rename-cancel"),
+      renameError: document.getElementById("rename-error"),
+      notSetUp: document.getElementById("not-set-up"),
+      suggestions: document.getElementById("suggestions"),
     };
     ui.stop.addEventListener("click", () => controls.stop());
     state.conversationId = document.body.dataset.conversationId || "";
+    state.admin = document.body.dataset.admin === "true";
     ui.form.addEventListener("submit", (event) => {
       event.preventDefault();
       send();
@@ -77,6 +99,24 @@
         event.preventDefault();
         send();
       }
+    });
+    ui.input.addEventListener("input", () => grow(ui.input));
+    let searching = 0;
+    ui.search.addEventListener("input", () => {
+      clearTimeout(searching);
+      searching = setTimeout(() => {
+        state.query = ui.search.value.trim();
+        refreshList();
+      }, 250);
+    });
+    ui.rename.addEventListener("click", () => openRename());
+    ui.renameCancel.addEventListener("click", () => closeRename());
+    ui.renameForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      saveRename();
+    });
+    ui.renameForm.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") closeRename();
     });
     ui.messages.addEventListener("scroll", () => {
       const box = ui.messages;
@@ -91,34 +131,128 @@
       ui.listToggle.setAttribute("aria-expanded", String(open));
     });
     ui.older.addEventListener("click", () => refreshList(state.nextCursor));
-    // The provider is the reader's choice, kept in this browser.
-    ui.provider.value = localStorage.getItem("cc.provider") || "provider_a";
     ui.provider.addEventListener("change", () => localStorage.setItem("cc.provider", ui.provider.value));
+    loadProviders();
     refreshList();
-    if (state.conversationId) openConversation(state.conversationId);
+    // The titles first: the open conversation's tool cards show them.
+    const tools = loadTools();
+    if (state.conversationId) tools.then(() => openConversation(state.conversationId));
     ui.input.focus();
   });
 
   // -- the conversation list -----------------------------------------------------------------
 
-  // The first page of the list, or (with a cursor) the next page added below it.
+  // The first page of the list, or (with a cursor) the next page added below it; with a
+  // search, only the conversations whose title or messages hold it.
   async function refreshList(cursor) {
-    const url = CONVERSATIONS_URL + (cursor ? "?cursor=" + encodeURIComponent(cursor) : "");
-    const result = await cc.api("GET", url);
+    const params = new URLSearchParams();
+    if (cursor) params.set("cursor", cursor);
+    if (state.query) params.set("q", state.query);
+    const query = state.query;
+    const result = await cc.api("GET", CONVERSATIONS_URL + (params.toString() ? "?" + params : ""));
+    if (query !== state.query) return; // a newer search is under way
     if (result.status !== 200) {
       cc.show(ui.pageError, "The conversation list could not be loaded: " + cc.errorText(result));
       return;
     }
-    const items = result.data.conversations.map((c) => {
-      const link = cc.el("a", { href: "/chat/" + encodeURIComponent(c.id), text: c.title || "Untitled" });
-      if (c.id === state.conversationId) link.setAttribute("aria-current", "page");
-      return cc.el("li", {}, link);
-    });
-    if (cursor) ui.list.append(...items);
-    else ui.list.replaceChildren(...items);
+    state.conversations = (cursor ? state.conversations : []).concat(result.data.conversations);
     state.nextCursor = result.data.nextCursor || null;
     ui.older.hidden = !state.nextCursor;
-    ui.listEmpty.hidden = ui.list.children.length > 0;
+    showList();
+  }
+
+  // The loaded conversations under their date's heading (newest first, as listed).
+  function showList() {
+    const groups = [];
+    for (const c of state.conversations) {
+      const label = dayGroup(c.createdAt);
+      if (!groups.length || groups[groups.length - 1].label !== label) groups.push({ label, items: [] });
+      const link = cc.el("a", { href: "/chat/" + encodeURIComponent(c.id), text: c.title || "Untitled" });
+      if (c.id === state.conversationId) link.setAttribute("aria-current", "page");
+      groups[groups.length - 1].items.push(cc.el("li", {}, link, timeOf(c.createdAt, true)));
+    }
+    ui.list.replaceChildren(
+      ...groups.flatMap((group) => [cc.el("h2", { class: "list-group", text: group.label }), cc.el("ul", {}, ...group.items)])
+    );
+    ui.listEmpty.textContent = state.query ? "No conversation matches." : "No conversations yet.";
+    ui.listEmpty.hidden = state.conversations.length > 0;
+  }
+
+  function startOfDay(moment) {
+    return new Date(moment.getFullYear(), moment.getMonth(), moment.getDate()).getTime();
+  }
+
+  // Today, Yesterday, Previous 7 days, Previous 30 days, then the month ("October 2026").
+  function dayGroup(value) {
+    const moment = new Date(value);
+    if (isNaN(moment)) return "Earlier";
+    const days = Math.round((startOfDay(new Date()) - startOfDay(moment)) / 86400000);
+    if (days <= 0) return "Today";
+    if (days === 1) return "Yesterday";
+    if (days < 7) return "Previous 7 days";
+    if (days < 30) return "Previous 30 days";
+    return moment.toLocaleDateString(undefined, { month: "long", year: "numeric" });
+  }
+
+  // `<time datetime>`: the clock time for today, else the date too (`short`: the date alone).
+  function timeOf(value, short) {
+    const moment = value ? new Date(value) : new Date();
+    const today = startOfDay(moment) === startOfDay(new Date());
+    const clock = { hour: "2-digit", minute: "2-digit" };
+    const date = { day: "numeric", month: "short" };
+    const text = today ? moment.toLocaleTimeString([], clock) : short ? moment.toLocaleDateString([], date) : moment.toLocaleString([], { ...date, ...clock });
+    return cc.el("time", { datetime: moment.toISOString(), title: moment.toLocaleString(), text });
+  }
+
+  // -- the providers: only those with a key ---------------------------------------------------
+
+  async function loadProviders() {
+    const result = await cc.api("GET", PROVIDERS_URL);
+    const names = result.status === 200 ? result.data.providers : [];
+    ui.provider.replaceChildren(...names.map((name) => cc.el("option", { value: name, text: PROVIDER_LABELS[name] || name })));
+    const kept = localStorage.getItem("cc.provider");
+    if (names.includes(kept)) ui.provider.value = kept;
+    const ready = names.length > 0;
+    ui.provider.disabled = !ready;
+    ui.provider.hidden = !ready;
+    ui.input.disabled = !ready;
+    ui.send.disabled = !ready || state.running;
+    ui.notSetUp.hidden = ready || result.status !== 200;
+    if (result.status !== 200) cc.show(ui.pageError, "The assistant's settings could not be read: " + cc.errorText(result));
+  }
+
+  // -- renaming --------------------------------------------------------------------------------
+
+  function openRename() {
+    ui.renameTitle.value = ui.title.textContent;
+    cc.show(ui.renameError, "");
+    ui.title.hidden = ui.rename.hidden = true;
+    ui.renameForm.hidden = false;
+    ui.renameTitle.focus();
+    ui.renameTitle.select();
+  }
+
+  function closeRename() {
+    ui.renameForm.hidden = true;
+    ui.title.hidden = false;
+    ui.rename.hidden = !state.conversationId;
+    cc.show(ui.renameError, "");
+    ui.rename.focus();
+  }
+
+  async function saveRename() {
+    const url = CONVERSATIONS_URL + "/" + encodeURIComponent(state.conversationId);
+    const result = await cc.api("PATCH", url, { title: ui.renameTitle.value });
+    if (result.status !== 200) {
+      cc.show(ui.renameError, "The title was not saved: " + cc.problemText(result));
+      ui.renameTitle.setAttribute("aria-invalid", "true");
+      ui.renameTitle.focus();
+      return;
+    }
+    ui.renameTitle.removeAttribute("aria-invalid");
+    setTitle(result.data.conversation.title);
+    closeRename();
+    await refreshList();
   }
 
   // -- one conversation ------------------------------------------------------------------------
@@ -136,16 +270,17 @@
     }
     const conversation = result.data.conversation;
     setTitle(conversation.title);
-    ui.del.hidden = false;
+    ui.del.hidden = ui.rename.hidden = false;
     ui.welcome.hidden = true;
     for (const message of conversation.messages) {
-      if (message.role === "user") addUserMessage(message.content);
+      if (message.role === "user") addUserMessage(message.content, message.createdAt);
       else renderStoredAnswer(message);
     }
     scrollToEnd(true);
     const running = controls.pending(id);
     if (running && !conversation.messages.some((m) => m.id === running)) await resumeAnswer(running);
     else if (running) controls.ended();
+    turnActions();
   }
 
   // An answer that was running when the page was left: its events again, from the first.
@@ -167,8 +302,9 @@
   function answerEnded(answer) {
     answer.article.removeAttribute("aria-busy");
     state.running = false;
-    ui.send.disabled = false;
+    ui.send.disabled = ui.input.disabled;
     controls.ended();
+    turnActions();
     scrollToEnd(false);
   }
 
@@ -176,7 +312,7 @@
     state.conversationId = "";
     history.replaceState(null, "", "/chat");
     setTitle("New chat");
-    ui.del.hidden = true;
+    ui.del.hidden = ui.rename.hidden = true;
     ui.messages.replaceChildren(ui.welcome);
     ui.welcome.hidden = false;
   }
@@ -201,19 +337,42 @@
 
   // -- messages ----------------------------------------------------------------------------------
 
-  function addUserMessage(text) {
+  function addUserMessage(text, createdAt) {
     const bubble = cc.el("div", { class: "bubble" });
     bubble.textContent = text;
-    ui.messages.append(cc.el("article", { class: "msg user", "aria-label": "You" }, bubble));
+    const meta = cc.el("div", { class: "msg-meta" }, timeOf(createdAt));
+    const article = cc.el("article", { class: "msg user", "aria-label": "You" }, bubble, meta);
+    ui.messages.append(article);
+    return article;
   }
 
   function newAnswer() {
     const body = cc.el("div", { class: "answer-body" });
     const error = cc.el("div", { class: "alert", role: "alert" });
     error.hidden = true;
-    const article = cc.el("article", { class: "msg assistant", "aria-label": "Assistant" }, body, error);
+    const meta = cc.el("div", { class: "msg-meta" });
+    const article = cc.el("article", { class: "msg assistant", "aria-label": "Assistant" }, body, error, meta);
     ui.messages.append(article);
-    return { article, body, error, text: null, textValue: "", cards: {}, lastId: 0 };
+    const answer = { article, body, error, meta, text: null, textValue: "", content: "", cards: {}, lastId: 0, started: false };
+    article.answer = answer;
+    return answer;
+  }
+
+  // The answer's time and `Copy` (its whole text), once it is complete.
+  function answerDone(answer, message) {
+    answer.content = message.content || "";
+    const copy = cc.el("button", { type: "button", class: "link-button", text: "Copy" });
+    copy.addEventListener("click", async () => {
+      try {
+        await navigator.clipboard.writeText(answer.content);
+        copy.textContent = "Copied";
+      } catch (err) {
+        copy.textContent = "Not copied";
+      }
+      setTimeout(() => (copy.textContent = "Copy"), 2000);
+    });
+    answer.meta.prepend(timeOf(message.createdAt), copy);
+    if (message.usage) showUsage(answer, message.usage);
   }
 
   function renderStoredAnswer(message) {
@@ -225,12 +384,94 @@
       if (results[call.id]) toolFinished(answer, results[call.id]);
     }
     if (message.content) appendText(answer, message.content);
-    if (message.usage) showUsage(answer, message.usage);
+    if (message.interrupted) showAnswerError(answer, "This answer was interrupted before it was complete.");
+    answerDone(answer, message);
   }
 
+  // The token counts help an administrator, not a broker.
   function showUsage(answer, usage) {
+    if (!state.admin) return;
     const text = `${usage.inputTokens} tokens in · ${usage.outputTokens} out`;
-    answer.article.append(cc.el("p", { class: "usage muted", text }));
+    answer.meta.append(cc.el("span", { class: "usage muted", text }));
+  }
+
+  // `Regenerate` on the last answer, `Edit` on the last user message, while nothing runs.
+  function turnActions() {
+    for (const old of ui.messages.querySelectorAll(".turn-action")) old.remove();
+    if (state.running || !state.conversationId) return;
+    const articles = [...ui.messages.querySelectorAll(".msg")];
+    const lastUser = articles.filter((a) => a.classList.contains("user")).pop();
+    if (!lastUser) return;
+    const after = articles.slice(articles.indexOf(lastUser) + 1);
+    const lastAnswer = after.filter((a) => a.classList.contains("assistant")).pop();
+    if (lastAnswer) {
+      const again = cc.el("button", { type: "button", class: "link-button turn-action", text: "Regenerate" });
+      again.addEventListener("click", () => regenerate(lastUser));
+      lastAnswer.querySelector(".msg-meta").append(again);
+    }
+    const edit = cc.el("button", { type: "button", class: "link-button turn-action", text: "Edit" });
+    edit.addEventListener("click", () => editMessage(lastUser));
+    lastUser.querySelector(".msg-meta").append(edit);
+  }
+
+  // Everything after the user's message leaves the page (the server deletes it too).
+  function dropAfter(article) {
+    while (article.nextElementSibling) article.nextElementSibling.remove();
+  }
+
+  async function regenerate(userArticle) {
+    if (state.running) return;
+    dropAfter(userArticle);
+    await runTurn(userArticle.querySelector(".bubble").textContent, "lastAnswer");
+  }
+
+  // The last message becomes a form: `Edit message`, `Resend`, `Cancel`.
+  function editMessage(article) {
+    const bubble = article.querySelector(".bubble");
+    const id = "edit-" + Date.now();
+    const box = cc.el("textarea", { id, class: "edit-box", rows: "2" });
+    box.value = bubble.textContent;
+    const form = cc.el(
+      "form",
+      { class: "edit-form" },
+      cc.el("label", { for: id, class: "visually-hidden", text: "Edit message" }),
+      box,
+      cc.el("div", { class: "edit-actions" },
+        cc.el("button", { type: "button", class: "secondary small", text: "Cancel" }),
+        cc.el("button", { type: "submit", class: "primary small", text: "Resend" }))
+    );
+    const close = () => {
+      form.remove();
+      bubble.hidden = false;
+      turnActions();
+    };
+    form.querySelector("button[type=button]").addEventListener("click", close);
+    form.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") close();
+    });
+    box.addEventListener("input", () => grow(box));
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const text = box.value;
+      if (!text.trim() || state.running) return;
+      form.remove();
+      bubble.textContent = text;
+      bubble.hidden = false;
+      article.querySelector("time").replaceWith(timeOf());
+      dropAfter(article);
+      await runTurn(text, "lastMessage");
+    });
+    for (const old of ui.messages.querySelectorAll(".turn-action")) old.remove();
+    bubble.hidden = true;
+    bubble.after(form);
+    grow(box);
+    box.focus();
+  }
+
+  // A text box as tall as its text, up to its CSS `max-height`.
+  function grow(box) {
+    box.style.height = "auto";
+    box.style.height = box.scrollHeight + 2 + "px";
   }
 
   // A call that writes waits for the reader: Approve or Deny on its card.
@@ -269,21 +510,26 @@
     renderMarkdown(answer.text, answer.textValue);
   }
 
+  // A tool card: the tool's title, its arguments as labelled fields, the raw JSON (the call,
+  // then its result) behind `Details`.
   function toolStarted(answer, call) {
     answer.text = null;
     const status = cc.el("span", { class: "tool-status running", text: "Running…" });
-    const args = cc.el("pre", { class: "tool-args" });
-    const compact = JSON.stringify(call.arguments ?? {});
-    args.textContent = compact.length > 60 ? JSON.stringify(call.arguments, null, 2) : compact;
+    const fields = Object.entries(call.arguments && typeof call.arguments === "object" ? call.arguments : {}).map(([key, value]) =>
+      cc.el("div", {}, cc.el("dt", { text: words(key) }), cc.el("dd", { text: shown(value) }))
+    );
+    const raw = cc.el("pre", { class: "tool-raw" });
+    raw.textContent = JSON.stringify({ name: call.name, arguments: call.arguments ?? {} }, null, 2);
+    const details = cc.el("details", { class: "tool-details" }, cc.el("summary", { text: "Details" }), raw);
     const card = cc.el(
       "div",
-      { class: "tool-card", "data-tool-call-id": call.id || "" },
+      { class: "tool-card", "data-tool-call-id": call.id || "", "data-tool": call.name || "" },
       cc.el("div", { class: "tool-head" }, cc.el("span", { class: "tool-icon", "aria-hidden": "true", text: "⚙" }),
-        cc.el("span", { class: "tool-name", text: call.name || "tool" }), status),
-      cc.el("div", { class: "tool-label", text: "Arguments" }),
-      args
+        cc.el("span", { class: "tool-name", text: toolTitle(call.name) }), status),
+      fields.length ? cc.el("dl", { class: "tool-args" }, ...fields) : null,
+      details
     );
-    answer.cards[call.id] = { card, status };
+    answer.cards[call.id] = { card, status, details };
     answer.body.append(card);
   }
 
@@ -291,21 +537,95 @@
     const entry = answer.cards[result.toolCallId];
     if (!entry) return;
     entry.status.classList.remove("running");
+    const raw = cc.el("pre", { class: "tool-result" });
+    raw.textContent = JSON.stringify(result.success ? result.result : { error: result.error }, null, 2);
+    entry.details.append(cc.el("p", { class: "tool-label", text: result.success ? "Result" : "Error" }), raw);
     if (result.success) {
       entry.status.textContent = "Succeeded";
       entry.status.classList.add("ok");
-      const pre = cc.el("pre", { class: "tool-result" });
-      pre.textContent = JSON.stringify(result.result, null, 2);
-      entry.card.append(cc.el("details", {}, cc.el("summary", { text: "Result" }), pre));
     } else {
       entry.status.textContent = "Failed";
       entry.status.classList.add("failed");
-      entry.card.append(cc.el("p", { class: "tool-error", text: result.error || "The tool failed." }));
+      entry.details.before(cc.el("p", { class: "tool-error", text: result.error || "The tool failed." }));
     }
+  }
+
+  // The tool's title as the service names it, else its name in words.
+  function toolTitle(name) {
+    const title = state.tools[name];
+    if (title) return title;
+    const bare = String(name || "tool").replace(/^[a-z]+_/, "");
+    return words(bare);
+  }
+
+  // `contactId` → "Contact id", `get-free-slots` → "Get free slots".
+  function words(key) {
+    const spaced = String(key).replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/[_-]+/g, " ").trim().toLowerCase();
+    return spaced.charAt(0).toUpperCase() + spaced.slice(1);
+  }
+
+  function shown(value) {
+    if (value === null || value === undefined) return "—";
+    if (Array.isArray(value) && value.every((item) => typeof item !== "object")) return value.join(", ");
+    if (typeof value === "object") return JSON.stringify(value);
+    return String(value);
+  }
+
+  // -- the tools: titles for the cards, prompts for an empty chat ------------------------------
+
+  // Prompts a broker may start with, by the tool that answers them.
+  const PROMPTS = {
+    "contacts_get-contacts": "Who are my newest contacts?",
+    "calendars_get-calendar-events": "What is on my calendar this week?",
+    "opportunities_search-opportunity": "Which deals are open in my pipeline?",
+    "conversations_search-conversation": "Which conversations are waiting for my reply?",
+    "contacts_get-all-tasks": "Which tasks are due for my contacts?",
+  };
+
+  const CRM_APP = /^(contacts|calendars|conversations|opportunities|locations|emails|payments)_/;
+
+  async function loadTools() {
+    const result = await cc.api("GET", TOOLS_URL);
+    const tools = result.status === 200 ? result.data.tools : [];
+    for (const tool of tools) if (tool.title) state.tools[tool.name] = tool.title;
+    const prompts = tools.filter((tool) => PROMPTS[tool.name]).map((tool) => PROMPTS[tool.name]);
+    // Another source's tools (the MCP server's) by their titles.
+    for (const tool of tools) {
+      if (tool.title && !CRM_APP.test(tool.name)) prompts.push(`${tool.title}: what can you do for me?`);
+    }
+    const buttons = prompts.slice(0, 4).map((prompt) => {
+      const button = cc.el("button", { type: "button", class: "secondary suggestion", text: prompt });
+      button.addEventListener("click", () => {
+        ui.input.value = prompt;
+        send();
+      });
+      return cc.el("li", {}, button);
+    });
+    ui.suggestions.replaceChildren(...buttons);
+    ui.suggestions.hidden = !buttons.length;
   }
 
   function showAnswerError(answer, text) {
     cc.show(answer.error, text);
+  }
+
+  // A chat error as the reader is told it: an administrator reads the service's own words
+  // (and the provider's status code); a broker a plain sentence of what to do.
+  function chatError(error, code) {
+    if (state.admin) return code ? `${error} (code ${code})` : error || "An unexpected error occurred";
+    const text = String(error || "");
+    const status = Number(code) || 0;
+    if (/^No API key configured|^Configuration error/.test(text) || status === 401 || status === 403) {
+      return "The assistant is not set up correctly. Please tell your administrator.";
+    }
+    if (status === 429 || status >= 500 || /overloaded|timed out/i.test(text)) {
+      return "The assistant is busy right now. Please try again in a moment.";
+    }
+    if (text === "Monthly token quota reached") return "You have used this month's allowance of the assistant.";
+    if (text === "Conversation not found") return "This conversation no longer exists. Start a new chat.";
+    if (text === "The answer was interrupted") return "The answer was interrupted. Regenerate it to try again.";
+    if (text === "An answer is still running in this conversation") return "An answer is still being written here. Wait for it or stop it first.";
+    return "The assistant could not answer this time. Please try again.";
   }
 
   function scrollToEnd(force) {
@@ -317,26 +637,43 @@
 
   async function send() {
     const text = ui.input.value;
-    if (state.running || !text.trim()) return;
-    state.running = true;
-    ui.send.disabled = true;
+    if (state.running || ui.input.disabled || !text.trim()) return;
     cc.show(ui.pageError, "");
     ui.welcome.hidden = true;
     addUserMessage(text);
     ui.input.value = "";
+    grow(ui.input);
+    await runTurn(text);
+  }
+
+  // One turn: a new message, or (`replace`) the last answer or last message again.
+  async function runTurn(text, replace) {
+    state.running = true;
+    ui.send.disabled = true;
+    turnActions();
     const answer = newAnswer();
     answer.article.setAttribute("aria-busy", "true");
     scrollToEnd(true);
     try {
-      await stream(text, answer);
+      await stream(text, answer, replace);
     } finally {
       answerEnded(answer);
     }
+    if (replace) await refreshTitle();
   }
 
-  async function stream(text, answer) {
-    const body = { message: text, provider: ui.provider.value };
+  // An edit of the first message may have moved the title: the list has it.
+  async function refreshTitle() {
+    await refreshList();
+    const entry = state.conversations.find((c) => c.id === state.conversationId);
+    if (entry) setTitle(entry.title);
+  }
+
+  async function stream(text, answer, replace) {
+    const body = { provider: ui.provider.value };
+    if (replace !== "lastAnswer") body.message = text;
     if (state.conversationId) body.conversationId = state.conversationId;
+    if (replace) body.replace = replace;
     let response;
     try {
       response = await fetch(CHAT_URL + "?ids=1&deltas=tokens", {
@@ -355,7 +692,8 @@
       try {
         data = await response.json();
       } catch (err) {}
-      showAnswerError(answer, cc.errorText({ status: response.status, data }));
+      const error = data && typeof data.error === "string" ? data.error : "";
+      showAnswerError(answer, error ? chatError(error) : cc.errorText({ status: response.status, data }));
       return;
     }
     let finished;
@@ -442,9 +780,10 @@
           state.conversationId = event.conversationId;
           history.replaceState(null, "", "/chat/" + encodeURIComponent(event.conversationId));
           setTitle(text.slice(0, 100));
-          ui.del.hidden = false;
+          ui.del.hidden = ui.rename.hidden = false;
           refreshList();
         }
+        answer.started = true;
         controls.started(event.messageId);
         return false;
       case "content_delta":
@@ -463,11 +802,11 @@
         answer.body.append(cc.el("p", { class: "muted notice-line", text: "The other AI provider took over this step." }));
         break;
       case "message_complete":
-        if (event.stopped) answer.article.append(cc.el("p", { class: "stopped muted", text: "Stopped" }));
-        if (event.message && event.message.usage) showUsage(answer, event.message.usage);
+        if (event.stopped) answer.body.append(cc.el("p", { class: "stopped muted", text: "Stopped" }));
+        answerDone(answer, event.message || {});
         return true;
       case "error":
-        showAnswerError(answer, event.code ? `${event.error} (code ${event.code})` : event.error || "An unexpected error occurred");
+        showAnswerError(answer, chatError(event.error, event.code));
         return true;
       default:
         return false;

@@ -15,8 +15,47 @@ window.renderMarkdown = (function () {
     FORBID_ATTR: ["style"],
     ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|tel:|#|\/(?!\/))/i,
   };
+  // One listener for every code block's button, however often the text is rendered again.
+  document.addEventListener("click", async (event) => {
+    const button = event.target.closest && event.target.closest(".code-copy");
+    if (!button) return;
+    const code = button.parentElement.querySelector("pre");
+    try {
+      await navigator.clipboard.writeText(code ? code.textContent : "");
+      button.textContent = "Copied";
+    } catch (err) {
+      button.textContent = "Not copied";
+    }
+    setTimeout(() => (button.textContent = "Copy code"), 2000);
+  });
+
+  // Added after sanitising, by the DOM: a `Copy code` button on each code block, and each
+  // table in a box of its own that scrolls sideways (a phone is narrower than most tables).
+  function decorate(target) {
+    for (const pre of target.querySelectorAll("pre")) {
+      const box = document.createElement("div");
+      box.className = "code-block";
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "code-copy";
+      button.textContent = "Copy code";
+      pre.replaceWith(box);
+      box.append(button, pre);
+    }
+    for (const table of target.querySelectorAll("table")) {
+      const box = document.createElement("div");
+      box.className = "table-scroll";
+      box.tabIndex = 0; // scrolled by the keyboard too
+      box.setAttribute("role", "region");
+      box.setAttribute("aria-label", "Table");
+      table.replaceWith(box);
+      box.append(table);
+    }
+  }
+
   return function renderMarkdown(target, text) {
     const html = marked.parse(String(text || ""), { gfm: true, breaks: true, async: false });
     target.innerHTML = DOMPurify.sanitize(html, options);
+    decorate(target);
   };
 })();

@@ -1,0 +1,219 @@
+"""A turn that replaces the conversation's last answer (`replace: "lastAnswer"`, the page's
+Regenerate) or its last user message (`replace: "lastMessage"`, the page's Edit): what is
+stored afterwards and what the provider reads, now and in later turns."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.chat.helpers import CHAT, CONVERSATIONS, Llm, stream_chat, types, wait_for
+from tests.chat.test_resume import events_url, read_frames
+from tests.conftest import AppUser
+from tests.fakes.llm import ErrorReply, Reply
+
+
+async def turn(
+    client: httpx.AsyncClient, user: AppUser, llm: Llm, **body: object
+) -> list[dict[str, object]]:
+    response, events = await stream_chat(client, user, {"provider": llm.name, **body})
+    assert response.status_code == 200
+    return events
+
+
+async def stored(
+    client: httpx.AsyncClient, user: AppUser, conversation_id: str
+) -> list[tuple[str, str]]:
+    got = await client.get(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
+    return [(m["role"], m["content"]) for m in got.json()["conversation"]["messages"]]
+
+
+async def two_turns(client: httpx.AsyncClient, user: AppUser, llm: Llm) -> str:
+    llm.fake.script(Reply(text="Dana is a tenant rep."), Reply(text="Her lease ends in May."))
+    first = await turn(client, user, llm, message="Who is Dana?")
+    conversation_id = str(first[0]["conversationId"])
+    await turn(
+        client, user, llm, message="When does her lease end?", conversationId=conversation_id
+    )
+    return conversation_id
+
+
+async def test_regenerate_replaces_the_last_answer_everywhere(
+    client: httpx.AsyncClient, llm: Llm, user: AppUser
+) -> None:
+    conversation_id = await two_turns(client, user, llm)
+    llm.fake.script(Reply(text="Her lease ends on 31 May."), Reply(text="Noted."))
+    events = await turn(client, user, llm, conversationId=conversation_id, replace="lastAnswer")
+    assert types(events) == ["message_start", "content_delta", "message_complete"]
+    assert events[0]["conversationId"] == conversation_id
+    # The provider read the history up to the last user message, without the old answer.
+    assert llm.turns(llm.fake.requests[-1]) == [
+        ("user", "Who is Dana?"),
+        ("assistant", "Dana is a tenant rep."),
+        ("user", "When does her lease end?"),
+    ]
+    assert await stored(client, user, conversation_id) == [
+        ("user", "Who is Dana?"),
+        ("assistant", "Dana is a tenant rep."),
+        ("user", "When does her lease end?"),
+        ("assistant", "Her lease ends on 31 May."),
+    ]
+    # A later turn never reads the replaced answer.
+    await turn(client, user, llm, message="Thanks", conversationId=conversation_id)
+    assert ("assistant", "Her lease ends in May.") not in llm.turns(llm.fake.requests[-1])
+    assert ("assistant", "Her lease ends on 31 May.") in llm.turns(llm.fake.requests[-1])
+
+
+async def test_edit_replaces_the_last_message_and_its_answer(
+    client: httpx.AsyncClient, llm: Llm, user: AppUser
+) -> None:
+    conversation_id = await two_turns(client, user, llm)
+    llm.fake.script(Reply(text="She has two leases."))
+    await turn(
+        client,
+        user,
+        llm,
+        message="How many leases does she have?",
+        conversationId=conversation_id,
+        replace="lastMessage",
+    )
+    assert llm.turns(llm.fake.requests[-1]) == [
+        ("user", "Who is Dana?"),
+        ("assistant", "Dana is a tenant rep."),
+        ("user", "How many leases does she have?"),
+    ]
+    assert await stored(client, user, conversation_id) == [
+        ("user", "Who is Dana?"),
+        ("assistant", "Dana is a tenant rep."),
+        ("user", "How many leases does she have?"),
+        ("assistant", "She has two leases."),
+    ]
+
+
+@pytest.mark.parametrize("llm", ["provider_a"], indirect=True)
+async def test_regenerate_answers_a_message_whose_answer_failed(
+    client: httpx.AsyncClient, llm: Llm, user: AppUser
+) -> None:
+    llm.fake.script(ErrorReply(529, "Overloaded"))
+    failed = await turn(client, user, llm, message="Show my pipeline")
+    assert types(failed)[-1] == "error"
+    conversation_id = str(failed[0]["conversationId"])
+    llm.fake.script(Reply(text="Three deals."))
+    await turn(client, user, llm, conversationId=conversation_id, replace="lastAnswer")
+    assert llm.turns(llm.fake.requests[-1]) == [("user", "Show my pipeline")]
+    assert await stored(client, user, conversation_id) == [
+        ("user", "Show my pipeline"),
+        ("assistant", "Three deals."),
+    ]
+
+
+@pytest.mark.parametrize("llm", ["provider_a"], indirect=True)
+async def test_editing_the_first_message_moves_a_title_taken_from_it(
+    client: httpx.AsyncClient, llm: Llm, user: AppUser
+) -> None:
+    llm.fake.script(Reply(text="One."), Reply(text="Two."), Reply(text="Three."))
+    first = await turn(client, user, llm, message="Who is Dna?")
+    conversation_id = str(first[0]["conversationId"])
+    await turn(
+        client,
+        user,
+        llm,
+        message="Who is Dana?",
+        conversationId=conversation_id,
+        replace="lastMessage",
+    )
+    got = await client.get(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
+    assert got.json()["conversation"]["title"] == "Who is Dana?"
+    # A title the user chose stays theirs.
+    await client.patch(
+        f"{CONVERSATIONS}/{conversation_id}", json={"title": "Dana"}, headers=user.headers
+    )
+    await turn(
+        client,
+        user,
+        llm,
+        message="Who is Omar?",
+        conversationId=conversation_id,
+        replace="lastMessage",
+    )
+    got = await client.get(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
+    assert got.json()["conversation"]["title"] == "Dana"
+    assert await stored(client, user, conversation_id) == [
+        ("user", "Who is Omar?"),
+        ("assistant", "Three."),
+    ]
+
+
+@pytest.mark.parametrize("llm", ["provider_a"], indirect=True)
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (
+            {"replace": "everything", "message": "x"},
+            "Invalid replace: must be one of lastAnswer, lastMessage",
+        ),
+        ({"replace": 1, "message": "x"}, "Invalid replace: must be one of lastAnswer, lastMessage"),
+        ({"replace": "lastAnswer"}, "Missing conversationId: replace applies to a conversation"),
+        (
+            {"replace": "lastMessage", "message": "x"},
+            "Missing conversationId: replace applies to a conversation",
+        ),
+        ({"replace": "lastMessage", "conversationId": "c1"}, "Missing or empty message"),
+    ],
+)
+async def test_a_replace_that_cannot_apply_is_refused_before_the_stream(
+    client: httpx.AsyncClient, llm: Llm, user: AppUser, body: dict[str, object], error: str
+) -> None:
+    refused = await client.post(CHAT, json=body, headers=user.headers)
+    assert (refused.status_code, refused.json()) == (400, {"error": error})
+    assert llm.fake.requests == []
+
+
+@pytest.mark.parametrize("llm", ["provider_a"], indirect=True)
+async def test_a_replace_in_another_users_or_an_unknown_conversation_finds_none(
+    client: httpx.AsyncClient, llm: Llm, user: AppUser
+) -> None:
+    for conversation_id in ("missing", 5):
+        events = await turn(client, user, llm, conversationId=conversation_id, replace="lastAnswer")
+        assert events == [{"type": "error", "error": "Conversation not found"}]
+    assert llm.fake.requests == []
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+@pytest.mark.parametrize("llm", ["provider_a"], indirect=True)
+async def test_nothing_is_replaced_while_an_answer_of_the_conversation_runs(
+    client: httpx.AsyncClient, llm: Llm, user: AppUser
+) -> None:
+    llm.fake.script(Reply(text="First."), Reply(text="slow", delay_s=30))
+    first = await turn(client, user, llm, message="Hello")
+    conversation_id = str(first[0]["conversationId"])
+    body = {"message": "Still there?", "conversationId": conversation_id, "provider": llm.name}
+    running = await read_frames(client, "POST", f"{CHAT}?ids=1", user, body=body, stop_after=1)
+    message_id = running[0][1]["messageId"]
+    await wait_for(lambda: _true(len(llm.fake.requests) == 2))  # the slow answer is asked
+    for replace in ("lastAnswer", "lastMessage"):
+        events = await turn(
+            client, user, llm, message="Edited", conversationId=conversation_id, replace=replace
+        )
+        assert events == [
+            {"type": "error", "error": "An answer is still running in this conversation"}
+        ]
+    assert await stored(client, user, conversation_id) == [
+        ("user", "Hello"),
+        ("assistant", "First."),
+        ("user", "Still there?"),
+    ]
+    # Stopped, the answer is saved; then the conversation's last answer can be replaced.
+    await client.post(f"{CHAT}/{message_id}/stop", headers=user.headers)
+    await read_frames(client, "GET", events_url(message_id), user)
+    llm.fake.script(Reply(text="Yes, here."))
+    await turn(client, user, llm, conversationId=conversation_id, replace="lastAnswer")
+    assert await stored(client, user, conversation_id) == [
+        ("user", "Hello"),
+        ("assistant", "First."),
+        ("user", "Still there?"),
+        ("assistant", "Yes, here."),
+    ]

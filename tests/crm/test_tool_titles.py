@@ -1,0 +1,37 @@
+"""Every built-in CRM tool has its own title, the titles name no tool that is gone, and a
+broker reads them for the tools they have (`GET /tools`)."""
+
+from __future__ import annotations
+
+import httpx
+
+from controlcenter.auth.models import UserRecord
+from controlcenter.crm.tools import crm_tools
+from controlcenter.crm.tools.titles import TITLES
+from tests.conftest import RunningServer, UserFactory
+
+TOOLS = "/api/v1/control-center/tools"
+
+
+def test_every_tool_has_a_title_of_its_own() -> None:
+    tools = crm_tools()
+    assert {tool.name for tool in tools} == set(TITLES)
+    titles = [tool.title for tool in tools]
+    assert all(titles) and len(set(titles)) == len(titles)
+    assert all(title[0].isupper() and len(title) <= 40 for title in TITLES.values())
+
+
+async def test_a_broker_reads_the_titles_of_the_tools_they_have(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+) -> None:
+    broker = await users.create()
+    unlinked = await client.get(TOOLS, headers=broker.headers)
+    assert unlinked.status_code == 200
+    assert not {tool["name"] for tool in unlinked.json()["tools"]} & set(TITLES)
+    async with server.db.write() as db:
+        row = await db.get(UserRecord, broker.id)
+        assert row is not None
+        row.crm_location_id = "location0001"
+    linked = (await client.get(TOOLS, headers=broker.headers)).json()["tools"]
+    assert {"name": "contacts_get-contacts", "title": "Search contacts"} in linked
+    assert (await client.get(TOOLS)).status_code == 401
