@@ -144,6 +144,52 @@ async def test_the_request_is_byte_for_byte_the_one_create_sends(case: Case) -> 
     assert fake.invalid == []
 
 
+async def stream_with_sdk(
+    provider: Provider, fake: FakeAnthropic | FakeOpenAI, body: dict[str, Any]
+) -> list[str]:
+    """The same request through the SDK's own streaming helper; the text pieces it read."""
+    pieces: list[str] = []
+    if isinstance(provider, AnthropicProvider):
+        client = provider._clients.get(fake.api_key)
+        async with client.messages.stream(**body) as stream:
+            pieces += [text async for text in stream.text_stream]
+    else:
+        assert isinstance(provider, OpenAIProvider)
+        chunks = await provider._clients.get(fake.api_key).chat.completions.create(
+            **body, stream=True, stream_options={"include_usage": True}
+        )
+        async for chunk in chunks:
+            pieces += [c.delta.content for c in chunk.choices if c.delta.content]
+    return pieces
+
+
+async def test_a_streamed_request_is_byte_for_byte_the_one_the_sdk_helper_sends(
+    case: Case,
+) -> None:
+    """`stream` posts its pre-encoded body as `messages.stream` / `create(stream=True)` would:
+    the same bytes and headers, and the SDK's event stream reads the same reply."""
+    provider, fake = case
+    fake.script(Reply(text="Two Smiths found."), Reply(text="Two Smiths found."))
+    pieces: list[str] = []
+    reply = await provider.stream(
+        api_key=fake.api_key,
+        system=SYSTEM,
+        turns=TURNS,
+        tools=(SEARCH, TAG),
+        on_text=pieces.append,
+    )
+    theirs_pieces = await stream_with_sdk(provider, fake, expected_body(fake))
+
+    ours, theirs = fake.received
+    assert json.loads(ours.body)["stream"] is True
+    assert ours.body == theirs.body
+    assert list(json.loads(ours.body)) == list(json.loads(theirs.body))
+    assert ours.headers == theirs.headers
+    assert reply.text == "Two Smiths found." == "".join(pieces)
+    assert pieces == theirs_pieces
+    assert fake.invalid == []
+
+
 async def test_the_headers_the_api_needs(case: Case) -> None:
     provider, fake = case
     await provider.complete(api_key=fake.api_key, system=SYSTEM, turns=TURNS, tools=(SEARCH,))

@@ -2,10 +2,11 @@
 
 Within a chat (and across the chats offered one Toolbox) the model, the token cap, the system
 prompt and the ~24 KB tool list are the same on every call; only the messages change. The
-SDKs' `create` deep-copies and encodes all of it on every call (docs/providers.md, "Request
-bodies"); here the fixed parts are encoded once per tool list and each call encodes only its
-messages. The bytes are the ones `create` sends: the SDKs' encoder settings, the same keys in
-the same order (tests/providers/test_request_bodies.py compares them).
+SDKs' `create` and streaming helpers deep-copy and encode all of it on every call
+(docs/providers.md, "Request bodies"); here the fixed parts are encoded once per tool list, for
+a whole answer and for a streamed one, and each call encodes only its messages. The bytes are
+the ones the SDKs' own methods send: their encoder settings, the same keys in the same order
+(tests/providers/test_request_bodies.py compares them).
 """
 
 from __future__ import annotations
@@ -78,6 +79,15 @@ class Parts:
         return {"Content-Length": str(len(self))}
 
 
+@dataclass(frozen=True, slots=True)
+class Fixed:
+    """One system prompt's and tool list's bodies: for a whole answer and for a streamed one
+    (the same fields, and `stream` with what streaming asks for besides)."""
+
+    whole: Body
+    streamed: Body
+
+
 class BodyCache:
     """The fixed parts of one provider's bodies, by system prompt and tool list.
 
@@ -88,12 +98,12 @@ class BodyCache:
     """
 
     def __init__(
-        self, build: Callable[[str, Sequence[ToolSpec]], Body], size: int = MAX_CACHED_TOOL_LISTS
+        self, build: Callable[[str, Sequence[ToolSpec]], Fixed], size: int = MAX_CACHED_TOOL_LISTS
     ) -> None:
         self._build = build
-        self._bodies: LRUCache[tuple[int, str], tuple[Sequence[ToolSpec], Body]] = LRUCache(size)
+        self._bodies: LRUCache[tuple[int, str], tuple[Sequence[ToolSpec], Fixed]] = LRUCache(size)
 
-    def get(self, system: str, tools: Sequence[ToolSpec]) -> Body:
+    def get(self, system: str, tools: Sequence[ToolSpec]) -> Fixed:
         if not isinstance(tools, tuple):
             return self._build(system, tools)
         key = (id(tools), system)
