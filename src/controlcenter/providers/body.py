@@ -45,17 +45,19 @@ class Body:
         return cls(head, tail)
 
     def with_messages(self, messages: Sequence[object]) -> Parts:
-        return Parts((self.head, encode(messages), self.tail))
+        # The head (a few bytes: the token cap or the model) joined to the messages, the tail
+        # (the tool list) shared: aiohttp sends each part with a system call of its own.
+        return Parts((self.head + encode(messages), self.tail))
 
 
 @dataclass(frozen=True, slots=True)
 class Parts:
-    """One call's body as the shared bytes around its own: sent part after part, never joined.
+    """One call's body as its own bytes and the shared tail: sent part after part, never joined.
 
     A call waiting for the model (30 s and more) holds its body for the SDK's retries; joined,
     that is a ~24 KB copy of the tool list per call in flight, the largest thing a held chat
-    would keep (tracemalloc). The parts are the fixed ones
-    of `BodyCache`, shared by every call, and the call's encoded messages.
+    would keep (tracemalloc). The parts are the call's encoded messages after the body's few
+    leading bytes, and the tail of `BodyCache`, shared by every call.
 
     httpx sends an async iterable as chunks unless the request says its length, so `headers`
     gives the Content-Length the joined bytes would get: the request on the wire is the same.
