@@ -23,7 +23,7 @@ from controlcenter.llm.types import (
 )
 from controlcenter.providers.anthropic import AnthropicProvider
 from controlcenter.providers.base import PROVIDER_A, PROVIDER_B, Provider, ProviderError
-from controlcenter.providers.body import Body, BodyCache
+from controlcenter.providers.body import Body, BodyCache, Fixed
 from controlcenter.providers.openai import OpenAIProvider
 from controlcenter.providers.registry import build_providers, close_providers
 from tests.fakes.llm import ErrorReply, FakeAnthropic, FakeOpenAI, Reply
@@ -169,6 +169,7 @@ async def test_a_streamed_request_is_byte_for_byte_the_one_the_sdk_helper_sends(
     """`stream` posts its pre-encoded body as `messages.stream` / `create(stream=True)` would:
     the same bytes and headers, and the SDK's event stream reads the same reply."""
     provider, fake = case
+    assert isinstance(provider, AnthropicProvider | OpenAIProvider)
     fake.script(Reply(text="Two Smiths found."), Reply(text="Two Smiths found."))
     pieces: list[str] = []
     reply = await provider.stream(
@@ -307,9 +308,10 @@ async def test_the_reply_is_the_sdks_parsed_model(case: Case) -> None:
 def counting() -> tuple[BodyCache, list[Sequence[ToolSpec]]]:
     built: list[Sequence[ToolSpec]] = []
 
-    def build(system: str, tools: Sequence[ToolSpec]) -> Body:
+    def build(system: str, tools: Sequence[ToolSpec]) -> Fixed:
         built.append(tools)
-        return Body.around({"system": system}, {"n": len(tools)})
+        body = Body.around({"system": system}, {"n": len(tools)})
+        return Fixed(body, body)
 
     return BodyCache(build, size=2), built
 
