@@ -29,7 +29,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import chat, chat_storage, dashboard, onboarding
+from bench import chat, chat_storage, dashboard, onboarding, peers
 from bench.deploy import Deployment, Options
 from bench.procs import PYTHON, ROOT
 from bench.results import Row, table
@@ -42,6 +42,7 @@ Times = dict[str, float]
 SECTIONS: dict[str, Section] = {
     "dashboard": dashboard.run,
     "chat": chat.run,
+    "peers": peers.run,
     "chat_streams": chat.run_streams,
     "chat_readers": chat.run_readers,
     "chat_storage": chat_storage.run,

@@ -109,10 +109,12 @@ Answer = Reply | ErrorReply | RawReply
 
 @dataclass(frozen=True)
 class Received:
-    """One request as the fake read it: headers (lower-case names) and the body's bytes."""
+    """One request as the fake read it: headers (lower-case names), the body's bytes, and the
+    client's port (the same port, the same kept-alive connection)."""
 
     headers: dict[str, str]
     body: bytes
+    port: int = 0
 
 
 Responder = Callable[[dict[str, Any]], Answer]
@@ -224,7 +226,8 @@ class _FakeLLM:
         """The body as JSON; ValueError when it is not JSON, or not declared as JSON (both
         APIs take `application/json` bodies only)."""
         raw = await request.body()
-        self.received.append(Received(dict(request.headers), raw))
+        port = request.client.port if request.client is not None else 0
+        self.received.append(Received(dict(request.headers), raw, port))
         content_type = request.headers.get("content-type", "")
         if content_type.split(";")[0].strip().lower() != "application/json":
             raise ValueError(f"content-type {content_type!r}")

@@ -23,7 +23,7 @@ from controlcenter.llm.types import (
 )
 from controlcenter.providers.anthropic import AnthropicProvider
 from controlcenter.providers.base import PROVIDER_A, PROVIDER_B, Provider, ProviderError
-from controlcenter.providers.body import Body, BodyCache
+from controlcenter.providers.body import Body, BodyCache, Fixed
 from controlcenter.providers.openai import OpenAIProvider
 from controlcenter.providers.registry import build_providers, close_providers
 from tests.fakes.llm import ErrorReply, FakeAnthropic, FakeOpenAI, Reply
@@ -144,6 +144,53 @@ async def test_the_request_is_byte_for_byte_the_one_create_sends(case: Case) -> 
     assert fake.invalid == []
 
 
+async def stream_with_sdk(
+    provider: Provider, fake: FakeAnthropic | FakeOpenAI, body: dict[str, Any]
+) -> list[str]:
+    """The same request through the SDK's own streaming helper; the text pieces it read."""
+    pieces: list[str] = []
+    if isinstance(provider, AnthropicProvider):
+        client = provider._clients.get(fake.api_key)
+        async with client.messages.stream(**body) as stream:
+            pieces += [text async for text in stream.text_stream]
+    else:
+        assert isinstance(provider, OpenAIProvider)
+        chunks = await provider._clients.get(fake.api_key).chat.completions.create(
+            **body, stream=True, stream_options={"include_usage": True}
+        )
+        async for chunk in chunks:
+            pieces += [c.delta.content for c in chunk.choices if c.delta.content]
+    return pieces
+
+
+async def test_a_streamed_request_is_byte_for_byte_the_one_the_sdk_helper_sends(
+    case: Case,
+) -> None:
+    """`stream` posts its pre-encoded body as `messages.stream` / `create(stream=True)` would:
+    the same bytes and headers, and the SDK's event stream reads the same reply."""
+    provider, fake = case
+    assert isinstance(provider, AnthropicProvider | OpenAIProvider)
+    fake.script(Reply(text="Two Smiths found."), Reply(text="Two Smiths found."))
+    pieces: list[str] = []
+    reply = await provider.stream(
+        api_key=fake.api_key,
+        system=SYSTEM,
+        turns=TURNS,
+        tools=(SEARCH, TAG),
+        on_text=pieces.append,
+    )
+    theirs_pieces = await stream_with_sdk(provider, fake, expected_body(fake))
+
+    ours, theirs = fake.received
+    assert json.loads(ours.body)["stream"] is True
+    assert ours.body == theirs.body
+    assert list(json.loads(ours.body)) == list(json.loads(theirs.body))
+    assert ours.headers == theirs.headers
+    assert reply.text == "Two Smiths found." == "".join(pieces)
+    assert pieces == theirs_pieces
+    assert fake.invalid == []
+
+
 async def test_the_headers_the_api_needs(case: Case) -> None:
     provider, fake = case
     await provider.complete(api_key=fake.api_key, system=SYSTEM, turns=TURNS, tools=(SEARCH,))
@@ -261,9 +308,10 @@ async def test_the_reply_is_the_sdks_parsed_model(case: Case) -> None:
 def counting() -> tuple[BodyCache, list[Sequence[ToolSpec]]]:
     built: list[Sequence[ToolSpec]] = []
 
-    def build(system: str, tools: Sequence[ToolSpec]) -> Body:
+    def build(system: str, tools: Sequence[ToolSpec]) -> Fixed:
         built.append(tools)
-        return Body.around({"system": system}, {"n": len(tools)})
+        body = Body.around({"system": system}, {"n": len(tools)})
+        return Fixed(body, body)
 
     return BodyCache(build, size=2), built
 
@@ -305,7 +353,7 @@ async def test_a_call_holds_the_shared_parts_never_a_joined_copy() -> None:
     objects themselves, and each pass over the body sends all of it again."""
     fixed = Body.around({"a": 1}, {"tools": ["x" * 1000]})
     body = fixed.with_messages([{"role": "user"}])
-    assert body.parts[0] is fixed.head and body.parts[2] is fixed.tail
+    assert len(body.parts) == 2 and body.parts[1] is fixed.tail  # the tool list, shared
     joined = b'{"a":1,"messages":[{"role":"user"}],"tools":["' + b"x" * 1000 + b'"]}'
     assert bytes(body) == joined
     assert body.headers == {"Content-Length": str(len(joined))}

@@ -18,9 +18,10 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx2
 from fastapi import FastAPI
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from opentelemetry.instrumentation.httpx import (
@@ -90,6 +91,19 @@ def shutdown() -> None:
     _provider.shutdown()
     _tracer = None
     _provider = None
+
+
+def traced(client: httpx2.AsyncClient) -> httpx2.AsyncClient:
+    """`client` with its requests traced as every httpx client's are, when tracing is on. For a
+    client over a transport of its own (the provider SDKs' aiohttp transport), which the
+    instrumentation's patch of httpx's transport does not reach: its documented
+    `instrument_client` wraps the client's own transport instead."""
+    if _provider is not None:
+        # Typed for httpx's client only; the httpx2 instrumentor takes httpx2's.
+        HTTPX2ClientInstrumentor.instrument_client(
+            cast(Any, client), tracer_provider=_provider, request_hook=_outgoing_async
+        )
+    return client
 
 
 def span(name: str, **attributes: str | int | bool) -> contextlib.AbstractContextManager[Any]:

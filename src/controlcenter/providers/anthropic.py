@@ -7,9 +7,11 @@ from typing import Any
 
 import anthropic
 import httpx2
+from anthropic.lib.streaming import AsyncMessageStreamManager
 from anthropic.types import (
     Message,
     MessageParam,
+    RawMessageStreamEvent,
     TextBlockParam,
     ToolParam,
     ToolResultBlockParam,
@@ -25,7 +27,7 @@ from controlcenter.llm.types import (
     UserTurn,
 )
 from controlcenter.providers.base import ProviderError
-from controlcenter.providers.body import Body, Parts
+from controlcenter.providers.body import Body, Fixed, Parts
 from controlcenter.providers.history import (
     UNREADABLE_MESSAGE,
     has_text,
@@ -46,16 +48,17 @@ class AnthropicProvider(SdkProvider[anthropic.AsyncAnthropic, MessageParam]):
     )
 
     def __init__(self, options: ProviderOptions) -> None:
-        super().__init__(options, anthropic.AsyncAnthropic, anthropic.DefaultAsyncHttpxClient)
+        super().__init__(options, anthropic.AsyncAnthropic, anthropic.DefaultAioHttpClient)
 
     def _messages(self, system: str, turns: Sequence[Turn]) -> list[MessageParam]:
         return to_messages(turns)  # the system prompt is a field of its own here
 
-    def _fixed(self, system: str, tools: Tools) -> Body:
-        # The keys in `messages.create`'s order, so the bytes are the ones it would send.
-        return Body.around(
-            {"max_tokens": self._max_tokens}, {"model": self._model, **_options(system, tools)}
-        )
+    def _fixed(self, system: str, tools: Tools) -> Fixed:
+        # The keys in `messages.create`'s and `messages.stream`'s order, so the bytes are the
+        # ones they would send.
+        before = {"max_tokens": self._max_tokens}
+        after = {"model": self._model, **_options(system, tools)}
+        return Fixed(Body.around(before, after), Body.around(before, {**after, "stream": True}))
 
     async def _post(self, client: anthropic.AsyncAnthropic, body: Parts) -> ProviderReply:
         # The raw answer (the SDK's documented `cast_to=httpx.Response`): retries, status
@@ -72,28 +75,30 @@ class AnthropicProvider(SdkProvider[anthropic.AsyncAnthropic, MessageParam]):
         return _reply_json(data)
 
     async def _stream(
-        self,
-        client: anthropic.AsyncAnthropic,
-        system: str,
-        messages: list[MessageParam],
-        tools: Tools,
-        on_text: OnText,
+        self, client: anthropic.AsyncAnthropic, body: Parts, on_text: OnText
     ) -> ProviderReply:
-        """The SDK's streaming helper (`messages.stream`), which also builds the message."""
-        async with client.messages.stream(
-            model=self._model,
-            max_tokens=self._max_tokens,
-            messages=messages,
-            **_options(system, tools),
-        ) as stream:
+        """What `messages.stream` does with its request: the SDK's event stream read by its
+        stream manager, which also builds the message; the request is the helper's own, its
+        headers included."""
+        request = client.post(
+            PATH,
+            cast_to=Message,
+            content=body,
+            options={"headers": {**body.headers, **STREAM_HEADERS}},
+            stream=True,
+            stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
+        )
+        async with AsyncMessageStreamManager(request) as stream:
             async for event in stream:
                 if event.type == "text" and event.text:
                     on_text(event.text)
             return _reply(await stream.get_final_message())
 
 
-# What `messages.create` posts to.
+# What `messages.create` and `messages.stream` post to.
 PATH = "/v1/messages"
+# The headers `messages.stream` adds to its request (the SDK's telemetry of its helpers).
+STREAM_HEADERS = {"x-stainless-helper-method": "stream", "x-stainless-stream-helper": "messages"}
 
 
 def _options(system: str, tools: Tools) -> dict[str, Any]:

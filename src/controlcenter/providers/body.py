@@ -2,10 +2,11 @@
 
 Within a chat (and across the chats offered one Toolbox) the model, the token cap, the system
 prompt and the ~24 KB tool list are the same on every call; only the messages change. The
-SDKs' `create` deep-copies and encodes all of it on every call (docs/providers.md, "Request
-bodies"); here the fixed parts are encoded once per tool list and each call encodes only its
-messages. The bytes are the ones `create` sends: the SDKs' encoder settings, the same keys in
-the same order (tests/providers/test_request_bodies.py compares them).
+SDKs' `create` and streaming helpers deep-copy and encode all of it on every call
+(docs/providers.md, "Request bodies"); here the fixed parts are encoded once per tool list, for
+a whole answer and for a streamed one, and each call encodes only its messages. The bytes are
+the ones the SDKs' own methods send: their encoder settings, the same keys in the same order
+(tests/providers/test_request_bodies.py compares them).
 """
 
 from __future__ import annotations
@@ -44,17 +45,19 @@ class Body:
         return cls(head, tail)
 
     def with_messages(self, messages: Sequence[object]) -> Parts:
-        return Parts((self.head, encode(messages), self.tail))
+        # The head (a few bytes: the token cap or the model) joined to the messages, the tail
+        # (the tool list) shared: aiohttp sends each part with a system call of its own.
+        return Parts((self.head + encode(messages), self.tail))
 
 
 @dataclass(frozen=True, slots=True)
 class Parts:
-    """One call's body as the shared bytes around its own: sent part after part, never joined.
+    """One call's body as its own bytes and the shared tail: sent part after part, never joined.
 
     A call waiting for the model (30 s and more) holds its body for the SDK's retries; joined,
     that is a ~24 KB copy of the tool list per call in flight, the largest thing a held chat
-    would keep (tracemalloc). The parts are the fixed ones
-    of `BodyCache`, shared by every call, and the call's encoded messages.
+    would keep (tracemalloc). The parts are the call's encoded messages after the body's few
+    leading bytes, and the tail of `BodyCache`, shared by every call.
 
     httpx sends an async iterable as chunks unless the request says its length, so `headers`
     gives the Content-Length the joined bytes would get: the request on the wire is the same.
@@ -78,6 +81,15 @@ class Parts:
         return {"Content-Length": str(len(self))}
 
 
+@dataclass(frozen=True, slots=True)
+class Fixed:
+    """One system prompt's and tool list's bodies: for a whole answer and for a streamed one
+    (the same fields, and `stream` with what streaming asks for besides)."""
+
+    whole: Body
+    streamed: Body
+
+
 class BodyCache:
     """The fixed parts of one provider's bodies, by system prompt and tool list.
 
@@ -88,12 +100,12 @@ class BodyCache:
     """
 
     def __init__(
-        self, build: Callable[[str, Sequence[ToolSpec]], Body], size: int = MAX_CACHED_TOOL_LISTS
+        self, build: Callable[[str, Sequence[ToolSpec]], Fixed], size: int = MAX_CACHED_TOOL_LISTS
     ) -> None:
         self._build = build
-        self._bodies: LRUCache[tuple[int, str], tuple[Sequence[ToolSpec], Body]] = LRUCache(size)
+        self._bodies: LRUCache[tuple[int, str], tuple[Sequence[ToolSpec], Fixed]] = LRUCache(size)
 
-    def get(self, system: str, tools: Sequence[ToolSpec]) -> Body:
+    def get(self, system: str, tools: Sequence[ToolSpec]) -> Fixed:
         if not isinstance(tools, tuple):
             return self._build(system, tools)
         key = (id(tools), system)

@@ -9,6 +9,7 @@ from typing import Any
 import openai
 from openai.types.chat import (
     ChatCompletion,
+    ChatCompletionChunk,
     ChatCompletionFunctionToolParam,
     ChatCompletionMessageFunctionToolCallParam,
     ChatCompletionMessageParam,
@@ -23,7 +24,7 @@ from controlcenter.llm.types import (
     UserTurn,
 )
 from controlcenter.providers.base import ProviderError
-from controlcenter.providers.body import Body, Parts
+from controlcenter.providers.body import Body, Fixed, Parts
 from controlcenter.providers.history import (
     UNREADABLE_MESSAGE,
     has_text,
@@ -40,15 +41,21 @@ class OpenAIProvider(SdkProvider[openai.AsyncOpenAI, ChatCompletionMessageParam]
     )
 
     def __init__(self, options: ProviderOptions) -> None:
-        super().__init__(options, openai.AsyncOpenAI, openai.DefaultAsyncHttpxClient)
+        super().__init__(options, openai.AsyncOpenAI, openai.DefaultAioHttpClient)
 
     def _messages(self, system: str, turns: Sequence[Turn]) -> list[ChatCompletionMessageParam]:
         return to_messages(system, turns)  # the system prompt is the first message here
 
-    def _fixed(self, system: str, tools: Tools) -> Body:
-        # The keys in `chat.completions.create`'s order, so the bytes are the ones it would send.
-        return Body.around(
-            {"model": self._model}, {"max_completion_tokens": self._max_tokens, **_options(tools)}
+    def _fixed(self, system: str, tools: Tools) -> Fixed:
+        # The keys in `chat.completions.create`'s order, so the bytes are the ones it would send
+        # (with `stream=True` and the usage chunk asked for, when streaming).
+        tokens = {"max_completion_tokens": self._max_tokens}
+        return Fixed(
+            Body.around({"model": self._model}, {**tokens, **_options(tools)}),
+            Body.around(
+                {"model": self._model, "stream": True},
+                {**tokens, "stream_options": {"include_usage": True}, **_options(tools)},
+            ),
         )
 
     async def _post(self, client: openai.AsyncOpenAI, body: Parts) -> ProviderReply:
@@ -87,26 +94,22 @@ class OpenAIProvider(SdkProvider[openai.AsyncOpenAI, ChatCompletionMessageParam]
         )
 
     async def _stream(
-        self,
-        client: openai.AsyncOpenAI,
-        system: str,
-        messages: list[ChatCompletionMessageParam],
-        tools: Tools,
-        on_text: OnText,
+        self, client: openai.AsyncOpenAI, body: Parts, on_text: OnText
     ) -> ProviderReply:
-        """`stream=True`, with the usage chunk asked for; the chunks' text goes to `on_text`,
-        their tool calls are put together by index."""
+        """What `create(stream=True)` does, with the usage chunk asked for: the SDK's chunk
+        stream; the chunks' text goes to `on_text`, their tool calls are put together by
+        index."""
         text: list[str] = []
         calls: dict[int, list[str]] = {}  # index -> [id, name, arguments]
         usage = None
         chose = False
-        stream = await client.chat.completions.create(
-            model=self._model,
-            max_completion_tokens=self._max_tokens,
-            messages=messages,
+        stream = await client.post(
+            PATH,
+            cast_to=ChatCompletion,
+            content=bytes(body),  # joined, as in `_post`
+            options={"security": {"bearer_auth": True}},
             stream=True,
-            stream_options={"include_usage": True},
-            **_options(tools),
+            stream_cls=openai.AsyncStream[ChatCompletionChunk],
         )
         async with stream:
             async for chunk in stream:

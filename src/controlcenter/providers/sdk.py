@@ -22,8 +22,9 @@ import httpx2
 
 from controlcenter.common.secrets import redact
 from controlcenter.llm.types import ProviderReply, ToolSpec, Turn
+from controlcenter.observability import tracing
 from controlcenter.providers.base import ProviderError
-from controlcenter.providers.body import Body, BodyCache, Parts
+from controlcenter.providers.body import BodyCache, Fixed, Parts
 from controlcenter.providers.clients import K, PooledClients, shard_limits
 from controlcenter.providers.history import (
     CONNECTION_MESSAGE,
@@ -52,9 +53,11 @@ class ProviderOptions:
 class SdkProvider(ABC, Generic[K, M]):
     """The model, the token cap, one client per key over one connection pool, and the calls.
 
-    `complete` sends the body as bytes through the SDK's documented low-level `post`
-    (retries, auth headers, timeouts, error classes and reply parsing stay the SDK's; see
-    docs/providers.md, "Request bodies"); `stream` goes through the SDK's streaming helpers.
+    Both calls send the body as bytes through the SDK's documented low-level `post`, `stream`
+    with the SDK's own stream class (retries, auth headers, timeouts, error classes, reply and
+    event parsing stay the SDK's; see docs/providers.md, "Request bodies"). The HTTP pools are
+    the SDK's aiohttp transport (`DefaultAioHttpClient`), which its README recommends for
+    concurrency.
     """
 
     errors: ClassVar[SdkErrors]
@@ -73,7 +76,9 @@ class SdkProvider(ABC, Generic[K, M]):
         tls = httpx2.create_ssl_context()
         self._clients = PooledClients(
             sdk,
-            lambda: http(limits=shard_limits(), timeout=options.timeout_s, verify=tls),
+            lambda: tracing.traced(
+                http(limits=shard_limits(), timeout=options.timeout_s, verify=tls)
+            ),
             base_url=options.base_url,
             timeout_s=options.timeout_s,
             max_retries=options.max_retries,
@@ -89,7 +94,7 @@ class SdkProvider(ABC, Generic[K, M]):
         tools: Sequence[ToolSpec],
     ) -> ProviderReply:
         messages = self._sendable(system, turns)
-        body = self._bodies.get(system, tools).with_messages(messages)
+        body = self._bodies.get(system, tools).whole.with_messages(messages)
         with self._clients.lease(api_key) as client, sdk_errors(self.errors, api_key):
             return await self._post(client, body)
 
@@ -104,8 +109,9 @@ class SdkProvider(ABC, Generic[K, M]):
     ) -> ProviderReply:
         """The same request in streaming mode (`?deltas=tokens`): `on_text` gets each piece."""
         messages = self._sendable(system, turns)
+        body = self._bodies.get(system, tools).streamed.with_messages(messages)
         with self._clients.lease(api_key) as client, sdk_errors(self.errors, api_key):
-            return await self._stream(client, system, messages, tools, on_text)
+            return await self._stream(client, body, on_text)
 
     async def aclose(self) -> None:
         await self._clients.aclose()
@@ -123,8 +129,8 @@ class SdkProvider(ABC, Generic[K, M]):
         """The history (and, where the API wants it there, the system prompt) as messages."""
 
     @abstractmethod
-    def _fixed(self, system: str, tools: Tools) -> Body:
-        """The body's parts around `messages`: the same on every call of a chat."""
+    def _fixed(self, system: str, tools: Tools) -> Fixed:
+        """The bodies' parts around `messages`: the same on every call of a chat."""
 
     @abstractmethod
     async def _post(self, client: K, body: Parts) -> ProviderReply:
@@ -132,10 +138,9 @@ class SdkProvider(ABC, Generic[K, M]):
         and read its reply."""
 
     @abstractmethod
-    async def _stream(
-        self, client: K, system: str, messages: list[M], tools: Tools, on_text: OnText
-    ) -> ProviderReply:
-        """The call through the SDK's streaming helper."""
+    async def _stream(self, client: K, body: Parts, on_text: OnText) -> ProviderReply:
+        """Send the encoded streaming body with the SDK's `post` and its stream class; each
+        piece of text goes to `on_text`."""
 
 
 class SdkErrors(NamedTuple):
@@ -166,8 +171,9 @@ def sdk_errors(errors: SdkErrors, api_key: str) -> Iterator[None]:
     except errors.status as exc:
         status = cast(_StatusError, exc)
         raise ProviderError(redact(api_message(status), api_key), status.status_code) from None
-    except errors.timeout:
-        raise ProviderError(TIMEOUT_MESSAGE, None) from None
+    except errors.timeout as exc:
+        message = CONNECTION_MESSAGE if _refused(exc) else TIMEOUT_MESSAGE
+        raise ProviderError(message, None) from None
     except errors.connection:
         raise ProviderError(CONNECTION_MESSAGE, None) from None
     except errors.other as exc:  # a reply the SDK could not read
@@ -175,6 +181,19 @@ def sdk_errors(errors: SdkErrors, api_key: str) -> Iterator[None]:
         raise ProviderError(redact(message, api_key), None) from None
     except json.JSONDecodeError:  # a body declared JSON that is not (the SDK lets it through)
         raise ProviderError(UNREADABLE_MESSAGE, None) from None
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a timeout the SDK reports came of a connection that failed at once (refused,
+    unreachable): openai's aiohttp transport maps every aiohttp connection error to a connect
+    timeout, and the exceptions it was raised from say which it was. An OSError that is not a
+    TimeoutError is a connection that failed, not one that took too long."""
+    cause = exc.__cause__
+    while cause is not None:
+        if isinstance(cause, OSError) and not isinstance(cause, TimeoutError):
+            return True
+        cause = cause.__cause__
+    return False
 
 
 def api_message(exc: _StatusError) -> str:
