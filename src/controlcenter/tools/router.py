@@ -34,8 +34,11 @@ _MAX_NAME = 64
 class ToolSource(Protocol):
     """Anything that contributes tools. A source that cannot list returns an empty list."""
 
-    async def list_tools(self, settings: Settings | None = None) -> Sequence[Tool]:
-        """`settings`: the chat's snapshot, for a source configured by them; None reads them."""
+    async def list_tools(
+        self, settings: Settings | None = None, *, location_id: str | None = None
+    ) -> Sequence[Tool]:
+        """`settings`: the chat's snapshot, for a source configured by them; None reads them.
+        `location_id`: the CRM location of the broker the chat is for, None when he has none."""
         ...
 
 
@@ -45,7 +48,9 @@ class StaticSource:
     def __init__(self, tools: Sequence[Tool]) -> None:
         self._tools = tuple(tools)
 
-    async def list_tools(self, settings: Settings | None = None) -> Sequence[Tool]:
+    async def list_tools(
+        self, settings: Settings | None = None, *, location_id: str | None = None
+    ) -> Sequence[Tool]:
         return self._tools
 
 
@@ -192,9 +197,14 @@ class ToolRouter:
         """Every known tool, first source first, one per name."""
         return _merge([await source.list_tools() for source in self.sources])
 
-    async def toolbox(self, settings: Settings | None = None) -> Toolbox:
-        """The tools as the sources list them now; `settings`: the chat's snapshot."""
-        lists = tuple([await source.list_tools(settings) for source in self.sources])
+    async def toolbox(
+        self, settings: Settings | None = None, *, location_id: str | None = None
+    ) -> Toolbox:
+        """The tools as the sources list them now; `settings`: the chat's snapshot,
+        `location_id`: the broker's CRM location (None: none is linked)."""
+        lists = tuple(
+            [await source.list_tools(settings, location_id=location_id) for source in self.sources]
+        )
         memo = self._memo
         if memo is not None and _same(memo[0], lists):
             return memo[1]
