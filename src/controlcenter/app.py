@@ -45,6 +45,7 @@ from controlcenter.outbox.worker import Handler
 from controlcenter.pages import mount_pages
 from controlcenter.providers.observed import observed
 from controlcenter.providers.registry import build_providers, close_providers
+from controlcenter.tools.mcp_router import router as mcp_servers_router
 from controlcenter.tools.mcp_source import MCP_SERVER_URL_SETTING, McpSource
 from controlcenter.tools.mcp_store import McpServerStore
 from controlcenter.tools.observed import ObservedSource
@@ -213,6 +214,7 @@ def create_app(
         ui_chat_router,
         onboarding_router,
         settings_router,
+        mcp_servers_router,
         users_router,
         own_account_router,
         metrics.router,

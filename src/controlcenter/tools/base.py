@@ -38,6 +38,9 @@ class Tool:
     # The human title the chat shows on its tool card (MCP's `title`, or its annotations'
     # `title`); None: the tool has none and is shown by its name.
     title: str | None = None
+    # Where the tool comes from when a source has several origins (an MCP server's name): a
+    # tool whose name an earlier source offers is offered as `<origin>_<name>` (tools.router).
+    origin: str | None = None
 
 
 class ToolError(Exception):

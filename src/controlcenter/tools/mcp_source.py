@@ -1,9 +1,9 @@
 """Tools of the configured MCP servers, through the `mcp` client over streamable HTTP.
 
 The servers are the one at the setting `mcpServerUrl` (listed under that name) and the ones an
-operator stored (`mcp_store.py`), in that order, the stored ones by name. When two servers
-offer the same tool name, the first in that order keeps it and the other's tool is not offered
-(logged once); the built-in CRM catalogue comes before every MCP server (`tools.router`).
+operator stored (`mcp_store.py`), in that order, the stored ones by name. When a name is
+offered twice, the first keeps it (the built-in CRM catalogue comes before every MCP server)
+and the later server's tool is offered as `<server>_<tool>` (`tools.router`).
 
 Each server's list is cached for `mcp_cache_ttl_s` per address and request headers (so per
 broker location for a server whose headers carry it), failures included, so a server that is
@@ -34,7 +34,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import httpx2
 from cachetools import TTLCache
@@ -49,7 +49,7 @@ from controlcenter.admin_settings.usable import OnceReporter, UnusableSettingErr
 from controlcenter.common.logs import get_logger
 from controlcenter.tools.base import Settings, Tool, ToolContext, ToolError
 from controlcenter.tools.mcp_config import SETTING_SERVER, McpServer, NeedsLocationError
-from controlcenter.tools.mcp_store import McpServerStore
+from controlcenter.tools.mcp_store import StoredServer
 
 log = get_logger(__name__)
 
@@ -58,6 +58,14 @@ MAX_SESSIONS = 64  # open MCP sessions at most (one per server and broker locati
 MAX_LISTS = 4096  # cached tool lists at most (one per server and broker location)
 
 _T = TypeVar("_T")
+
+
+class StoredServers(Protocol):
+    """The servers the operator stored (`mcp_store.McpServerStore`)."""
+
+    async def enabled(self) -> Sequence[McpServer]: ...
+
+    async def all(self) -> Sequence[StoredServer]: ...
 
 
 class _Endpoint(NamedTuple):
@@ -83,7 +91,7 @@ class McpSource:
         *,
         ttl_s: float,
         timeout_s: float,
-        stored: McpServerStore | None = None,
+        stored: StoredServers | None = None,
     ) -> None:
         """`server_url`: the setting `mcpServerUrl`, read when a call has no settings snapshot;
         `stored`: the servers the operator stored."""
@@ -102,7 +110,6 @@ class McpSource:
         self._config_errors = OnceReporter()
         self._problems: dict[str, str] = {}  # stored server -> its configuration problem
         self._failing: set[tuple[str, str | None]] = set()  # (server, location) not answering
-        self._shadowed: set[tuple[str, str]] = set()  # (tool, server) already logged
 
     async def aclose(self) -> None:
         """Close the sessions and the connection pool (at shutdown)."""
@@ -137,7 +144,7 @@ class McpSource:
             except Exception as exc:
                 log.error(
                     "reading the MCP servers failed; offering none of their tools",
-                    error=_describe(exc),
+                    error=describe_failure(exc),
                 )
         return servers
 
@@ -207,7 +214,7 @@ class McpSource:
                     "MCP server unavailable; offering none of its tools",
                     server=name,
                     location_id=location_id,
-                    error=_describe(exc),
+                    error=describe_failure(exc),
                 )
             return ()
         if key in self._failing:
@@ -235,27 +242,12 @@ class McpSource:
     def _merge(
         self, servers: Sequence[McpServer], lists: tuple[tuple[Tool, ...], ...]
     ) -> tuple[Tool, ...]:
-        """One list, first server first, one tool per name; the same object while the
-        servers' lists are the same objects."""
+        """The servers' lists one after the other (the router settles names offered twice);
+        the same object while the servers' lists are the same objects."""
         memo = self._merged
         if memo is not None and _same(memo[0], lists):
             return memo[1]
-        owner: dict[str, str] = {}
-        merged: list[Tool] = []
-        for server, tools in zip(servers, lists, strict=True):
-            for tool in tools:
-                first = owner.setdefault(tool.name, server.name)
-                if first == server.name:
-                    merged.append(tool)
-                elif (tool.name, server.name) not in self._shadowed:
-                    self._shadowed.add((tool.name, server.name))
-                    log.warning(
-                        "MCP tool not offered: an earlier server offers the same name",
-                        tool=tool.name,
-                        server=server.name,
-                        kept_from=first,
-                    )
-        result = tuple(merged)
+        result = tuple(tool for tools in lists for tool in tools)
         self._merged = (lists, result)
         return result
 
@@ -270,11 +262,15 @@ class McpSource:
                 return await work(await session.client())
             except Exception as exc:
                 if isinstance(exc, MCPError) and not _session_gone(exc):
-                    raise  # the server answered: the session is fine
+                    raise session.explained(exc) from exc  # the server answered
                 self._drop(endpoint, session)
                 if not (reused and _session_gone(exc)):
-                    raise
-            return await work(await self._session_for(endpoint).client())
+                    raise session.explained(exc) from exc
+            session = self._session_for(endpoint)
+            try:
+                return await work(await session.client())
+            except Exception as exc:
+                raise session.explained(exc) from exc
 
     def _session_for(self, endpoint: _Endpoint) -> _Session:
         if self._closed:
@@ -288,21 +284,33 @@ class McpSource:
         while len(self._sessions) >= MAX_SESSIONS:
             _, oldest = self._sessions.popitem(last=False)
             oldest.close_soon()
-        session = _Session(endpoint.url, self._client(endpoint), self._timeout_s)
+        refusals: list[str] = []
+        http = self._client(endpoint, refusals)
+        session = _Session(endpoint.url, http, self._timeout_s, refusals)
         self._sessions[endpoint] = session
         return session
 
-    def _client(self, endpoint: _Endpoint) -> httpx2.AsyncClient:
-        """An HTTP client with the endpoint's headers over the one shared pool. It is never
-        closed on its own: closing it would close the pool the others use."""
+    def _client(self, endpoint: _Endpoint, refusals: list[str]) -> httpx2.AsyncClient:
+        """An HTTP client with the endpoint's headers over the one shared pool, noting each
+        refusal's status and message in `refusals` (the SDK answers them all as "Server returned
+        an error response"). It is never closed on its own: closing it would close the pool the
+        others use."""
         if self._transport is None:
             self._transport = httpx2.AsyncHTTPTransport(
                 limits=httpx2.Limits(max_connections=100, max_keepalive_connections=100)
             )
+
+        async def note_refusal(response: httpx2.Response) -> None:
+            if response.status_code >= 400:
+                await response.aread()
+                refusals.append(_refusal_text(response))
+                del refusals[:-1]
+
         return httpx2.AsyncClient(
             headers=dict(endpoint.headers),
             timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
             transport=self._transport,
+            event_hooks={"response": [note_refusal]},
         )
 
     def _drop(self, endpoint: _Endpoint, session: _Session) -> None:
@@ -323,6 +331,7 @@ class McpSource:
             input_schema=listed.schema,
             handler=call,
             read_only=listed.read_only,
+            origin=server,
         )
 
     async def _url(self, settings: Settings | None) -> str:
@@ -354,8 +363,10 @@ class McpSource:
         try:
             result = await self._with_session(endpoint, call)
         except Exception as exc:
-            log.warning("MCP tool call failed", tool=name, server=server_name, error=_describe(exc))
-            raise ToolError(f"MCP server error: {_describe(exc)}") from exc
+            log.warning(
+                "MCP tool call failed", tool=name, server=server_name, error=describe_failure(exc)
+            )
+            raise ToolError(f"MCP server error: {describe_failure(exc)}") from exc
         return _result_value(result)
 
 
@@ -363,9 +374,12 @@ class _Session:
     """One MCP session, held open by a task of its own: anyio's cancel scopes inside the
     client must be left by the task that entered them, while calls come from many chats."""
 
-    def __init__(self, url: str, http: httpx2.AsyncClient, timeout_s: float) -> None:
+    def __init__(
+        self, url: str, http: httpx2.AsyncClient, timeout_s: float, refusals: list[str]
+    ) -> None:
         self.url = url
         self.failed = False
+        self.refusals = refusals  # the last HTTP refusal, as its client noted it
         self._ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
         self._stop = asyncio.Event()
         self._task = asyncio.create_task(self._run(http, timeout_s))
@@ -396,6 +410,13 @@ class _Session:
         self.failed = True
         self._stop.set()
 
+    def explained(self, exc: Exception) -> Exception:
+        """`exc`, or the HTTP refusal behind it when the SDK's error does not say it."""
+        generic = isinstance(exc, MCPError) and exc.message == _SDK_REFUSAL
+        if self.refusals and (generic or not isinstance(exc, MCPError)):
+            return RemoteRefusalError(self.refusals[-1])
+        return exc
+
     async def aclose(self) -> None:
         self.close_soon()
         with contextlib.suppress(Exception):
@@ -413,6 +434,31 @@ def _problem_text(server: McpServer, problem: str) -> str:
         reason = url_problem(server.url) or problem
         return str(UnusableSettingError(MCP_SERVER_URL_SETTING, reason))
     return f"Configuration error: the MCP server {server.name} cannot be used ({problem})"
+
+
+class RemoteRefusalError(Exception):
+    """The server refused with an HTTP error status; the message is its status and text."""
+
+
+_SDK_REFUSAL = "Server returned an error response"
+_REFUSAL_CHARS = 300
+
+
+def _refusal_text(response: httpx2.Response) -> str:
+    """`HTTP 401 Unauthorized: <the server's message>`, the message from a JSON body's
+    `message`, `error_description` or `error`, else the body's text (cut)."""
+    text = response.text.strip()
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        for key in ("message", "error_description", "error"):
+            if isinstance(body.get(key), str):
+                text = body[key]
+                break
+    status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+    return f"{status}: {text[:_REFUSAL_CHARS]}" if text else status
 
 
 def _session_gone(exc: BaseException) -> bool:
@@ -437,12 +483,14 @@ def _result_value(result: CallToolResult) -> Any:
     return [block.model_dump(mode="json", exclude_none=True) for block in result.content]
 
 
-def _describe(exc: BaseException) -> str:
+def describe_failure(exc: BaseException) -> str:
     """A short reason: the innermost error of anyio's exception groups, without addresses."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
     if isinstance(exc, TimeoutError):
         return "timed out"
+    if isinstance(exc, RemoteRefusalError):
+        return str(exc)
     return type(exc).__name__ + (f": {exc}" if str(exc) and "://" not in str(exc) else "")
 
 

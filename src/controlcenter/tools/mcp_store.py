@@ -16,6 +16,7 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -23,6 +24,7 @@ from sqlalchemy.exc import IntegrityError
 
 from controlcenter.admin_settings.cipher import Cipher
 from controlcenter.admin_settings.names import is_mask, mask_secret
+from controlcenter.common.times import iso
 from controlcenter.db import Database, utcnow
 from controlcenter.tools.mcp_config import LOCATION_PLACEHOLDER, SETTING_SERVER, McpServer
 from controlcenter.tools.mcp_models import McpServerRow
@@ -61,8 +63,8 @@ class StoredServer:
     id: str
     enabled: bool
     server: McpServer
-    created_at: Any
-    updated_at: Any
+    created_at: datetime
+    updated_at: datetime
 
 
 def shown(value: str) -> str:
@@ -80,8 +82,8 @@ def server_view(stored: StoredServer) -> dict[str, Any]:
         "enabled": stored.enabled,
         "bearerToken": shown(server.bearer_token),
         "headers": {name: shown(value) for name, value in server.headers},
-        "createdAt": stored.created_at.isoformat().replace("+00:00", "Z"),
-        "updatedAt": stored.updated_at.isoformat().replace("+00:00", "Z"),
+        "createdAt": iso(stored.created_at),
+        "updatedAt": iso(stored.updated_at),
     }
 
 
@@ -100,6 +102,10 @@ class McpServerStore:
         servers = tuple(s.server for s in await self.all() if s.enabled)
         self._enabled = (time.monotonic(), servers)
         return servers
+
+    def forget(self) -> None:
+        """Read the servers again at the next `enabled()`."""
+        self._enabled = None
 
     async def all(self) -> list[StoredServer]:
         """Every server, by name. Raises SettingsDecryptError when a row cannot be decrypted."""
@@ -140,7 +146,7 @@ class McpServerStore:
                 session.add(row)
         except IntegrityError as exc:
             raise NameTakenError(name) from exc
-        self._enabled = None
+        self.forget()
         return await self.get(row.id)
 
     async def update(self, server_id: str, changes: ServerChanges, user_id: str) -> StoredServer:
@@ -169,7 +175,7 @@ class McpServerStore:
                 row.updated_at = utcnow()
         except IntegrityError as exc:
             raise NameTakenError(changes.name or "") from exc
-        self._enabled = None
+        self.forget()
         return await self.get(server_id)
 
     async def delete(self, server_id: str) -> None:
@@ -178,7 +184,7 @@ class McpServerStore:
             if row is None:
                 raise ServerNotFoundError(server_id)
             await session.delete(row)
-        self._enabled = None
+        self.forget()
 
     def _credentials(self, bearer_token: str, headers: Sequence[tuple[str, str]]) -> str:
         plain = {"bearerToken": bearer_token, "headers": [list(pair) for pair in headers]}
