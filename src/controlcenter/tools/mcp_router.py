@@ -37,7 +37,7 @@ STATUS_TIMEOUT_S = 8.0  # each server's listing, all at once: the answer comes w
 
 def _masked_unknown(exc: mcp_store.MaskedUnknownError) -> ApiError:
     issue = {
-        "path": ["headers", exc.header],
+        "path": exc.path,
         "message": "a masked value can only keep a stored one",
         "type": "masked_value",
     }

@@ -39,11 +39,11 @@ class ServerNotFoundError(Exception):
 
 
 class MaskedUnknownError(Exception):
-    """A masked value was sent for a header that has no stored value to keep."""
+    """A masked value was sent where no stored value is to keep; `path` names the field."""
 
-    def __init__(self, header: str) -> None:
-        self.header = header
-        super().__init__(header)
+    def __init__(self, *path: str) -> None:
+        self.path = list(path)
+        super().__init__("/".join(path))
 
 
 @dataclass(frozen=True)
@@ -131,9 +131,11 @@ class McpServerStore:
         user_id: str,
     ) -> StoredServer:
         _check_name(name)
+        if is_mask(bearer_token):
+            raise MaskedUnknownError("bearerToken")
         for header, value in headers.items():
             if is_mask(value):
-                raise MaskedUnknownError(header)
+                raise MaskedUnknownError("headers", header)
         row = McpServerRow(
             name=name,
             url=url,
@@ -217,7 +219,7 @@ def _kept_headers(
     for name, value in sent.items():
         if is_mask(value):
             if name.lower() not in before:
-                raise MaskedUnknownError(name)
+                raise MaskedUnknownError("headers", name)
             value = before[name.lower()]
         kept.append((name, value))
     return kept
