@@ -237,3 +237,27 @@ async def test_server_states_name_each_server_with_its_state_and_tool_count(
     assert detail.startswith("mcpServerUrl: 6 tools; HighLevel: 21 tools; Down: ConnectError")
     assert TOKEN not in detail
     assert summary([]) == (False, "mcpServerUrl is not set and no MCP server is configured")
+
+
+def test_titles_and_hints_come_from_the_listing() -> None:
+    from mcp_types import Tool as McpTool
+    from mcp_types import ToolAnnotations
+
+    from controlcenter.tools.mcp_source import _listed
+
+    def listed(title: str | None, annotations: ToolAnnotations | None) -> tuple[str | None, bool]:
+        tool = McpTool(
+            name="t", input_schema={"type": "object"}, title=title, annotations=annotations
+        )
+        entry = _listed(tool)
+        return entry.title, entry.read_only
+
+    assert listed("Own", ToolAnnotations(title="Annotated")) == ("Own", False)
+    assert listed(None, ToolAnnotations(title="Annotated", read_only_hint=True)) == (
+        "Annotated",
+        True,
+    )
+    both = ToolAnnotations(read_only_hint=True, destructive_hint=True)
+    assert listed(None, both) == (None, False)
+    assert listed(None, ToolAnnotations(read_only_hint=False)) == (None, False)
+    assert listed(None, None) == (None, False)
