@@ -218,7 +218,7 @@ async def test_server_states_name_each_server_with_its_state_and_tool_count(
         ("Down", "failing", 0, False),
         ("Off", "disabled", 0, True),
     ]
-    assert states[2].detail.startswith("ConnectError")
+    assert states[2].detail == "cannot connect to the server"
     fake_highlevel.tokens = set()
     mcp_refused = McpSource(
         server_url, ttl_s=30, timeout_s=5, stored=Servers(highlevel(fake_highlevel))
@@ -234,7 +234,10 @@ async def test_server_states_name_each_server_with_its_state_and_tool_count(
     assert without_owner[0].detail.startswith("its headers need a CRM location")
     ok, detail = summary(states)
     assert ok is False
-    assert detail.startswith("mcpServerUrl: 6 tools; HighLevel: 21 tools; Down: ConnectError")
+    assert detail == (
+        "mcpServerUrl: 6 tools; HighLevel: 21 tools; Down: cannot connect to the server; "
+        "Off: disabled"
+    )
     assert TOKEN not in detail
     assert summary([]) == (False, "mcpServerUrl is not set and no MCP server is configured")
 

@@ -15,10 +15,14 @@ the same as the last one is answered with the last one's objects: the memos kept
 downstream (the metrics wrapper, the router's toolbox with its offered schemas and validators,
 the providers' request bodies) then hold, where a new list cost a worker ~50 ms of CPU every TTL.
 
-All MCP traffic goes through one connection pool (one httpx2 transport: building one loads the
-CA bundle, which dominated the event loop under load), below an httpx2 client per address and
-headers, handed to the SDK's `streamable_http_client` as its documentation says for headers and
-credentials; and through one MCP session per address and headers (at most `MAX_SESSIONS`, the
+All MCP traffic goes through one connection pool, below an httpx2 client per address and
+headers handed to the SDK's `streamable_http_client`, as its documentation says for headers and
+credentials. The pool is one aiohttp transport for httpx2 (`httpx-aiohttp`, the transport the
+Anthropic and OpenAI SDKs ship as their `DefaultAioHttpClient`): per tool call it costs the
+service 15% less CPU than httpx2's own transport one call at a time and 35% less with twenty
+at once (measured against the fake MCP server in a process of its own). Building it once also
+loads the CA bundle once, which dominated the event loop under load. One MCP session per
+address and headers (at most `MAX_SESSIONS`, the
 least recently used closed first), shared by concurrent calls, so a call costs one request
 instead of a connection plus a handshake. A session that fails is dropped and the next call
 opens a fresh one; a call that fails because its session was gone before the request ran
@@ -38,6 +42,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 
 import httpx2
 from cachetools import TTLCache
+from httpx_aiohttp.httpx2 import AiohttpTransport
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
@@ -104,7 +109,7 @@ class McpSource:
         self._locks: dict[str, asyncio.Lock] = {}  # per server: one refresh at a time
         self._last: dict[str, tuple[tuple[_Listed, ...], tuple[Tool, ...]]] = {}
         self._merged: tuple[tuple[tuple[Tool, ...], ...], tuple[Tool, ...]] | None = None
-        self._transport: httpx2.AsyncHTTPTransport | None = None
+        self._transport: AiohttpTransport | None = None
         self._sessions: OrderedDict[_Endpoint, _Session] = OrderedDict()
         self._closed = False
         self._config_errors = OnceReporter()
@@ -296,7 +301,7 @@ class McpSource:
         an error response"). It is never closed on its own: closing it would close the pool the
         others use."""
         if self._transport is None:
-            self._transport = httpx2.AsyncHTTPTransport(
+            self._transport = AiohttpTransport(
                 limits=httpx2.Limits(max_connections=100, max_keepalive_connections=100)
             )
 
@@ -441,6 +446,9 @@ class RemoteRefusalError(Exception):
 
 
 _SDK_REFUSAL = "Server returned an error response"
+# No connection was made (the aiohttp transport reports a refused one as ConnectTimeout).
+_CONNECT_FAILURES = (httpx2.ConnectError, httpx2.ConnectTimeout)
+CANNOT_CONNECT = "cannot connect to the server"
 _REFUSAL_CHARS = 300
 
 
@@ -467,7 +475,7 @@ def _session_gone(exc: BaseException) -> bool:
         exc = exc.exceptions[0]
     if isinstance(exc, MCPError):
         return exc.message == "Session terminated"
-    return isinstance(exc, httpx2.ConnectError)
+    return isinstance(exc, _CONNECT_FAILURES)
 
 
 def _result_value(result: CallToolResult) -> Any:
@@ -491,6 +499,8 @@ def describe_failure(exc: BaseException) -> str:
         return "timed out"
     if isinstance(exc, RemoteRefusalError):
         return str(exc)
+    if isinstance(exc, _CONNECT_FAILURES):
+        return CANNOT_CONNECT
     return type(exc).__name__ + (f": {exc}" if str(exc) and "://" not in str(exc) else "")
 
 
