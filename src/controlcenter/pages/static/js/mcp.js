@@ -43,17 +43,15 @@ document.addEventListener("DOMContentLoaded", () => {
 
   function render() {
     body.replaceChildren();
-    const names = new Set(servers.map((s) => s.name));
-    // The setting's server (mcpServerUrl) is listed by the check, not stored here.
-    for (const state of Object.values(states)) {
-      if (!names.has(state.name)) {
-        body.append(cc.el("tr", {},
-          cc.el("td", { "data-label": "Name", text: state.name }),
-          cc.el("td", { "data-label": "Address", text: "the setting mcpServerUrl" }),
-          cc.el("td", { "data-label": "State", text: stateText(state.name) }),
-          cc.el("td", { "data-label": "Tools", text: String(state.toolCount) }),
-          cc.el("td", { "data-label": "Actions" })));
-      }
+    // The setting's server is listed by the check under the setting's name; it is not stored here.
+    const setting = states.mcpServerUrl;
+    if (setting) {
+      body.append(cc.el("tr", {},
+        cc.el("td", { "data-label": "Name", text: setting.name }),
+        cc.el("td", { "data-label": "Address", text: "the setting mcpServerUrl" }),
+        cc.el("td", { "data-label": "State", text: stateText(setting.name) }),
+        cc.el("td", { "data-label": "Tools", text: String(setting.toolCount) }),
+        cc.el("td", { "data-label": "Actions" })));
     }
     for (const server of servers) {
       const edit = cc.el("button", { type: "button", class: "secondary small", text: "Edit", "aria-label": `Edit ${server.name}` });
