@@ -32,12 +32,14 @@ lint: setup
 # Each run has its own base directory: pytest prunes the numbered ones of other runs.
 test-sqlite: setup
 	@./scripts/ensure-node.sh
+	@./scripts/ensure-mcp1.sh
 	@./scripts/ensure-nginx.sh
 	@mkdir -p .tmp
 	$(UV) run pytest --basetemp=.tmp/pytest-sqlite --ignore=tests/browser $(PYTEST_ARGS)
 
 test-postgres: setup
 	@./scripts/ensure-node.sh
+	@./scripts/ensure-mcp1.sh
 	@./scripts/ensure-nginx.sh
 	@mkdir -p .tmp
 	./scripts/with-postgres.sh $(UV) run pytest --basetemp=.tmp/pytest-postgres --ignore=tests/browser $(PYTEST_ARGS)
@@ -53,6 +55,7 @@ test-browser: setup
 test: lint
 	@./scripts/ensure-chromium.sh
 	@./scripts/ensure-node.sh
+	@./scripts/ensure-mcp1.sh
 	@./scripts/ensure-nginx.sh
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-db test-browser
 

@@ -45,7 +45,9 @@ from controlcenter.outbox.worker import Handler
 from controlcenter.pages import mount_pages
 from controlcenter.providers.observed import observed
 from controlcenter.providers.registry import build_providers, close_providers
+from controlcenter.tools.mcp_router import router as mcp_servers_router
 from controlcenter.tools.mcp_source import MCP_SERVER_URL_SETTING, McpSource
+from controlcenter.tools.mcp_store import McpServerStore
 from controlcenter.tools.observed import ObservedSource
 from controlcenter.tools.router import StaticSource, ToolRouter
 from controlcenter.web import api_docs, health, metrics, openapi_doc
@@ -68,15 +70,18 @@ def open_database(config: Config) -> Database:
     return Database(config.database_url)
 
 
-def build_chat_parts(config: Config, db: Database, settings: SettingsStore) -> ChatParts:
-    """What chats use: the shared CRM pool, the providers, the tools, the runs being written."""
+def build_chat_parts(
+    config: Config, db: Database, settings: SettingsStore, mcp: McpSource | None = None
+) -> ChatParts:
+    """What chats use: the shared CRM pool, the providers, the tools, the runs being written.
+    `mcp`: the MCP servers' tools (`build_mcp`), when the caller keeps it for more."""
     liveness = Liveness(db, config.chat_liveness_interval_s)
     return ChatParts(
         db=db,
         settings=settings,
         crm=CrmTransport.from_config(config),
         providers=observed(build_providers(config)),
-        tools=build_tool_router(config, settings),
+        tools=build_tool_router(mcp or build_mcp(config, db, settings)),
         runs=ChatRuns(db, owner=liveness.owner),
         approval_timeout_s=config.chat_approval_timeout_s,
         liveness=liveness,
@@ -91,13 +96,24 @@ async def close_chat_parts(chat: ChatParts) -> None:
     await chat.tools.aclose()
 
 
-def build_tool_router(config: Config, settings: SettingsStore) -> ToolRouter:
-    """The built-in CRM catalogue first, so that it wins any name clash with the MCP server."""
+def build_mcp(config: Config, db: Database, settings: SettingsStore) -> McpSource:
+    """The MCP servers' tools: the setting `mcpServerUrl`'s server and the stored ones, whose
+    credentials the settings' cipher keeps."""
 
     async def mcp_server_url() -> str | None:
         return await settings.get(MCP_SERVER_URL_SETTING)
 
-    mcp = McpSource(mcp_server_url, ttl_s=config.mcp_cache_ttl_s, timeout_s=config.mcp_timeout_s)
+    stored = McpServerStore(db, settings.cipher, ttl_s=config.mcp_cache_ttl_s)
+    return McpSource(
+        mcp_server_url,
+        ttl_s=config.mcp_cache_ttl_s,
+        timeout_s=config.mcp_timeout_s,
+        stored=stored,
+    )
+
+
+def build_tool_router(mcp: McpSource) -> ToolRouter:
+    """The built-in CRM catalogue first, so that it wins any name clash with an MCP server."""
     return ToolRouter(
         [ObservedSource("crm", StaticSource(crm_tools())), ObservedSource("mcp", mcp)]
     )
@@ -134,9 +150,11 @@ def create_app(
         # route dependencies of its domain read it (`web/deps.py`, `auth/deps.py`, ...).
         db = open_database(config)
         settings = SettingsStore(db, config.fernet_key)
-        chat = build_chat_parts(config, db, settings)
+        mcp = build_mcp(config, db, settings)
+        chat = build_chat_parts(config, db, settings, mcp)
         app.state.db = db
         app.state.settings = settings
+        app.state.mcp = mcp
         app.state.auth = RequestAuth(db, config.jwt_key)
         app.state.chat = chat
         app.state.onboarding = OnboardingSaves(db)
@@ -197,6 +215,7 @@ def create_app(
         ui_chat_router,
         onboarding_router,
         settings_router,
+        mcp_servers_router,
         users_router,
         own_account_router,
         metrics.router,

@@ -17,6 +17,7 @@ from controlcenter.crm.rate_limit import CrmRateBucket
 from controlcenter.db import Base
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import OutboxJob
+from controlcenter.tools.mcp_models import McpServerRow
 
 __all__ = [
     "ApiTokenRecord",
@@ -26,6 +27,7 @@ __all__ = [
     "ChatRun",
     "ConversationRow",
     "CrmRateBucket",
+    "McpServerRow",
     "Message",
     "Onboarding",
     "OutboxJob",

@@ -1,4 +1,5 @@
-"""The loopback MCP server (tests/fakes/mcp_server.py), started once per test session."""
+"""The loopback MCP servers (tests/fakes/mcp_server.py, tests/fakes/highlevel_mcp.py), each
+started once per test session."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.highlevel_mcp import FakeHighLevelMcp, build_fake_highlevel_mcp
 from tests.fakes.mcp_server import FakeMcp, build_fake_mcp
 
 
@@ -30,6 +32,21 @@ def fake_mcp(_fake_mcp_session: FakeMcp) -> FakeMcp:
     """The running fake, its call log emptied for this test."""
     _fake_mcp_session.reset()
     return _fake_mcp_session
+
+
+@pytest.fixture(scope="session")
+def _fake_highlevel_session() -> Iterator[FakeHighLevelMcp]:
+    fake = build_fake_highlevel_mcp()
+    fake.server.start()
+    yield fake
+    fake.server.stop()
+
+
+@pytest.fixture
+def fake_highlevel(_fake_highlevel_session: FakeHighLevelMcp) -> FakeHighLevelMcp:
+    """The running stand-in for HighLevel's MCP server, its call log emptied for this test."""
+    _fake_highlevel_session.reset()
+    return _fake_highlevel_session
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -14,13 +15,24 @@ from tests.fakes.mcp_server import FakeMcp
 from tests.tools.test_router import make_tool
 
 CONTEXT = ToolContext(user_id="u1", crm=None)
+OPENED: list[McpSource] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_sources() -> AsyncIterator[None]:
+    """Each source made by a test is closed after it, its connection pool with it."""
+    yield
+    while OPENED:
+        await OPENED.pop().aclose()
 
 
 def source_for(url: str | None, ttl_s: float = 30.0, timeout_s: float = 5.0) -> McpSource:
     async def server_url() -> str | None:
         return url
 
-    return McpSource(server_url, ttl_s=ttl_s, timeout_s=timeout_s)
+    source = McpSource(server_url, ttl_s=ttl_s, timeout_s=timeout_s)
+    OPENED.append(source)
+    return source
 
 
 async def test_lists_the_servers_tools_with_their_schemas(fake_mcp: FakeMcp) -> None:
@@ -141,7 +153,8 @@ async def test_a_call_to_a_server_gone_down_is_a_tool_error(
         return urls[0]
 
     source = McpSource(server_url, ttl_s=30, timeout_s=5)
+    OPENED.append(source)
     tools = {t.name: t for t in await source.list_tools()}
     urls[0] = dead_url
-    with pytest.raises(ToolError, match=r"^MCP server error: ConnectError"):
+    with pytest.raises(ToolError, match=r"^MCP server error: cannot connect to the server$"):
         await tools["echo_text"].handler({"text": "hi"}, CONTEXT)

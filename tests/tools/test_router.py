@@ -39,7 +39,9 @@ class CountingSource:
         self.tools = list(tools)
         self.calls = 0
 
-    async def list_tools(self, settings: Settings | None = None) -> Sequence[Tool]:
+    async def list_tools(
+        self, settings: Settings | None = None, *, location_id: str | None = None
+    ) -> Sequence[Tool]:
         self.calls += 1
         return self.tools
 

@@ -200,7 +200,9 @@ async def test_arguments_are_checked_against_the_schema_as_published() -> None:
 
 async def test_a_tool_not_offered_is_logged_once_however_often_its_source_relists() -> None:
     class Relisting:
-        async def list_tools(self, settings: Settings | None = None) -> list[Tool]:  # fresh
+        async def list_tools(
+            self, settings: Settings | None = None, *, location_id: str | None = None
+        ) -> list[Tool]:  # fresh
             return [Tool("odd", "", {"type": "string"}, make_tool("odd").handler)]
 
     router = ToolRouter([Relisting()])

@@ -60,20 +60,30 @@ SECRET_NAMES: frozenset[SettingName] = frozenset(
 
 
 def mask(name: str, value: str) -> str:
-    """The form a value is shown in: secrets reveal at most their last 4 characters."""
-    if name not in SECRET_NAMES or value == "":
+    """The form a setting's value is shown in: secrets masked (`mask_secret`)."""
+    return mask_secret(value) if name in SECRET_NAMES else value
+
+
+def mask_secret(value: str) -> str:
+    """The form a secret is shown in: at most its last 4 characters, and only when it is long
+    enough (12 characters) that they give nothing away; unset ("") stays "". Every secret the
+    service shows, a setting's or an MCP server's, is masked by this one rule."""
+    if value == "":
         return value
     return MASK + value[-4:] if len(value) >= 12 else MASK
 
 
 def is_masked_form(name: str, value: str) -> bool:
-    """Whether `value` is what GET shows for a secret (`••••` or `••••` + 4 characters).
+    """Whether `value` is what GET shows for a secret setting (`is_mask`)."""
+    return name in SECRET_NAMES and is_mask(value)
 
-    Such a value is never stored: it is what an administrator PUTs back from a GET, and no
-    credential looks like it, so the body of a GET can be PUT back safely. Any mask-shaped
+
+def is_mask(value: str) -> bool:
+    """Whether `value` has the form `mask_secret` shows (`••••` or `••••` + 4 characters).
+
+    Such a value is never stored: it is what an administrator sends back from a GET, and no
+    credential looks like it, so the body of a GET can be sent back safely. Any mask-shaped
     value counts, not only the current one, so a GET that raced another administrator's change
-    cannot wipe the new key either.
+    cannot wipe the new secret either.
     """
-    if name not in SECRET_NAMES or not value.startswith(MASK):
-        return False
-    return len(value) in (len(MASK), len(MASK) + 4)
+    return value.startswith(MASK) and len(value) in (len(MASK), len(MASK) + 4)

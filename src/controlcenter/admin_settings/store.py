@@ -1,51 +1,32 @@
-"""Settings values, encrypted at rest with Fernet (AES-128-CBC + HMAC-SHA256).
+"""Settings values, encrypted at rest by the service's one cipher (`cipher.py`).
 
-`get_many` runs before every chat (its settings snapshot), so decrypted values are kept per
-ciphertext: Fernet makes a new token on every save, so a changed value is never answered from
-the memo.
+`get_many` runs before every chat (its settings snapshot); the cipher keeps decrypted values
+per ciphertext.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from cryptography.fernet import Fernet, InvalidToken
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from controlcenter.admin_settings.cipher import Cipher, SettingsDecryptError
 from controlcenter.admin_settings.models import Setting
 from controlcenter.admin_settings.names import SettingName
 from controlcenter.db import Database, utcnow
 
-# Past this many ciphertexts the memo starts over (never wrong, only slower once).
-_PLAIN_KEPT = 256
-
-
-class SettingsDecryptError(Exception):
-    """A stored value cannot be decrypted: the encryption key changed or the row is damaged."""
+__all__ = ["SettingsDecryptError", "SettingsStore"]
 
 
 class SettingsStore:
     def __init__(self, db: Database, key: str) -> None:
         self._db = db
-        self._fernet = Fernet(key.encode())
-        self._plain: dict[str, str] = {}  # ciphertext -> its value, for this key
+        # Shared with the other stores of secrets (the MCP servers'), one key for all.
+        self.cipher = Cipher(key)
 
     def _decrypt(self, row: Setting) -> str:
-        return self._decrypted(row.name, row.value_encrypted)
-
-    def _decrypted(self, name: str, token: str) -> str:
-        found = self._plain.get(token)
-        if found is not None:
-            return found
-        try:
-            value = self._fernet.decrypt(token.encode()).decode()
-        except InvalidToken as exc:
-            raise SettingsDecryptError(name) from exc
-        if len(self._plain) >= _PLAIN_KEPT:
-            self._plain.clear()
-        self._plain[token] = value
-        return value
+        return self.cipher.decrypt(row.name, row.value_encrypted)
 
     async def get(self, name: SettingName) -> str | None:
         """The decrypted value of one setting, None when unset or empty."""
@@ -62,7 +43,7 @@ class SettingsStore:
         query = select(Setting.name, Setting.value_encrypted).where(Setting.name.in_(wanted))
         async with self._db.read() as session:
             stored = {name: value for name, value in await session.execute(query)}
-        return {name: self._decrypted(name, stored[name]) for name in wanted if name in stored}
+        return {name: self.cipher.decrypt(name, stored[name]) for name in wanted if name in stored}
 
     async def save(self, session: AsyncSession, values: Mapping[str, str], user_id: str) -> None:
         """Upsert `values` inside the caller's transaction, so they land together or not at all."""
@@ -74,7 +55,7 @@ class SettingsStore:
             ).all()
         }
         for name, value in values.items():
-            encrypted = self._fernet.encrypt(value.encode()).decode()
+            encrypted = self.cipher.encrypt(value)
             row = existing.get(name)
             if row is None:
                 session.add(

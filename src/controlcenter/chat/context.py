@@ -25,6 +25,9 @@ class ChatContext:
 
         Raises UnusableSettingError when the agency key cannot be sent in a header.
         """
-        toolbox = await self.tools.toolbox(self.settings)
+        location_id = (user.crm_location_id or "").strip() or None
+        toolbox = await self.tools.toolbox(self.settings, location_id=location_id)
         client = await broker_client(self.settings, self.crm, user)
-        return toolbox, ToolContext(user_id=user.id, crm=client, settings=self.settings)
+        return toolbox, ToolContext(
+            user_id=user.id, crm=client, settings=self.settings, location_id=location_id
+        )

@@ -108,6 +108,11 @@ async def admin_settings(request: Request, caller: Caller) -> Response:
     )
 
 
+@router.get("/admin/mcp")
+async def admin_mcp(request: Request, caller: Caller) -> Response:
+    return _page(request, caller, "admin_mcp.html", frozenset({SUPER_ADMIN}), title="MCP servers")
+
+
 @router.get("/admin/users")
 async def admin_users(request: Request, caller: Caller) -> Response:
     return _page(request, caller, "admin_users.html", ADMIN_ROLES, title="Users")

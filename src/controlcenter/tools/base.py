@@ -9,12 +9,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class ToolContext:
-    """Who a tool acts for: the session user and their own CRM client;
+    """Who a tool acts for: the session user, their own CRM client and CRM location;
     and the settings as the chat read them when it began (`Settings`), when it did."""
 
     user_id: str
     crm: Any | None  # the broker's location-scoped CRM client; None when no location is linked
     settings: Settings | None = field(default=None)
+    # The CRM location linked to the user (MCP servers whose headers carry it); None: none.
+    location_id: str | None = None
 
 
 # A snapshot of administrator settings by name, read once per chat.
@@ -33,8 +35,12 @@ class Tool:
     # Whether the tool only reads: under `toolApproval: "writes"` a tool that may write waits
     # for the user's approval, so False, the safe default, asks for it.
     read_only: bool = False
-    # What a person calls it ("Search contacts"), shown on the chat page's tool cards.
+    # The human title the chat shows on its tool card (MCP's `title`, or its annotations'
+    # `title`); None: the tool has none and is shown by its name.
     title: str | None = None
+    # Where the tool comes from when a source has several origins (an MCP server's name): a
+    # tool whose name an earlier source offers is offered as `<origin>_<name>` (tools.router).
+    origin: str | None = None
 
 
 class ToolError(Exception):

@@ -22,8 +22,10 @@ class ObservedSource:
         self._inner = inner
         self._last: tuple[Sequence[Tool], list[Tool]] | None = None
 
-    async def list_tools(self, settings: Settings | None = None) -> Sequence[Tool]:
-        tools = await self._inner.list_tools(settings)
+    async def list_tools(
+        self, settings: Settings | None = None, *, location_id: str | None = None
+    ) -> Sequence[Tool]:
+        tools = await self._inner.list_tools(settings, location_id=location_id)
         last = self._last
         if last is not None and last[0] is tools:
             return last[1]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from jsonschema import SchemaError
@@ -34,8 +34,11 @@ _MAX_NAME = 64
 class ToolSource(Protocol):
     """Anything that contributes tools. A source that cannot list returns an empty list."""
 
-    async def list_tools(self, settings: Settings | None = None) -> Sequence[Tool]:
-        """`settings`: the chat's snapshot, for a source configured by them; None reads them."""
+    async def list_tools(
+        self, settings: Settings | None = None, *, location_id: str | None = None
+    ) -> Sequence[Tool]:
+        """`settings`: the chat's snapshot, for a source configured by them; None reads them.
+        `location_id`: the CRM location of the broker the chat is for, None when he has none."""
         ...
 
 
@@ -45,7 +48,9 @@ class StaticSource:
     def __init__(self, tools: Sequence[Tool]) -> None:
         self._tools = tuple(tools)
 
-    async def list_tools(self, settings: Settings | None = None) -> Sequence[Tool]:
+    async def list_tools(
+        self, settings: Settings | None = None, *, location_id: str | None = None
+    ) -> Sequence[Tool]:
         return self._tools
 
 
@@ -173,7 +178,8 @@ class Toolbox:
 
 class ToolRouter:
     """The registry. Sources are asked in the order they were added; on a name clash the
-    earlier source wins, so the built-in catalogue (added first) beats any other source."""
+    earlier source keeps the name, so the built-in catalogue (added first) keeps its names and
+    an MCP server's tool of the same name is offered qualified by the server (`_merge`)."""
 
     def __init__(self, sources: Sequence[ToolSource] = ()) -> None:
         # In order; a toolbox is built again whenever what they list differs (`toolbox`).
@@ -192,13 +198,18 @@ class ToolRouter:
         """Every known tool, first source first, one per name."""
         return _merge([await source.list_tools() for source in self.sources])
 
-    async def toolbox(self, settings: Settings | None = None) -> Toolbox:
-        """The tools as the sources list them now; `settings`: the chat's snapshot."""
-        lists = tuple([await source.list_tools(settings) for source in self.sources])
+    async def toolbox(
+        self, settings: Settings | None = None, *, location_id: str | None = None
+    ) -> Toolbox:
+        """The tools as the sources list them now; `settings`: the chat's snapshot,
+        `location_id`: the broker's CRM location (None: none is linked)."""
+        lists = tuple(
+            [await source.list_tools(settings, location_id=location_id) for source in self.sources]
+        )
         memo = self._memo
         if memo is not None and _same(memo[0], lists):
             return memo[1]
-        box = Toolbox(_merge(lists), reported=self._not_offered)
+        box = Toolbox(_merge(lists, self._not_offered), reported=self._not_offered)
         self._memo = (lists, box)
         return box
 
@@ -207,12 +218,23 @@ def _same(old: Sequence[Sequence[Tool]], new: Sequence[Sequence[Tool]]) -> bool:
     return len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True))
 
 
-def _merge(lists: Sequence[Sequence[Tool]]) -> list[Tool]:
+def _merge(lists: Sequence[Sequence[Tool]], reported: set[str] | None = None) -> list[Tool]:
+    """One tool per name, first source first. A later tool whose name is taken keeps it
+    qualified by its origin when it has one (an MCP server's `<server>_<tool>`, the server's
+    name with characters outside A-Z, a-z, 0-9, `_` and `-` as `_`); a tool whose qualified name
+    is taken too, or that has no origin, is not offered (logged once when `reported` is given)."""
     seen: set[str] = set()
     merged: list[Tool] = []
     for tools in lists:
         for tool in tools:
+            if tool.name in seen and tool.origin:
+                tool = replace(tool, name=f"{_INVALID_CHARS.sub('_', tool.origin)}_{tool.name}")
             if tool.name in seen:
+                if reported is not None and tool.name not in reported:
+                    reported.add(tool.name)
+                    log.warning(
+                        "tool not offered: an earlier source offers its name", tool=tool.name
+                    )
                 continue
             seen.add(tool.name)
             merged.append(tool)

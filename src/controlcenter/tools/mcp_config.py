@@ -1,0 +1,74 @@
+"""One MCP server as the service connects to it: its name, address and credentials, and the
+headers of a chat's request to it, which may carry the broker's CRM location.
+
+A header value may contain the placeholder `{crmLocationId}`: it is replaced by the CRM
+location linked to the broker the chat is for (`controlcenter users set-crm`, or the users
+page). A server with such a header serves a broker only when he has a location; for a broker
+without one it offers nothing. The placeholder is the only one; any other text is sent as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controlcenter.admin_settings.names import MCP_SERVER_URL
+from controlcenter.admin_settings.usable import credential_problem, url_problem
+
+LOCATION_PLACEHOLDER = "{crmLocationId}"
+
+# The server at the setting `mcpServerUrl` is listed under the setting's name.
+SETTING_SERVER = MCP_SERVER_URL
+
+
+class NeedsLocationError(Exception):
+    """The server's headers carry the broker's CRM location and the broker has none."""
+
+
+@dataclass(frozen=True)
+class McpServer:
+    name: str
+    url: str
+    bearer_token: str = ""
+    headers: tuple[tuple[str, str], ...] = ()  # (name, value or template), in order
+    # OAuth 2.1 client credentials (the server's authorization server issues the token).
+    oauth_client_id: str = ""
+    oauth_client_secret: str = field(default="", repr=False)
+    oauth_scope: str = ""
+
+    @property
+    def needs_location(self) -> bool:
+        return any(LOCATION_PLACEHOLDER in value for _, value in self.headers)
+
+    @property
+    def uses_oauth(self) -> bool:
+        return bool(self.oauth_client_id)
+
+    def problem(self) -> str | None:
+        """Why the server cannot be used as configured (never quoting a value), or None."""
+        url = url_problem(self.url)
+        if url is not None:
+            return f"its address cannot be used ({url})"
+        for name, value in self.headers:
+            if credential_problem(value.replace(LOCATION_PLACEHOLDER, "")) is not None:
+                return f"its header {name} cannot be sent (a header value must be printable ASCII)"
+        if self.bearer_token and credential_problem(self.bearer_token) is not None:
+            return "its bearer token cannot be sent (a credential must be printable ASCII)"
+        return None
+
+    def request_headers(self, location_id: str | None) -> tuple[tuple[str, str], ...]:
+        """The headers of a request for a broker with `location_id` (None: without one).
+
+        Raises NeedsLocationError when a header needs the location and there is none."""
+        location = (location_id or "").strip()
+        sent: list[tuple[str, str]] = []
+        for name, value in self.headers:
+            if LOCATION_PLACEHOLDER in value:
+                if not location or credential_problem(location) is not None:
+                    raise NeedsLocationError(self.name)
+                value = value.replace(LOCATION_PLACEHOLDER, location)
+            sent.append((name, value))
+        if self.bearer_token:
+            # The bearer token is the Authorization header, whatever `headers` says.
+            sent = [(n, v) for n, v in sent if n.lower() != "authorization"]
+            sent.append(("Authorization", f"Bearer {self.bearer_token}"))
+        return tuple(sent)

@@ -1,0 +1,152 @@
+"""The bodies and answers of /api/v1/admin/mcp-servers (docs/reference.md).
+
+Strict and closed like the other admin bodies: an unknown key is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+from controlcenter.admin_settings.names import is_mask
+from controlcenter.admin_settings.usable import url_problem
+from controlcenter.web.openapi_doc import schema_extra
+from controlcenter.web.validation import StoredStr
+
+# A header name is an HTTP token; these are the transport's own and cannot be set.
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
+RESERVED_HEADERS = frozenset(
+    {
+        "accept",
+        "connection",
+        "content-length",
+        "content-type",
+        "host",
+        "last-event-id",
+        "mcp-protocol-version",
+        "mcp-session-id",
+        "transfer-encoding",
+    }
+)
+MAX_HEADERS = 20
+MAX_CREDENTIAL = 4000
+
+
+def _url(value: str) -> str:
+    if url_problem(value) is not None:
+        raise PydanticCustomError("url", "must be an http:// or https:// URL")
+    return value
+
+
+def _name(value: str) -> str:
+    if value != value.strip() or not value:
+        raise PydanticCustomError("name", "must be 1-100 characters without surrounding spaces")
+    return value
+
+
+def _credential(value: str) -> str:
+    if is_mask(value):
+        return value  # what GET shows: it keeps the stored value
+    if not (value.isascii() and value.isprintable()):
+        raise PydanticCustomError("credential", "must be printable ASCII")
+    return value
+
+
+def _headers(value: dict[str, str]) -> dict[str, str]:
+    seen: set[str] = set()
+    for name in value:
+        if not HEADER_NAME.fullmatch(name):
+            raise PydanticCustomError("header_name", "{name} is not a header name", {"name": name})
+        if name.lower() in RESERVED_HEADERS:
+            raise PydanticCustomError(
+                "header_name", "{name} is set by the MCP transport itself", {"name": name}
+            )
+        if name.lower() in seen:
+            raise PydanticCustomError("header_name", "{name} is given twice", {"name": name})
+        seen.add(name.lower())
+    return value
+
+
+ServerName = Annotated[StoredStr, Field(max_length=100), AfterValidator(_name)]
+ServerUrl = Annotated[StoredStr, Field(max_length=2000), AfterValidator(_url)]
+Credential = Annotated[StoredStr, Field(max_length=MAX_CREDENTIAL), AfterValidator(_credential)]
+Headers = Annotated[dict[str, Credential], Field(max_length=MAX_HEADERS), AfterValidator(_headers)]
+
+EXAMPLE_INPUT = {
+    "name": "HighLevel",
+    "url": "https://services.leadconnectorhq.com/mcp/",
+    "bearerToken": "pit-0f6c2a57-9d1e-4a9b-8c3e-12ab34cd56ef",
+    "headers": {"locationId": "{crmLocationId}"},
+}
+
+
+class McpServerCreate(BaseModel):
+    """A new server. `headers` values may use `{crmLocationId}` (the broker's CRM location)."""
+
+    model_config = schema_extra(EXAMPLE_INPUT, strict=True, extra="forbid")
+    name: ServerName
+    url: ServerUrl
+    enabled: bool = True
+    bearerToken: Credential = ""
+    headers: Headers = Field(default_factory=dict)
+
+
+class McpServerPatch(BaseModel):
+    """Only the fields sent change. A masked `bearerToken` or header value (as GET shows it)
+    keeps the stored one; `bearerToken: ""` removes the token; `headers` replaces the set."""
+
+    model_config = schema_extra({"enabled": False}, strict=True, extra="forbid")
+    name: ServerName = None  # type: ignore[assignment]  # absent is fine, null is not
+    url: ServerUrl = None  # type: ignore[assignment]
+    enabled: bool = None  # type: ignore[assignment]
+    bearerToken: Credential = None  # type: ignore[assignment]
+    headers: Headers = None  # type: ignore[assignment]
+
+
+# The answers, for the interface description.
+
+SERVER_EXAMPLE: dict[str, Any] = {
+    "id": "5f0c7a52-3b1d-4a8e-9c1e-2d7b9a0f4e61",
+    "name": "HighLevel",
+    "url": "https://services.leadconnectorhq.com/mcp/",
+    "enabled": True,
+    "bearerToken": "••••56ef",
+    "headers": {"locationId": "{crmLocationId}"},
+    "createdAt": "2026-11-27T09:00:00.000Z",
+    "updatedAt": "2026-11-27T09:00:00.000Z",
+}
+
+
+class McpServerView(BaseModel):
+    model_config = ConfigDict(title="McpServer")
+    id: str
+    name: str
+    url: str
+    enabled: bool
+    bearerToken: str
+    headers: dict[str, str]
+    createdAt: str
+    updatedAt: str
+
+
+class McpServerAnswer(BaseModel):
+    server: McpServerView
+
+
+class McpServerList(BaseModel):
+    servers: list[McpServerView]
+
+
+class McpServerState(BaseModel):
+    name: str
+    state: str = Field(description="`working`, `failing` or `disabled`")
+    toolCount: int
+    ok: bool
+    detail: str
+
+
+class McpServerStates(BaseModel):
+    servers: list[McpServerState]

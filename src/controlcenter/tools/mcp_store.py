@@ -1,0 +1,225 @@
+"""The configured MCP servers: stored, read, changed and shown.
+
+Credentials (the bearer token and the custom headers) are encrypted by the service's one cipher
+(`admin_settings.cipher`) and shown masked by its one rule (`admin_settings.names.mask_secret`),
+the bearer token and every header value alike, except a value that is exactly the placeholder
+`{crmLocationId}` (it holds nothing secret, and the operator needs to see it). A masked value
+sent back keeps the stored one.
+
+Chats read the enabled servers through `enabled()`, kept for the tool cache's TTL: a change made
+through this process is seen at once, one made through another process within the TTL.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from controlcenter.admin_settings.cipher import Cipher
+from controlcenter.admin_settings.names import is_mask, mask_secret
+from controlcenter.common.times import iso
+from controlcenter.db import Database, utcnow
+from controlcenter.tools.mcp_config import LOCATION_PLACEHOLDER, SETTING_SERVER, McpServer
+from controlcenter.tools.mcp_models import McpServerRow
+
+
+class NameTakenError(Exception):
+    """Another server has this name (or it is the setting's server's name)."""
+
+
+class ServerNotFoundError(Exception):
+    pass
+
+
+class MaskedUnknownError(Exception):
+    """A masked value was sent where no stored value is to keep; `path` names the field."""
+
+    def __init__(self, *path: str) -> None:
+        self.path = list(path)
+        super().__init__("/".join(path))
+
+
+@dataclass(frozen=True)
+class ServerChanges:
+    """A PATCH: None leaves a field as it is. `bearer_token` "" removes the token; `headers`
+    replaces the set of headers (a masked value keeps the stored value of that header)."""
+
+    name: str | None = None
+    url: str | None = None
+    enabled: bool | None = None
+    bearer_token: str | None = None
+    headers: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class StoredServer:
+    id: str
+    enabled: bool
+    server: McpServer
+    created_at: datetime
+    updated_at: datetime
+
+
+def shown(value: str) -> str:
+    """A credential as the API shows it."""
+    return value if value == LOCATION_PLACEHOLDER else mask_secret(value)
+
+
+def server_view(stored: StoredServer) -> dict[str, Any]:
+    """The JSON of one server, credentials masked."""
+    server = stored.server
+    return {
+        "id": stored.id,
+        "name": server.name,
+        "url": server.url,
+        "enabled": stored.enabled,
+        "bearerToken": shown(server.bearer_token),
+        "headers": {name: shown(value) for name, value in server.headers},
+        "createdAt": iso(stored.created_at),
+        "updatedAt": iso(stored.updated_at),
+    }
+
+
+class McpServerStore:
+    def __init__(self, db: Database, cipher: Cipher, *, ttl_s: float) -> None:
+        self._db = db
+        self._cipher = cipher
+        self._ttl_s = ttl_s
+        self._enabled: tuple[float, tuple[McpServer, ...]] | None = None  # (read at, servers)
+
+    async def enabled(self) -> tuple[McpServer, ...]:
+        """The enabled servers, by name; kept for the TTL."""
+        kept = self._enabled
+        if kept is not None and time.monotonic() - kept[0] < self._ttl_s:
+            return kept[1]
+        servers = tuple(s.server for s in await self.all() if s.enabled)
+        self._enabled = (time.monotonic(), servers)
+        return servers
+
+    def forget(self) -> None:
+        """Read the servers again at the next `enabled()`."""
+        self._enabled = None
+
+    async def all(self) -> list[StoredServer]:
+        """Every server, by name. Raises SettingsDecryptError when a row cannot be decrypted."""
+        async with self._db.read() as session:
+            rows = (await session.scalars(select(McpServerRow).order_by(McpServerRow.name))).all()
+        return [self._stored(row) for row in rows]
+
+    async def get(self, server_id: str) -> StoredServer:
+        async with self._db.read() as session:
+            row = await session.get(McpServerRow, server_id)
+        if row is None:
+            raise ServerNotFoundError(server_id)
+        return self._stored(row)
+
+    async def create(
+        self,
+        *,
+        name: str,
+        url: str,
+        enabled: bool,
+        bearer_token: str,
+        headers: Mapping[str, str],
+        user_id: str,
+    ) -> StoredServer:
+        _check_name(name)
+        if is_mask(bearer_token):
+            raise MaskedUnknownError("bearerToken")
+        for header, value in headers.items():
+            if is_mask(value):
+                raise MaskedUnknownError("headers", header)
+        row = McpServerRow(
+            name=name,
+            url=url,
+            enabled=enabled,
+            credentials_encrypted=self._credentials(bearer_token, list(headers.items())),
+            updated_by=user_id,
+        )
+        try:
+            async with self._db.write() as session:
+                session.add(row)
+        except IntegrityError as exc:
+            raise NameTakenError(name) from exc
+        self.forget()
+        return await self.get(row.id)
+
+    async def update(self, server_id: str, changes: ServerChanges, user_id: str) -> StoredServer:
+        if changes.name is not None:
+            _check_name(changes.name)
+        try:
+            async with self._db.write() as session:
+                row = await session.get(McpServerRow, server_id)
+                if row is None:
+                    raise ServerNotFoundError(server_id)
+                current = self._stored(row).server
+                if changes.name is not None:
+                    row.name = changes.name
+                if changes.url is not None:
+                    row.url = changes.url
+                if changes.enabled is not None:
+                    row.enabled = changes.enabled
+                token = current.bearer_token
+                if changes.bearer_token is not None and not is_mask(changes.bearer_token):
+                    token = changes.bearer_token
+                headers = list(current.headers)
+                if changes.headers is not None:
+                    headers = _kept_headers(current.headers, changes.headers)
+                row.credentials_encrypted = self._credentials(token, headers)
+                row.updated_by = user_id
+                row.updated_at = utcnow()
+        except IntegrityError as exc:
+            raise NameTakenError(changes.name or "") from exc
+        self.forget()
+        return await self.get(server_id)
+
+    async def delete(self, server_id: str) -> None:
+        async with self._db.write() as session:
+            row = await session.get(McpServerRow, server_id)
+            if row is None:
+                raise ServerNotFoundError(server_id)
+            await session.delete(row)
+        self.forget()
+
+    def _credentials(self, bearer_token: str, headers: Sequence[tuple[str, str]]) -> str:
+        plain = {"bearerToken": bearer_token, "headers": [list(pair) for pair in headers]}
+        return self._cipher.encrypt(json.dumps(plain, separators=(",", ":")))
+
+    def _stored(self, row: McpServerRow) -> StoredServer:
+        plain = json.loads(
+            self._cipher.decrypt(f"mcp server {row.name}", row.credentials_encrypted)
+        )
+        server = McpServer(
+            name=row.name,
+            url=row.url,
+            bearer_token=plain.get("bearerToken", ""),
+            headers=tuple((str(n), str(v)) for n, v in plain.get("headers", [])),
+        )
+        return StoredServer(row.id, row.enabled, server, row.created_at, row.updated_at)
+
+
+def _check_name(name: str) -> None:
+    if name == SETTING_SERVER:
+        raise NameTakenError(name)  # the name of the server at the setting `mcpServerUrl`
+
+
+def _kept_headers(
+    stored: Sequence[tuple[str, str]], sent: Mapping[str, str]
+) -> list[tuple[str, str]]:
+    """The headers sent, a masked value standing for the stored value of the same name."""
+    before = {name.lower(): value for name, value in stored}
+    kept: list[tuple[str, str]] = []
+    for name, value in sent.items():
+        if is_mask(value):
+            if name.lower() not in before:
+                raise MaskedUnknownError("headers", name)
+            value = before[name.lower()]
+        kept.append((name, value))
+    return kept

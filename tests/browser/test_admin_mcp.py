@@ -1,0 +1,84 @@
+"""/admin/mcp in the browser, against /api/v1/admin/mcp-servers and a real MCP server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from playwright.async_api import expect
+
+from tests.browser.conftest import PHONE, Browsing
+from tests.browser.test_layout import no_horizontal_scroll
+from tests.conftest import RunningServer, UserFactory
+from tests.fakes.highlevel_mcp import TOKEN, FakeHighLevelMcp
+
+
+@pytest.fixture(autouse=True)
+async def _forget_servers(server: RunningServer) -> AsyncIterator[None]:
+    yield
+    server.app.state.mcp.stored.forget()  # the tables are emptied behind the store's back
+
+
+async def test_an_operator_adds_checks_changes_and_deletes_a_server(
+    browsing: Browsing, users: UserFactory, server: RunningServer, fake_highlevel: FakeHighLevelMcp
+) -> None:
+    admin = await users.create("super_admin")
+    async with server.db.write() as db:
+        await server.settings.save(db, {"crmOwnerLocationId": "OWNER-1"}, admin.id)
+    page = await browsing.page(admin)
+    page.on("dialog", lambda dialog: dialog.accept())
+    await page.goto("/admin/mcp")
+    await expect(page.get_by_role("link", name="MCP")).to_have_attribute("aria-current", "page")
+    form = page.locator("#server-form")
+
+    # A wrong address: the API's message beside the field, nothing stored.
+    await form.get_by_label("Name").fill("HighLevel")
+    await form.get_by_label("Address").fill("ftp://example.com/mcp")
+    await page.get_by_role("button", name="Save").click()
+    await expect(page.locator("#error-url")).to_contain_text("http:// or https://")
+
+    await form.get_by_label("Address").fill(fake_highlevel.url)
+    await form.get_by_label("Bearer token").fill(TOKEN)
+    await form.get_by_label("Headers").fill("locationId: {crmLocationId}")
+    await page.get_by_role("button", name="Save").click()
+    await expect(page.locator("#mcp-status")).to_contain_text("HighLevel saved.")
+    row = page.locator("#servers-body tr", has_text="HighLevel")
+    await page.get_by_role("button", name="Check servers").click()
+    await expect(row).to_contain_text("working")
+    await expect(row).to_contain_text("21")
+    assert {location for _, location, _ in fake_highlevel.calls} <= {"OWNER-1"}
+
+    # Editing shows the token masked; saving it back keeps the stored one.
+    await row.get_by_role("button", name="Edit HighLevel").click()
+    await expect(form.get_by_label("Bearer token")).to_have_value("••••56ef")
+    await expect(form.get_by_label("Headers")).to_have_value("locationId: {crmLocationId}")
+    await form.get_by_label("Enabled").uncheck()
+    await page.get_by_role("button", name="Save").click()
+    await expect(page.locator("#mcp-status")).to_contain_text("HighLevel saved.")
+    [stored] = await server.app.state.mcp.stored.all()
+    assert stored.server.bearer_token == TOKEN
+    assert stored.enabled is False
+    await expect(row).to_contain_text("disabled")
+
+    await row.get_by_role("button", name="Delete HighLevel").click()
+    await expect(page.locator("#servers-body tr", has_text="HighLevel")).to_have_count(0)
+
+
+async def test_the_page_fits_a_phone(
+    browsing: Browsing, users: UserFactory, fake_highlevel: FakeHighLevelMcp
+) -> None:
+    admin = await users.create("super_admin")
+    page = await browsing.page(admin, PHONE)
+    await page.goto("/admin/mcp")
+    await page.get_by_label("Name").fill("HighLevel")
+    await page.get_by_label("Address").fill(fake_highlevel.url)
+    await page.get_by_role("button", name="Save").click()
+    await expect(page.locator("#servers-body tr", has_text="HighLevel")).to_have_count(1)
+    await no_horizontal_scroll(page)
+
+
+async def test_other_roles_get_the_forbidden_page(browsing: Browsing, users: UserFactory) -> None:
+    admin = await users.create("admin")
+    page = await browsing.page(admin)
+    response = await page.goto("/admin/mcp")
+    assert response is not None and response.status == 403

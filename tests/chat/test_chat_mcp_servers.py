@@ -1,0 +1,98 @@
+"""Chats using a stored MCP server whose headers carry each broker's CRM location: the stand-in
+for HighLevel's MCP server (tests/fakes/highlevel_mcp.py) sees every call with the location of
+the broker whose chat made it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from sqlalchemy import update
+from structlog.testing import capture_logs
+
+from controlcenter.auth.models import UserRecord
+from tests.chat.helpers import Llm, set_settings, stream_chat, types
+from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.fakes.highlevel_mcp import TOKEN, TOOLS, FakeHighLevelMcp
+from tests.fakes.llm import Reply, ToolUse
+
+
+@pytest.fixture
+async def highlevel_server(
+    server: RunningServer, users: UserFactory, fake_highlevel: FakeHighLevelMcp
+) -> AsyncIterator[None]:
+    admin = await users.create("super_admin")
+    store = server.app.state.mcp.stored
+    await store.create(
+        name="HighLevel",
+        url=fake_highlevel.url,
+        enabled=True,
+        bearer_token=TOKEN,
+        headers={"locationId": "{crmLocationId}"},
+        user_id=admin.id,
+    )
+    yield
+    store.forget()  # the tables are emptied behind its back
+
+
+async def broker(
+    server: RunningServer, users: UserFactory, llm: Llm, location: str | None
+) -> AppUser:
+    created = await users.create()
+    await set_settings(server, {llm.setting: llm.fake.api_key}, created)
+    async with server.db.write() as db:
+        await db.execute(
+            update(UserRecord).where(UserRecord.id == created.id).values(crm_location_id=location)
+        )
+    return created
+
+
+@pytest.mark.usefixtures("highlevel_server")
+async def test_two_brokers_reach_the_server_each_with_his_own_location(
+    client: httpx.AsyncClient,
+    server: RunningServer,
+    users: UserFactory,
+    llm: Llm,
+    fake_highlevel: FakeHighLevelMcp,
+) -> None:
+    ana = await broker(server, users, llm, "LOC-ANA")
+    ben = await broker(server, users, llm, "LOC-BEN")
+    for who, contact, location in ((ana, "C-1", "LOC-ANA"), (ben, "C-2", "LOC-BEN")):
+        llm.fake.script(
+            Reply(
+                text="Looking.",
+                tool_uses=[ToolUse("contacts_get-contact", {"contactId": contact}, id="t1")],
+            ),
+            Reply(text=" Found."),
+        )
+        _, events = await stream_chat(client, who, {"message": "who?", "provider": llm.name})
+        assert types(events)[-1] == "message_complete"
+        [result] = [e["toolResult"] for e in events if e["type"] == "tool_result"]
+        assert result["success"] is True
+        assert result["result"]["locationId"] == location
+    assert sorted(llm.offered_tools(llm.fake.requests[0])) == sorted(TOOLS)
+    assert fake_highlevel.calls == [
+        ("contacts_get-contact", "LOC-ANA", {"contactId": "C-1"}),
+        ("contacts_get-contact", "LOC-BEN", {"contactId": "C-2"}),
+    ]
+    assert fake_highlevel.refused == []
+
+
+@pytest.mark.usefixtures("highlevel_server")
+async def test_a_broker_without_a_location_chats_without_its_tools(
+    client: httpx.AsyncClient,
+    server: RunningServer,
+    users: UserFactory,
+    llm: Llm,
+    fake_highlevel: FakeHighLevelMcp,
+) -> None:
+    unlinked = await broker(server, users, llm, None)
+    llm.fake.script(Reply(text="Hello."))
+    with capture_logs() as logs:
+        _, events = await stream_chat(client, unlinked, {"message": "hi", "provider": llm.name})
+    assert types(events) == ["message_start", "content_delta", "message_complete"]
+    assert llm.offered_tools(llm.fake.requests[0]) == []
+    lines = [e for e in logs if e["event"].startswith("MCP server needs")]
+    assert [e["server"] for e in lines] == ["HighLevel"]
+    assert fake_highlevel.calls == [] and fake_highlevel.refused == []

@@ -1,0 +1,193 @@
+"""/api/v1/admin/mcp-servers through the running service: credentials stored encrypted and
+answered masked, a masked value sent back keeping the stored one, the refusals, and the
+servers' states."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import select
+
+from controlcenter.tools.mcp_models import McpServerRow
+from controlcenter.tools.mcp_source import McpSource
+from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.fakes.highlevel_mcp import TOKEN, FakeHighLevelMcp
+from tests.fakes.mcp_server import FakeMcp
+
+URL = "/api/v1/admin/mcp-servers"
+
+
+@pytest.fixture(autouse=True)
+async def _forget_servers(server: RunningServer) -> AsyncIterator[None]:
+    """The tables are emptied after each test behind the store's back: it reads them again."""
+    yield
+    source: McpSource = server.app.state.mcp
+    assert source.stored is not None
+    source.stored.forget()  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+async def admin(users: UserFactory) -> AppUser:
+    return await users.create("super_admin")
+
+
+def highlevel_body(fake: FakeHighLevelMcp, **changes: Any) -> dict[str, Any]:
+    return {
+        "name": "HighLevel",
+        "url": fake.url,
+        "bearerToken": TOKEN,
+        "headers": {"locationId": "{crmLocationId}", "X-Api-Key": "k-1234567890abcd"},
+    } | changes
+
+
+async def test_a_server_is_stored_encrypted_and_answered_masked(
+    client: httpx.AsyncClient,
+    server: RunningServer,
+    admin: AppUser,
+    fake_highlevel: FakeHighLevelMcp,
+) -> None:
+    created = await client.post(URL, json=highlevel_body(fake_highlevel), headers=admin.headers)
+    assert created.status_code == 201, created.text
+    view = created.json()["server"]
+    assert view["bearerToken"] == "••••56ef"
+    assert view["headers"] == {"locationId": "{crmLocationId}", "X-Api-Key": "••••abcd"}
+    assert view["enabled"] is True
+    listed = (await client.get(URL, headers=admin.headers)).json()["servers"]
+    assert listed == [view]
+    async with server.db.read() as db:
+        row = (await db.scalars(select(McpServerRow))).one()
+    assert TOKEN not in row.credentials_encrypted
+    assert "abcd" not in row.credentials_encrypted
+
+
+async def test_masked_values_sent_back_keep_the_stored_ones(
+    client: httpx.AsyncClient,
+    server: RunningServer,
+    admin: AppUser,
+    fake_highlevel: FakeHighLevelMcp,
+) -> None:
+    view = (
+        await client.post(URL, json=highlevel_body(fake_highlevel), headers=admin.headers)
+    ).json()["server"]
+    # The page sends back what GET showed, with one change.
+    sent = {k: view[k] for k in ("name", "url", "bearerToken", "headers")} | {"enabled": False}
+    changed = await client.patch(f"{URL}/{view['id']}", json=sent, headers=admin.headers)
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["server"]["enabled"] is False
+    [stored] = await server.app.state.mcp.stored.all()
+    assert stored.server.bearer_token == TOKEN
+    assert dict(stored.server.headers) == {
+        "locationId": "{crmLocationId}",
+        "X-Api-Key": "k-1234567890abcd",
+    }
+    # A header dropped from the set is gone; "" removes the token.
+    cleared = await client.patch(
+        f"{URL}/{view['id']}",
+        json={"bearerToken": "", "headers": {"locationId": "{crmLocationId}"}},
+        headers=admin.headers,
+    )
+    assert cleared.json()["server"]["bearerToken"] == ""
+    assert cleared.json()["server"]["headers"] == {"locationId": "{crmLocationId}"}
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"url": "ftp://example.com/mcp"}, "url"),
+        ({"name": " padded "}, "name"),
+        ({"headers": {"Content-Type": "text/plain"}}, "headers"),
+        ({"headers": {"bad header": "x"}}, "headers"),
+        ({"headers": {"X-Key": "••••"}}, "headers"),  # nothing stored to keep
+        ({"bearerToken": "••••56ef"}, "bearerToken"),
+        ({"bearerToken": "tök"}, "bearerToken"),
+        ({"enabled": "yes"}, "enabled"),
+        ({"unknown": 1}, "unknown"),
+    ],
+)
+async def test_invalid_bodies_are_refused_naming_the_field(
+    client: httpx.AsyncClient,
+    admin: AppUser,
+    fake_highlevel: FakeHighLevelMcp,
+    body: dict[str, Any],
+    field: str,
+) -> None:
+    answer = await client.post(
+        URL, json=highlevel_body(fake_highlevel) | body, headers=admin.headers
+    )
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "Validation failed"
+    assert answer.json()["details"][0]["path"][0] == field
+    assert (await client.get(URL, headers=admin.headers)).json() == {"servers": []}
+
+
+async def test_names_are_unique_and_unknown_ids_are_404(
+    client: httpx.AsyncClient, admin: AppUser, fake_highlevel: FakeHighLevelMcp
+) -> None:
+    body = highlevel_body(fake_highlevel)
+    first = (await client.post(URL, json=body, headers=admin.headers)).json()["server"]
+    again = await client.post(URL, json=body, headers=admin.headers)
+    assert (again.status_code, again.json()) == (
+        409,
+        {"error": "An MCP server with this name already exists"},
+    )
+    reserved = await client.post(URL, json=body | {"name": "mcpServerUrl"}, headers=admin.headers)
+    assert reserved.status_code == 409
+    other = (await client.post(URL, json=body | {"name": "Other"}, headers=admin.headers)).json()[
+        "server"
+    ]
+    renamed = await client.patch(
+        f"{URL}/{other['id']}", json={"name": first["name"]}, headers=admin.headers
+    )
+    assert renamed.status_code == 409
+    missing = await client.patch(f"{URL}/nope", json={"enabled": False}, headers=admin.headers)
+    assert (missing.status_code, missing.json()) == (404, {"error": "MCP server not found"})
+    deleted = await client.delete(f"{URL}/{first['id']}", headers=admin.headers)
+    assert deleted.json() == {"success": True}
+    gone = await client.delete(f"{URL}/{first['id']}", headers=admin.headers)
+    assert gone.status_code == 404
+    names = [s["name"] for s in (await client.get(URL, headers=admin.headers)).json()["servers"]]
+    assert names == ["Other"]
+
+
+async def test_status_lists_every_configured_server_with_its_tool_count(
+    client: httpx.AsyncClient,
+    server: RunningServer,
+    admin: AppUser,
+    fake_highlevel: FakeHighLevelMcp,
+    fake_mcp: FakeMcp,
+) -> None:
+    async with server.db.write() as db:
+        await server.settings.save(
+            db, {"mcpServerUrl": fake_mcp.url, "crmOwnerLocationId": "OWNER-1"}, admin.id
+        )
+    await client.post(URL, json=highlevel_body(fake_highlevel), headers=admin.headers)
+    await client.post(
+        URL,
+        json=highlevel_body(fake_highlevel, name="Wrong token", bearerToken="pit-wrong"),
+        headers=admin.headers,
+    )
+    answer = await client.get(f"{URL}/status", headers=admin.headers)
+    assert answer.status_code == 200
+    assert answer.json() == {
+        "servers": [
+            {"name": "mcpServerUrl", "state": "working", "toolCount": 6, "ok": True,
+             "detail": "6 tools"},
+            {"name": "HighLevel", "state": "working", "toolCount": 21, "ok": True,
+             "detail": "21 tools"},
+            {"name": "Wrong token", "state": "failing", "toolCount": 0, "ok": False,
+             "detail": "HTTP 401 Unauthorized: Invalid Private Integration token"},
+        ]
+    }  # fmt: skip
+    assert {loc for _, loc, _ in fake_highlevel.calls} <= {"OWNER-1"}
+
+
+async def test_the_settings_get_keeps_its_exact_shape(
+    client: httpx.AsyncClient, admin: AppUser, fake_highlevel: FakeHighLevelMcp
+) -> None:
+    await client.post(URL, json=highlevel_body(fake_highlevel), headers=admin.headers)
+    settings = (await client.get("/api/v1/admin/settings", headers=admin.headers)).json()
+    assert len(settings["settings"]) == 21
+    assert settings["settings"]["mcpServerUrl"] == ""
