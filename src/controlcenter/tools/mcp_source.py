@@ -97,6 +97,18 @@ class McpSource:
             tools = self._cached[url] = await self._fetch(url)
             return tools
 
+    async def count_tools(self) -> int:
+        """How many tools the configured server lists now, past the cache: the operator's
+        connection test. Raises ToolError with the reason (never the URL) when it cannot."""
+        url = await self._url(None)
+        problem = url_problem(url) if url else "it is not set"
+        if problem is not None:
+            raise ToolError(str(UnusableSettingError(MCP_SERVER_URL_SETTING, problem)))
+        try:
+            return len(await self._with_session(url, self._list_all))
+        except Exception as exc:
+            raise ToolError(f"MCP server error: {_describe(exc)}") from None
+
     async def _fetch(self, url: str) -> tuple[Tool, ...]:
         try:
             return await self._with_session(url, self._list_all)
