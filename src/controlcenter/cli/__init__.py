@@ -25,6 +25,11 @@ FIRST_USER = (
     "python3 -m uv run controlcenter users create --email you@example.com --role super_admin"
 )
 
+# How long uvicorn's supervisor waits for a new worker process to answer. Its default, 5 s,
+# is shorter than importing the app takes on a busy small machine (tens of seconds on two
+# loaded cores): the supervisor then kills every worker while it starts, and serves nothing.
+WORKER_START_S = 120
+
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Control Center service.")
 db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
 users_app = typer.Typer(no_args_is_help=True, help="User accounts.")
@@ -109,6 +114,7 @@ def serve(
             log_config=None,  # uvicorn's records go through our logging (logs.py)
             **proxy_options(),
             http=HEADER_LIMIT_PROTOCOL,  # the 431 header limit, before the parser holds more
+            timeout_worker_healthcheck=WORKER_START_S,
         )
 
 

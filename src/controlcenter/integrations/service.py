@@ -86,7 +86,7 @@ class Connections:
         except ProviderError as exc:
             status = f"{exc.status_code} " if exc.status_code is not None else ""
             return False, redact(f"Refused: {status}{exc.message}", key)
-        return True, f"Key accepted: {count} models listed"
+        return True, f"Key accepted: {_listed(count, 'model')}"
 
     async def _crm(self) -> Result:
         token, problem = await self._credential(PRIVATE_TOKEN)
@@ -120,7 +120,7 @@ class Connections:
             return False, redact(str(exc), url)
         finally:
             await source.aclose()
-        return True, f"{count} tools listed"
+        return True, _listed(count, "tool")
 
     async def _credential(self, name: SettingName) -> tuple[str, str | None]:
         """The stored credential, and why it cannot be used (None when it can)."""
@@ -129,3 +129,7 @@ class Connections:
             return "", f"{name} is not set"
         problem = credential_problem(value)
         return value, (str(UnusableSettingError(name, problem)) if problem is not None else None)
+
+
+def _listed(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'} listed"
