@@ -23,7 +23,7 @@ TOP = [
     ("pages",),
 ]
 DOMAINS = [
-    ("accounts",),
+    ("accounts", "integrations"),
     ("chat", "onboarding"),
     ("crm", "ocs"),
     ("outbox", "providers", "tools"),

@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
+from controlcenter.db.migrate import upgrade
+
 pytestmark = pytest.mark.timeout(600)
 
 ENTRY_POINT = Path(sys.executable).parent / "controlcenter"
@@ -68,6 +70,7 @@ def test_json_log_stream_of_make_run(repo_root: Path, tmp_path: Path) -> None:
     # warns (a line that is not the service's) that the jobserver is unavailable.
     for name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
         env.pop(name, None)
+    upgrade(env["DATABASE_URL"])  # what `db upgrade` does: the commands refuse no database
     made = subprocess.run(
         [str(ENTRY_POINT), "users", "create", "--email", "boss@example.com",
          "--role", "super_admin", "--password-stdin"],

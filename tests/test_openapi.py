@@ -22,6 +22,7 @@ NO_BODY = {
     ("post", "/api/v1/control-center/chat/{message_id}/stop"),
     ("post", "/api/v1/control-center/chat/{message_id}/tool-calls/{tool_call_id}/approve"),
     ("post", "/api/v1/control-center/chat/{message_id}/tool-calls/{tool_call_id}/deny"),
+    ("post", "/api/v1/admin/integrations/{name}/test"),
 }
 
 

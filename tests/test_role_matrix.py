@@ -94,6 +94,17 @@ ENDPOINTS = [
         anonymous=FORBIDDEN,
         super_admin_only=True,
     ),
+    # No MCP server is set: the test answers at once, without a remote call.
+    Endpoint(
+        "POST",
+        "/api/v1/admin/integrations/mcp/test",
+        session=(
+            200,
+            {"ok": False, "detail": "mcpServerUrl is not set and no MCP server is configured"},
+        ),
+        anonymous=FORBIDDEN,
+        super_admin_only=True,
+    ),
     Endpoint("GET", "/healthz", anonymous=200),
     Endpoint("GET", "/readyz", anonymous=200),
     Endpoint("GET", "/openapi.json", anonymous=200),

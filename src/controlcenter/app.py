@@ -34,6 +34,7 @@ from controlcenter.crm.rate_limit import LocationRateLimiter, RateLimit
 from controlcenter.crm.tools import crm_tools
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
+from controlcenter.integrations.router import router as integrations_router
 from controlcenter.observability import tracing
 from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.crm_sync import CrmSync
@@ -216,6 +217,7 @@ def create_app(
         onboarding_router,
         settings_router,
         mcp_servers_router,
+        integrations_router,
         users_router,
         own_account_router,
         metrics.router,

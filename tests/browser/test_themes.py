@@ -139,7 +139,7 @@ async def test_no_contrast_or_naming_violation_on_any_page_in_either_theme(
         await check(page, path.strip("/"))
 
     page = await browsing.page(admin, viewport)
-    for path in ("/admin/settings", "/admin/users", "/chat"):
+    for path in ("/admin/settings", "/admin/users", "/admin/checklist", "/admin/mcp", "/chat"):
         await page.goto(path)
         await check(page, path.strip("/").replace("/", "-"))
     assert problems == {}

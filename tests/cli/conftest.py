@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from controlcenter.db.migrate import upgrade
+
 ENTRY_POINT = Path(sys.executable).parent / "controlcenter"
 CLI_TIMEOUT_S = 90  # generous: the suite shares two cores with PostgreSQL and other runs
 
@@ -66,6 +68,10 @@ class Cli:
             preexec_fn=limit if open_files is not None else None,
         )
 
+    def create_database(self) -> None:
+        """What `db upgrade` does, in this process (the commands refuse a missing database)."""
+        upgrade(self.env["DATABASE_URL"])
+
     def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         with closing(sqlite3.connect(self.db_path)) as conn:
             return list(conn.execute(sql, params))
@@ -73,4 +79,6 @@ class Cli:
 
 @pytest.fixture
 def cli(tmp_path: Path) -> Iterator[Cli]:
-    yield Cli(workdir=tmp_path, db_path=tmp_path / "var" / "cli.db")
+    made = Cli(workdir=tmp_path, db_path=tmp_path / "var" / "cli.db")
+    made.create_database()
+    yield made

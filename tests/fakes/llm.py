@@ -260,7 +260,53 @@ class FakeAnthropic(_FakeLLM):
         return self._server.url
 
     def _app(self) -> Starlette:
-        return Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
+        return Starlette(
+            routes=[
+                Route("/v1/messages", self._messages, methods=["POST"]),
+                Route("/v1/models", self._list_models, methods=["GET"]),
+            ]
+        )
+
+    def _refused_key(self, request: Request) -> JSONResponse | None:
+        """The API's 401 for a missing or wrong key, or None for the right one."""
+        # The API takes the key as `x-api-key`, or as a bearer token (what SDK 2.x sends).
+        auth = request.headers.get("authorization", "")
+        key = request.headers.get("x-api-key") or (auth[7:] if auth.startswith("Bearer ") else "")
+        if not key:
+            return self._error(401, "x-api-key header is required")
+        if key != self.api_key:
+            return self._error(401, "invalid x-api-key")
+        return None
+
+    async def _list_models(self, request: Request) -> Response:
+        """`GET /v1/models`: newest first, pages of `limit` (1-1000, default 20)."""
+        refused = self._refused_key(request)
+        if refused is not None:
+            return refused
+        if not request.headers.get("anthropic-version"):
+            self._reject("anthropic-version header missing")
+            return self._error(400, "anthropic-version: header is required")
+        raw_limit = request.query_params.get("limit", "20")
+        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
+            self._reject(f"limit {raw_limit!r}")
+            return self._error(400, "limit: Input should be between 1 and 1000")
+        models = [
+            {
+                "type": "model",
+                "id": model,
+                "display_name": model,
+                "created_at": "2026-01-01T00:00:00Z",
+            }
+            for model in sorted(self.models)[: int(raw_limit)]
+        ]
+        return JSONResponse(
+            {
+                "data": models,
+                "has_more": len(self.models) > len(models),
+                "first_id": models[0]["id"] if models else None,
+                "last_id": models[-1]["id"] if models else None,
+            }
+        )
 
     def _error(
         self, status: int, message: str, error_type: str | None = None, **headers: str
@@ -278,13 +324,9 @@ class FakeAnthropic(_FakeLLM):
 
     async def _messages(self, request: Request) -> Response:
         arrived = self.clock()
-        # The API takes the key as `x-api-key`, or as a bearer token (what SDK 2.x sends).
-        auth = request.headers.get("authorization", "")
-        key = request.headers.get("x-api-key") or (auth[7:] if auth.startswith("Bearer ") else "")
-        if not key:
-            return self._error(401, "x-api-key header is required")
-        if key != self.api_key:
-            return self._error(401, "invalid x-api-key")
+        refused = self._refused_key(request)
+        if refused is not None:
+            return refused
         try:
             body = await self._json_body(request)
         except ValueError:
@@ -687,7 +729,44 @@ class FakeOpenAI(_FakeLLM):
 
     def _app(self) -> Starlette:
         return Starlette(
-            routes=[Route("/v1/chat/completions", self._completions, methods=["POST"])]
+            routes=[
+                Route("/v1/chat/completions", self._completions, methods=["POST"]),
+                Route("/v1/models", self._list_models, methods=["GET"]),
+            ]
+        )
+
+    def _refused_key(self, request: Request) -> JSONResponse | None:
+        """The API's 401 for a missing or wrong bearer key, or None for the right one."""
+        auth = request.headers.get("authorization", "")
+        if not auth.startswith("Bearer ") or not auth[7:].strip():
+            return self._error(
+                401,
+                "You didn't provide an API key. You need to provide your API key in an "
+                "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+                code="",
+            )
+        key = auth[7:].strip()
+        if key != self.api_key:
+            return self._error(
+                401,
+                f"Incorrect API key provided: {mask_openai_key(key)}. You can find your API key "
+                "at https://platform.openai.com/account/api-keys.",
+            )
+        return None
+
+    async def _list_models(self, request: Request) -> Response:
+        """`GET /v1/models`: every model the key may use, in one list."""
+        refused = self._refused_key(request)
+        if refused is not None:
+            return refused
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [
+                    {"id": model, "object": "model", "created": 1767225600, "owned_by": "system"}
+                    for model in sorted(self.models)
+                ],
+            }
         )
 
     def _error(
@@ -717,21 +796,9 @@ class FakeOpenAI(_FakeLLM):
 
     async def _completions(self, request: Request) -> Response:
         arrived = self.clock()
-        auth = request.headers.get("authorization", "")
-        if not auth.startswith("Bearer ") or not auth[7:].strip():
-            return self._error(
-                401,
-                "You didn't provide an API key. You need to provide your API key in an "
-                "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
-                code="",
-            )
-        key = auth[7:].strip()
-        if key != self.api_key:
-            return self._error(
-                401,
-                f"Incorrect API key provided: {mask_openai_key(key)}. You can find your API key "
-                "at https://platform.openai.com/account/api-keys.",
-            )
+        refused = self._refused_key(request)
+        if refused is not None:
+            return refused
         try:
             body = await self._json_body(request)
         except ValueError:

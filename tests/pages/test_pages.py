@@ -10,7 +10,15 @@ import pytest
 from controlcenter.pages.router import safe_next
 from tests.conftest import UserFactory
 
-PAGES = ["/chat", "/chat/some-id", "/setup", "/account", "/admin/users", "/admin/settings"]
+PAGES = [
+    "/chat",
+    "/chat/some-id",
+    "/setup",
+    "/account",
+    "/admin/users",
+    "/admin/settings",
+    "/admin/checklist",
+]
 
 
 def assert_page_headers(response: httpx.Response) -> None:
@@ -37,9 +45,9 @@ async def test_signed_out_pages_redirect_to_sign_in_with_the_path(
 
 async def test_pages_by_role(client: httpx.AsyncClient, users: UserFactory) -> None:
     expected = {
-        "user": {"/admin/users": 403, "/admin/settings": 403},
-        "admin": {"/admin/users": 200, "/admin/settings": 403},
-        "super_admin": {"/admin/users": 200, "/admin/settings": 200},
+        "user": {"/admin/users": 403, "/admin/settings": 403, "/admin/checklist": 403},
+        "admin": {"/admin/users": 200, "/admin/settings": 403, "/admin/checklist": 403},
+        "super_admin": {"/admin/users": 200, "/admin/settings": 200, "/admin/checklist": 200},
     }
     for role, admin_pages in expected.items():
         user = await users.create(role)

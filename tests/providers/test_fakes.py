@@ -598,3 +598,42 @@ async def test_openai_refuses_no_key_and_a_body_that_is_not_json(
     )
     assert broken.status_code == 400
     assert broken.json()["error"]["message"].startswith("We could not parse the JSON body")
+
+
+async def test_both_list_models_only_for_the_right_key(
+    http: httpx.AsyncClient, fake_anthropic: FakeAnthropic, fake_openai: FakeOpenAI
+) -> None:
+    url = fake_anthropic.url + "/v1/models"
+    version = {"anthropic-version": "2023-06-01"}
+    missing = await http.get(url, headers=version)
+    assert missing.status_code == 401
+    assert missing.json()["error"] == {
+        "type": "authentication_error",
+        "message": "x-api-key header is required",
+    }
+    wrong = await http.get(url, headers={"x-api-key": "nope", **version})
+    assert (wrong.status_code, wrong.json()["error"]["message"]) == (401, "invalid x-api-key")
+    no_version = await http.get(url, headers={"x-api-key": fake_anthropic.api_key})
+    assert no_version.status_code == 400
+    too_many = await http.get(
+        url, params={"limit": "1001"}, headers={"x-api-key": fake_anthropic.api_key, **version}
+    )
+    assert too_many.status_code == 400
+    assert fake_anthropic.invalid == ["anthropic-version header missing", "limit '1001'"]
+    listed = await http.get(url, headers={"x-api-key": fake_anthropic.api_key, **version})
+    assert listed.status_code == 200
+    assert [m["id"] for m in listed.json()["data"]] == sorted(fake_anthropic.models)
+    assert listed.json()["has_more"] is False
+
+    url = fake_openai.url + "/models"
+    none = await http.get(url)
+    assert none.status_code == 401
+    assert none.json()["error"]["message"].startswith("You didn't provide an API key.")
+    key = "sk-proj-abcdefghijklmnopqrstuvwxyz"
+    wrong = await http.get(url, headers={"Authorization": f"Bearer {key}"})
+    assert wrong.status_code == 401
+    assert wrong.json()["error"]["code"] == "invalid_api_key"
+    assert key not in wrong.text
+    listed = await http.get(url, headers={"Authorization": f"Bearer {fake_openai.api_key}"})
+    assert listed.json()["object"] == "list"
+    assert [m["id"] for m in listed.json()["data"]] == sorted(fake_openai.models)

@@ -44,6 +44,7 @@ class Served:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, Served]]:
     workdir = tmp_path_factory.mktemp("served")
     cli = Cli(workdir=workdir, db_path=workdir / "var" / "served.db")
+    cli.create_database()
     created = cli.run("users", "create", "--email", EMAIL, "--password-stdin", stdin=PASSWORD)
     assert created.returncode == 0, created.stderr
     processes = []

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from sqlalchemy import func, select
 
 from controlcenter.auth.models import UserRecord
+from controlcenter.cli import database as where
 from controlcenter.cli.accounts import register as register_account_commands
 from controlcenter.cli.metrics_dir import shared_metrics
 from controlcenter.cli.proxies import proxy_options
-from controlcenter.cli.support import with_db
+from controlcenter.cli.support import opened_config, with_db
 from controlcenter.cli.tools import app as tools_app
 from controlcenter.config import Config
 from controlcenter.db import Database
@@ -22,6 +24,11 @@ from controlcenter.db.migrate import upgrade
 FIRST_USER = (
     "python3 -m uv run controlcenter users create --email you@example.com --role super_admin"
 )
+
+# How long uvicorn's supervisor waits for a new worker process to answer. Its default, 5 s,
+# is shorter than importing the app takes on a busy small machine (tens of seconds on two
+# loaded cores): the supervisor then kills every worker while it starts, and serves nothing.
+WORKER_START_S = 120
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Control Center service.")
 db_app = typer.Typer(no_args_is_help=True, help="Database schema.")
@@ -35,13 +42,24 @@ app.add_typer(tools_app, name="tools")
 
 @db_app.command("upgrade")
 def db_upgrade() -> None:
-    """Apply the migrations."""
-    from controlcenter.common.logs import configure_logging
-
-    config = Config()
-    configure_logging(config.log_level, config.log_format)
+    """Apply the migrations (creates the database when there is none)."""
+    config = opened_config(create=True)
     upgrade(config.database_url)
     typer.echo("database is up to date")
+
+
+@db_app.command("backup")
+def db_backup(path: Annotated[Path, typer.Argument(help="the copy to write")]) -> None:
+    """Copy the live database consistently (SQLite: safe while `serve` runs)."""
+    where.backup(opened_config(create=True), path)
+    typer.echo(f"backed up to {path}")
+
+
+@db_app.command("restore")
+def db_restore(path: Annotated[Path, typer.Argument(help="a copy made by `db backup`")]) -> None:
+    """Replace the database with a copy (SQLite; refused while a `serve` uses it)."""
+    where.restore(opened_config(create=True), path)
+    typer.echo(f"restored from {path}")
 
 
 def cpu_count() -> int:
@@ -73,19 +91,20 @@ def serve(
         async with database.read() as db:
             return int(await db.scalar(select(func.count()).select_from(UserRecord)) or 0)
 
-    if with_db(count_users, quiet_migrations=False) == 0:
+    if with_db(count_users, quiet_migrations=False, create=True) == 0:
+        first_user = where.command_prefix(config) + FIRST_USER
         if config.log_format == "json":  # every line JSON: the hint is a record too
             get_logger(__name__).warning(
-                "No users yet: create the first super administrator", command=FIRST_USER
+                "No users yet: create the first super administrator", command=first_user
             )
         else:
             typer.echo(
-                f"No users yet. Create the first super administrator with:\n  {FIRST_USER}\n"
+                f"No users yet. Create the first super administrator with:\n  {first_user}\n"
                 "(it prints a generated password; add --password-stdin to choose one)"
             )
     processes = workers or cpu_count()
     raise_open_files_limit()
-    with shared_metrics(processes):
+    with shared_metrics(processes), where.in_use(config):
         uvicorn.run(
             "controlcenter.asgi:app",
             host=host,
@@ -95,6 +114,7 @@ def serve(
             log_config=None,  # uvicorn's records go through our logging (logs.py)
             **proxy_options(),
             http=HEADER_LIMIT_PROTOCOL,  # the 431 header limit, before the parser holds more
+            timeout_worker_healthcheck=WORKER_START_S,
         )
 
 
@@ -103,12 +123,10 @@ def worker() -> None:
     """Run only the outbox worker, until SIGTERM or Ctrl-C (then it stops gracefully)."""
     from controlcenter.admin_settings.store import SettingsStore
     from controlcenter.app import open_database, worker_handlers
-    from controlcenter.common.logs import configure_logging
     from controlcenter.crm.transport import CrmTransport
     from controlcenter.outbox.runtime import run_until_signalled
 
-    config = Config()
-    configure_logging(config.log_level, config.log_format)
+    config = opened_config()
     upgrade(config.database_url)
 
     async def run() -> None:
@@ -121,7 +139,8 @@ def worker() -> None:
             await crm.aclose()
             await db.dispose()
 
-    asyncio.run(run())
+    with where.in_use(config):
+        asyncio.run(run())
 
 
 register_account_commands(users_app, tokens_app)

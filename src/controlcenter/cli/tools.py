@@ -50,13 +50,11 @@ def _run(work: Callable[[ChatParts], Awaitable[T]]) -> T:
     """Migrate, then run `work` with the service's own components, closed afterwards."""
     from controlcenter.admin_settings.store import SettingsStore
     from controlcenter.app import build_chat_parts, close_chat_parts, open_database
-    from controlcenter.common.logs import configure_logging
-    from controlcenter.config import Config
+    from controlcenter.cli.support import opened_config
     from controlcenter.db.migrate import upgrade
 
-    config = Config()
+    config = opened_config()  # logs on stderr: stdout is the answer
     upgrade(config.database_url)
-    configure_logging(config.log_level, config.log_format)  # on stderr: stdout is the answer
 
     async def run() -> T:
         db = open_database(config)

@@ -17,7 +17,7 @@ from fastapi.templating import Jinja2Templates
 from controlcenter.auth.deps import optional_principal
 from controlcenter.auth.models import SUPER_ADMIN
 from controlcenter.auth.service import Principal
-from controlcenter.pages.fields import SETTING_GROUPS, SETUP_FIELDS
+from controlcenter.pages.fields import CHECKLIST, ONBOARDING_TAGS, SETTING_GROUPS, SETUP_FIELDS
 from controlcenter.pages.headers import PageAssets, with_page_headers
 
 HERE = Path(__file__).parent
@@ -111,6 +111,19 @@ async def admin_settings(request: Request, caller: Caller) -> Response:
 @router.get("/admin/mcp")
 async def admin_mcp(request: Request, caller: Caller) -> Response:
     return _page(request, caller, "admin_mcp.html", frozenset({SUPER_ADMIN}), title="MCP servers")
+
+
+@router.get("/admin/checklist")
+async def admin_checklist(request: Request, caller: Caller) -> Response:
+    return _page(
+        request,
+        caller,
+        "admin_checklist.html",
+        frozenset({SUPER_ADMIN}),
+        title="Checklist",
+        integrations=CHECKLIST,
+        tags=ONBOARDING_TAGS,
+    )
 
 
 @router.get("/admin/users")

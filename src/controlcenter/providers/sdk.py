@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import ClassVar, Generic, NamedTuple, Protocol, TypeVar, cast
+from typing import Any, ClassVar, Generic, NamedTuple, Protocol, TypeVar, cast
 
 import httpx2
 
@@ -112,6 +112,15 @@ class SdkProvider(ABC, Generic[K, M]):
         body = self._bodies.get(system, tools).streamed.with_messages(messages)
         with self._clients.lease(api_key) as client, sdk_errors(self.errors, api_key):
             return await self._stream(client, body, on_text)
+
+    async def list_models(self, *, api_key: str, timeout_s: float) -> int:
+        """How many models the key may use (the first page of the API's models list, through
+        the SDK's own `models.list()`): a call that checks the key and costs nothing. One
+        attempt within `timeout_s`; the SDK's failures as ProviderError, the key redacted."""
+        with self._clients.lease(api_key) as client, sdk_errors(self.errors, api_key):
+            once: Any = cast(Any, client).with_options(timeout=timeout_s, max_retries=0)
+            page = await once.models.list()
+            return len(page.data)
 
     async def aclose(self) -> None:
         await self._clients.aclose()

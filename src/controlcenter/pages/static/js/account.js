@@ -42,6 +42,8 @@ document.addEventListener("DOMContentLoaded", () => {
     tokensEmpty.hidden = result.data.tokens.length > 0;
   }
 
+  cc.oneTimeSecrets(document);
+
   createForm.addEventListener("submit", async (event) => {
     event.preventDefault();
     cc.show(pageError, "");
@@ -49,6 +51,7 @@ document.addEventListener("DOMContentLoaded", () => {
     if (result.status !== 201 && result.status !== 200) return cc.show(pageError, "The token was not created: " + cc.errorText(result));
     newTokenValue.textContent = result.data.secret;
     newToken.hidden = false;
+    newToken.querySelector("button.copy-secret").textContent = "Copy";
     createForm.reset();
     tokensBody.prepend(tokenRow(result.data.token));
     tokensEmpty.hidden = true;
@@ -57,6 +60,7 @@ document.addEventListener("DOMContentLoaded", () => {
   passwordForm.addEventListener("submit", async (event) => {
     event.preventDefault();
     cc.show(passwordError, "");
+    cc.clearFieldErrors(passwordForm);
     passwordStatus.textContent = "";
     const result = await cc.api("POST", "/api/v1/auth/password", {
       currentPassword: passwordForm.currentPassword.value,
@@ -67,8 +71,10 @@ document.addEventListener("DOMContentLoaded", () => {
       passwordStatus.textContent = "Password changed";
       return;
     }
-    cc.show(passwordError, cc.problemText(result));
-    passwordForm.newPassword.setAttribute("aria-invalid", "true");
+    // Each message beside the field it concerns (`details` name it); anything else above Save.
+    const first = cc.showFieldErrors(result.data, (field) => passwordForm.elements[field]);
+    if (first) first.focus();
+    else cc.show(passwordError, cc.errorText(result));
   });
 
   loadTokens();

@@ -88,6 +88,31 @@ window.cc = (function () {
     return isNaN(moment) ? String(value) : moment.toLocaleString();
   }
 
+  // The Copy and Dismiss buttons of a secret shown once (`data-copy`: the element whose text
+  // is copied; `data-dismiss`: the box to hide). The secret stays until dismissed.
+  function oneTimeSecrets(root) {
+    for (const button of root.querySelectorAll("button.copy-secret")) {
+      button.addEventListener("click", async () => {
+        const value = document.getElementById(button.dataset.copy);
+        try {
+          await navigator.clipboard.writeText(value.textContent);
+          button.textContent = "Copied";
+        } catch (err) {
+          // No clipboard (an insecure origin): select it for the user's own copy.
+          getSelection().selectAllChildren(value);
+          button.textContent = "Selected: press Ctrl+C";
+        }
+      });
+    }
+    for (const button of root.querySelectorAll("button.dismiss-secret")) {
+      button.addEventListener("click", () => {
+        const box = document.getElementById(button.dataset.dismiss);
+        box.hidden = true;
+        for (const copy of box.querySelectorAll("button.copy-secret")) copy.textContent = "Copy";
+      });
+    }
+  }
+
   async function signOut() {
     await api("POST", "/api/v1/auth/logout");
     location.assign("/login");
@@ -104,5 +129,5 @@ window.cc = (function () {
     return node;
   }
 
-  return { api, toLogin, errorText, show, detailsByField, problemText, showFieldErrors, clearFieldErrors, date, signOut, el };
+  return { api, toLogin, errorText, show, detailsByField, problemText, showFieldErrors, clearFieldErrors, oneTimeSecrets, date, signOut, el };
 })();

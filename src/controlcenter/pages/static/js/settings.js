@@ -15,11 +15,24 @@ document.addEventListener("DOMContentLoaded", async () => {
     });
   }
 
+  // A value of an unusual shape gets a warning beside it (saving it is still allowed: the
+  // API decides). A secret shown masked is not checked: its shape is not visible.
+  function warn(input) {
+    const warning = document.getElementById("warning-" + input.name);
+    const pattern = input.dataset.pattern;
+    const masked = input.dataset.secret && input.value === input.dataset.original;
+    const odd = pattern && input.value && !masked && !new RegExp(pattern).test(input.value);
+    cc.show(warning, odd ? `This does not look like ${input.dataset.shape}.` : "");
+  }
+
+  for (const input of inputs) input.addEventListener("input", () => warn(input));
+
   function fill(settings) {
     for (const input of inputs) {
       input.value = settings[input.name] ?? "";
       input.dataset.original = input.value;
       clearButton(input.name).disabled = !input.value;
+      warn(input);
     }
   }
 
@@ -82,6 +95,7 @@ document.addEventListener("DOMContentLoaded", async () => {
       input.value = "";
       input.dataset.original = "";
       button.disabled = true;
+      warn(input);
       status.textContent = `${label} cleared`;
     });
   }

@@ -83,9 +83,12 @@ document.addEventListener("DOMContentLoaded", async () => {
     cc.api("GET", "/api/v1/auth/me"),
   ]);
   if (onboarding.status !== 200 || me.status !== 200) {
+    // Left disabled: saving a form that lacks the saved answers would overwrite them.
     cc.show(formError, "Your answers could not be loaded: " + cc.errorText(onboarding.status !== 200 ? onboarding : me));
+    return;
   }
-  fill(onboarding.data?.onboarding, me.data?.user?.brokerage || "");
+  fill(onboarding.data.onboarding, me.data.user.brokerage || "");
+  for (const control of form.elements) control.disabled = false;
   form.removeAttribute("aria-busy");
 
   form.addEventListener("submit", async (event) => {

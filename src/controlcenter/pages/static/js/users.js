@@ -13,15 +13,35 @@ document.addEventListener("DOMContentLoaded", () => {
   const createForm = document.getElementById("create-user");
   const createError = document.getElementById("create-error");
   const ROLE_NAMES = { user: "Broker", admin: "Administrator", super_admin: "Super administrator" };
+  const secret = document.getElementById("one-time-password");
   let cursor = null;
+  cc.oneTimeSecrets(document);
+
+  // Every action starts by taking away what the last one said went wrong.
+  function clearProblems() {
+    cc.show(pageError, "");
+    cc.show(createError, "");
+    cc.clearFieldErrors(document.getElementById("main"));
+  }
 
   function say(text) {
+    clearProblems();
     notice.textContent = text;
   }
 
   function problem(text) {
+    notice.textContent = "";
     cc.show(pageError, text);
   }
+
+  // A generated password stays on screen until dismissed: later messages go to the notice.
+  function showPassword(label, password) {
+    document.getElementById("one-time-password-label").textContent = label;
+    document.getElementById("one-time-password-value").textContent = password;
+    secret.hidden = false;
+  }
+
+  const ADMIN_ROLES = new Set(["admin", "super_admin"]);
 
   function row(user) {
     const tr = template.content.firstElementChild.cloneNode(true);
@@ -39,7 +59,13 @@ document.addEventListener("DOMContentLoaded", () => {
     role.value = user.role;
     if (!isSuper && user.role !== "user") role.disabled = true;
     role.addEventListener("change", async () => {
-      const result = await patch(user, { role: role.value });
+      clearProblems();
+      // Administrators see and change every account: granting that is confirmed first.
+      if (ADMIN_ROLES.has(role.value) && !confirm(`Make ${user.email} ${ROLE_NAMES[role.value]}? They can then manage other users.`)) {
+        role.value = user.role;
+        return;
+      }
+      const result = await patch(user, { role: role.value }, role, tr.querySelector(".role-error"));
       if (result) say(`${user.email} is now ${ROLE_NAMES[result.role]}.`);
       else role.value = user.role;
     });
@@ -48,6 +74,7 @@ document.addEventListener("DOMContentLoaded", () => {
     toggle.textContent = user.disabled ? "Enable" : "Disable";
     toggle.setAttribute("aria-label", `${user.disabled ? "Enable" : "Disable"} ${user.email}`);
     toggle.addEventListener("click", async () => {
+      clearProblems();
       const result = await patch(user, { disabled: !user.disabled });
       if (result) say(`${user.email} is ${result.disabled ? "disabled" : "enabled"}.`);
     });
@@ -56,22 +83,32 @@ document.addEventListener("DOMContentLoaded", () => {
     crm.setAttribute("aria-label", `CRM location of ${user.email}`);
     const link = tr.querySelector(".link-crm");
     link.setAttribute("aria-label", `Link CRM location of ${user.email}`);
+    const crmError = tr.querySelector(".crm-error");
+    crmError.id = `crm-error-${user.id}`;
+    crm.setAttribute("aria-describedby", crmError.id);
+    const roleError = tr.querySelector(".role-error");
+    roleError.id = `role-error-${user.id}`;
+    role.setAttribute("aria-describedby", roleError.id);
     link.addEventListener("click", async () => {
-      const result = await patch(user, { crmLocationId: crm.value.trim() || null });
+      clearProblems();
+      const result = await patch(user, { crmLocationId: crm.value.trim() || null }, crm, crmError);
       if (result) say(result.crmLocationId ? `${user.email} is linked to ${result.crmLocationId}.` : `${user.email} has no CRM location now.`);
     });
     const reset = tr.querySelector(".reset-password");
     reset.setAttribute("aria-label", `Reset password of ${user.email}`);
     reset.addEventListener("click", async () => {
+      clearProblems();
       if (!confirm(`Reset the password of ${user.email}? Their sessions are signed out.`)) return;
       const result = await cc.api("POST", `${USERS_URL}/${encodeURIComponent(user.id)}/password`, {});
       if (result.status !== 200) return problem("The password was not reset: " + cc.errorText(result));
-      say(`New password for ${user.email} (shown once): ${result.data.password}`);
+      say(`The password of ${user.email} was reset.`);
+      showPassword(`New password for ${user.email} (shown once):`, result.data.password);
     });
     const del = tr.querySelector(".delete-user");
     del.setAttribute("aria-label", `Delete ${user.email}`);
     if (user.id === selfId) del.disabled = true;
     del.addEventListener("click", async () => {
+      clearProblems();
       if (!confirm(`Delete ${user.email} with their conversations, tokens and setup? This cannot be undone.`)) return;
       const result = await cc.api("DELETE", `${USERS_URL}/${encodeURIComponent(user.id)}`);
       if (result.status !== 200 && result.status !== 204) return problem("The user was not deleted: " + cc.errorText(result));
@@ -81,11 +118,18 @@ document.addEventListener("DOMContentLoaded", () => {
     return tr;
   }
 
-  async function patch(user, change) {
-    cc.show(pageError, "");
+  // `control` and `error`: the field the change came from and the message beside it.
+  async function patch(user, change, control, error) {
     const result = await cc.api("PATCH", `${USERS_URL}/${encodeURIComponent(user.id)}`, change);
     if (result.status !== 200) {
-      problem(`${user.email} was not changed: ` + cc.errorText(result));
+      const text = `${user.email} was not changed: ` + cc.problemText(result);
+      if (error) {
+        notice.textContent = "";
+        cc.show(error, text);
+        control.setAttribute("aria-invalid", "true");
+      } else {
+        problem(text);
+      }
       return null;
     }
     const updated = result.data.user;
@@ -108,20 +152,24 @@ document.addEventListener("DOMContentLoaded", () => {
 
   createForm.addEventListener("submit", async (event) => {
     event.preventDefault();
-    cc.show(createError, "");
+    clearProblems();
     const payload = { email: createForm.email.value.trim(), role: createForm.role.value };
     if (createForm.name.value.trim()) payload.name = createForm.name.value.trim();
     if (createForm.password.value) payload.password = createForm.password.value;
     const result = await cc.api("POST", USERS_URL, payload);
     if (result.status !== 201 && result.status !== 200) {
-      cc.show(createError, cc.problemText(result));
+      // Each message beside its field; one the answer ties to no field below the form.
+      const first = cc.showFieldErrors(result.data, (field) => createForm.elements[field]);
+      if (first) first.focus();
+      else cc.show(createError, cc.errorText(result));
       return;
     }
     createForm.reset();
     body.prepend(row(result.data.user));
-    say(result.data.password
-      ? `Created ${result.data.user.email}. Their password (shown once): ${result.data.password}`
-      : `Created ${result.data.user.email}.`);
+    say(`Created ${result.data.user.email}.`);
+    if (result.data.password) {
+      showPassword(`Password of ${result.data.user.email} (shown once):`, result.data.password);
+    }
   });
 
   load(null);

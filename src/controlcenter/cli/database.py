@@ -1,0 +1,186 @@
+"""Which database a command uses, whether it is there, and its backup and restore.
+
+The default `DATABASE_URL` names a file relative to the working directory, so a command run
+from elsewhere would silently start a second, empty database: every command says on stderr
+which database it uses, and every command but `serve`, `db upgrade` and `db restore` refuses
+to create one. A SQLite database is copied with SQLite's online backup (the sqlite3 module's
+`Connection.backup`), which reads a consistent snapshot while `serve` writes; a restore is
+refused while a `serve` or `worker` holds the database's lock file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shlex
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+import typer
+from sqlalchemy.engine import make_url
+
+from controlcenter.config import DEFAULT_DATABASE_URL, Config
+
+SERVICE_DIRECTORY_HINT = (
+    "set DATABASE_URL to the service's database (as `serve` has it), or run the command "
+    "from the service's directory"
+)
+
+
+def sqlite_path(config: Config) -> Path | None:
+    """The SQLite file, absolute; None on PostgreSQL."""
+    if not config.is_sqlite:
+        return None
+    database = make_url(config.database_url).database
+    assert database  # check_database_url refuses an in-memory database
+    return Path(database).resolve()
+
+
+def location(config: Config) -> str:
+    """The database as an operator reads it: the file, or the URL without its password."""
+    path = sqlite_path(config)
+    if path is not None:
+        return str(path)
+    return make_url(config.database_url).render_as_string(hide_password=True)
+
+
+def announce(config: Config) -> None:
+    """Say on stderr which database the command uses (a log record when logs are JSON, so
+    that every line stays JSON)."""
+    if config.log_format == "json":
+        from controlcenter.common.logs import get_logger
+
+        get_logger(__name__).info("database", location=location(config))
+    else:
+        typer.echo(f"database: {location(config)}", err=True)
+
+
+def missing(config: Config) -> bool:
+    """True when the configured SQLite file does not exist. A PostgreSQL database is made by
+    its administrator; connecting tells whether it is there."""
+    path = sqlite_path(config)
+    return path is not None and not path.exists()
+
+
+def require(config: Config) -> None:
+    """Exit 1 with `No database at <location>` when there is none (nothing is created)."""
+    if missing(config):
+        typer.echo(f"error: No database at {location(config)}", err=True)
+        typer.echo(f"  {SERVICE_DIRECTORY_HINT}.", err=True)
+        raise typer.Exit(1)
+
+
+def command_prefix(config: Config) -> str:
+    """The environment a command needs to reach this instance's database and keys: the
+    `DATABASE_URL` and `VAR_DIR` it was given, absolute where they name files, and without
+    the database's password."""
+    parts = []
+    if config.database_url != DEFAULT_DATABASE_URL:
+        path = sqlite_path(config)
+        url = (
+            make_url(config.database_url).set(database=str(path))
+            if path is not None
+            else make_url(config.database_url)
+        )
+        parts.append("DATABASE_URL=" + shlex.quote(url.render_as_string(hide_password=True)))
+    if config.var_dir != Config.model_fields["var_dir"].default:
+        parts.append("VAR_DIR=" + shlex.quote(str(config.var_dir.resolve())))
+    return "".join(part + " " for part in parts)
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+@contextmanager
+def in_use(config: Config) -> Iterator[None]:
+    """Hold the SQLite database's lock file shared while a `serve` or `worker` runs; the
+    kernel drops it when the process ends, however it ends."""
+    path = sqlite_path(config)
+    if path is None:
+        yield
+        return
+    lock = _lock_path(path)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _postgres_refusal(tool: str, command: str) -> None:
+    typer.echo(f"error: on PostgreSQL use {tool}: {command}", err=True)
+    raise typer.Exit(1)
+
+
+def _libpq_url(config: Config) -> str:
+    """The URL as pg_dump and pg_restore take it (no driver name, no password)."""
+    return shlex.quote(location(config).replace("+asyncpg", "", 1))
+
+
+def backup(config: Config, target: Path) -> None:
+    """Copy the live SQLite database to `target` (replaced whole, never half-written)."""
+    path = sqlite_path(config)
+    if path is None:
+        file = shlex.quote(str(target))
+        _postgres_refusal("pg_dump", f"pg_dump --format=custom --file {file} {_libpq_url(config)}")
+        return
+    require(config)
+    partial = target.with_name(target.name + ".partial")
+    partial.unlink(missing_ok=True)
+    with (
+        closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as source,
+        closing(sqlite3.connect(partial)) as copy,
+    ):
+        source.backup(copy)
+    os.replace(partial, target)
+
+
+def restore(config: Config, copy_path: Path) -> None:
+    """Replace the SQLite database with a copy made by `backup`."""
+    path = sqlite_path(config)
+    if path is None:
+        file = shlex.quote(str(copy_path))
+        _postgres_refusal(
+            "pg_restore", f"pg_restore --clean --if-exists --dbname {_libpq_url(config)} {file}"
+        )
+        return
+    if not _is_backup(copy_path):
+        typer.echo(f"error: {copy_path} is not a backup of this service's database", err=True)
+        raise typer.Exit(1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            typer.echo(
+                f"error: a running `serve` or `worker` uses {path}: stop it, then restore",
+                err=True,
+            )
+            raise typer.Exit(1) from None
+        # The backup API writes through SQLite, which also resets the write-ahead log.
+        with (
+            closing(sqlite3.connect(f"file:{copy_path}?mode=ro", uri=True)) as source,
+            closing(sqlite3.connect(path)) as target,
+        ):
+            source.backup(target)
+    finally:
+        os.close(fd)
+
+
+def _is_backup(copy_path: Path) -> bool:
+    if not copy_path.is_file():
+        return False
+    try:
+        with closing(sqlite3.connect(f"file:{copy_path}?mode=ro", uri=True)) as conn:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
+            ).fetchone()
+    except sqlite3.DatabaseError:
+        return False
+    return found is not None

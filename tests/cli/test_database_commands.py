@@ -1,0 +1,170 @@
+"""Which database the commands use, their refusal to create one, and `db backup|restore`."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.cli.conftest import CLI_TIMEOUT_S, ENTRY_POINT, Cli
+from tests.cli.test_commands import free_port, wait_until_serving
+
+pytestmark = pytest.mark.timeout(600)
+PASSWORD = "backup-and-restore-1"
+
+
+def stop(process: subprocess.Popen[str]) -> str:
+    process.send_signal(signal.SIGINT)
+    try:
+        output, _ = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+    return output
+
+
+def test_a_command_without_a_database_creates_none_and_says_where_it_looked(
+    tmp_path: Path,
+) -> None:
+    elsewhere = tmp_path / "src"
+    elsewhere.mkdir()
+    env = {**Cli(tmp_path, tmp_path / "unused.db").env, "VAR_DIR": "var"}
+    del env["DATABASE_URL"]  # the default: ./var/controlcenter.db, relative to the directory
+    for args in (
+        ["users", "list"],
+        ["users", "create", "--email", "boss@example.com", "--role", "super_admin"],
+        ["tokens", "list", "--email", "boss@example.com"],
+        ["tools", "list"],
+        ["db", "backup", str(tmp_path / "copy.db")],
+        ["worker"],
+    ):
+        result = subprocess.run(
+            [str(ENTRY_POINT), *args],
+            cwd=elsewhere,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=CLI_TIMEOUT_S,
+            check=False,
+        )
+        assert result.returncode == 1, (args, result.stdout, result.stderr)
+        expected = elsewhere / "var" / "controlcenter.db"
+        assert f"No database at {expected}" in result.stderr, result.stderr
+        assert "DATABASE_URL" in result.stderr
+        assert "Traceback" not in result.stderr
+    assert list(elsewhere.iterdir()) == []  # nothing created, not even var/
+    assert not (tmp_path / "copy.db").exists()
+
+
+def test_every_command_names_its_database_on_stderr(cli: Cli) -> None:
+    listed = cli.run("users", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert f"database: {cli.db_path}" in listed.stderr
+    assert listed.stdout.strip() == "[]"  # stdout is the answer alone
+
+
+def test_postgresql_backup_and_restore_name_the_tools_and_hide_the_password(cli: Cli) -> None:
+    env = {**cli.env, "DATABASE_URL": "postgresql+asyncpg://cc:hunter2secret@db.example:5432/cc"}
+    for args, tool in (
+        (["db", "backup", "/backups/cc.dump"], "pg_dump"),
+        (["db", "restore", "/backups/cc.dump"], "pg_restore"),
+    ):
+        result = subprocess.run(
+            [str(ENTRY_POINT), *args],
+            cwd=cli.workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=CLI_TIMEOUT_S,
+            check=False,
+        )
+        assert result.returncode == 1
+        assert f"on PostgreSQL use {tool}: {tool} " in result.stderr, result.stderr
+        assert "postgresql://cc:***@db.example:5432/cc" in result.stderr
+        assert "/backups/cc.dump" in result.stderr
+        assert "hunter2secret" not in result.stdout + result.stderr
+
+
+def test_restore_refuses_a_file_that_is_not_a_backup(cli: Cli, tmp_path: Path) -> None:
+    junk = tmp_path / "junk.db"
+    junk.write_text("not a database")
+    result = cli.run("db", "restore", str(junk))
+    assert result.returncode == 1
+    assert "is not a backup of this service's database" in result.stderr
+
+
+def test_a_backup_taken_while_serving_restores_into_a_fresh_instance(
+    cli: Cli, tmp_path: Path
+) -> None:
+    made = cli.run(
+        "users", "create", "--email", "boss@example.com", "--role", "super_admin",
+        "--password-stdin", stdin=PASSWORD + "\n",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    copy = tmp_path / "backups" / "cc.db"
+    copy.parent.mkdir()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    serving = cli.popen("serve", "--host", "127.0.0.1", "--port", str(port), "--workers", "1")
+    try:
+        wait_until_serving(serving, url)
+        login = httpx.post(
+            url + "/api/v1/auth/login", json={"email": "boss@example.com", "password": PASSWORD}
+        )
+        assert login.status_code == 200
+        # Written while the service holds the database open (and its write-ahead log).
+        taken = cli.run("db", "backup", str(copy))
+        assert taken.returncode == 0, taken.stderr
+        assert f"database: {cli.db_path}" in taken.stderr
+        refused = cli.run("db", "restore", str(copy))
+        assert refused.returncode == 1
+        assert "a running `serve` or `worker` uses" in refused.stderr
+    finally:
+        stop(serving)
+
+    fresh = Cli(workdir=tmp_path / "fresh", db_path=tmp_path / "fresh" / "var" / "new.db")
+    fresh.workdir.mkdir()
+    restored = fresh.run("db", "restore", str(copy))
+    assert restored.returncode == 0, restored.stderr
+    assert fresh.query("SELECT email FROM users") == [("boss@example.com",)]
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    serving = fresh.popen("serve", "--host", "127.0.0.1", "--port", str(port), "--workers", "1")
+    try:
+        wait_until_serving(serving, url)
+        login = httpx.post(
+            url + "/api/v1/auth/login", json={"email": "boss@example.com", "password": PASSWORD}
+        )
+        assert login.status_code == 200
+        assert login.json()["user"]["role"] == "super_admin"
+    finally:
+        output = stop(serving)
+    assert "No users yet" not in output
+
+
+def test_the_first_start_hint_carries_the_instances_own_locations(tmp_path: Path) -> None:
+    cli = Cli(workdir=tmp_path, db_path=tmp_path / "data" / "cc.db")
+    cli.create_database()
+    env = {**cli.env, "VAR_DIR": str(tmp_path / "keys")}
+    port = free_port()
+    serving = subprocess.Popen(
+        [str(ENTRY_POINT), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    try:
+        wait_until_serving(serving, f"http://127.0.0.1:{port}")
+    finally:
+        output = stop(serving)
+    assert (
+        f"DATABASE_URL=sqlite+aiosqlite:///{cli.db_path} VAR_DIR={tmp_path / 'keys'} "
+        "python3 -m uv run controlcenter users create --email you@example.com --role super_admin"
+    ) in output, output
+    assert f"database: {cli.db_path}" in output

@@ -1,0 +1,49 @@
+"""A browser signs in and chats through deploy/'s nginx configuration listening on a port that
+is not the scheme's default: the origin the browser sends (`http://127.0.0.1:<port>`) matches
+the host the proxy passes on, port included, so the cross-origin check lets the writes through.
+"""
+
+from __future__ import annotations
+
+from playwright.async_api import Browser, expect
+
+from tests.browser.conftest import (  # noqa: F401 (fixtures used by this module)
+    CHROMIUM_FLAGS,
+    browser,
+    chromium,
+)
+from tests.chat.helpers import set_settings
+from tests.conftest import RunningServer, UserFactory
+from tests.deploy.test_nginx import instances, proxy  # noqa: F401 (fixtures)
+from tests.fakes.llm import FakeAnthropic, Reply
+
+assert CHROMIUM_FLAGS  # the browser as the page tests run it
+
+
+async def test_a_browser_signs_in_and_chats_through_the_proxy_on_another_port(
+    proxy: str,  # noqa: F811
+    browser: Browser,  # noqa: F811
+    server: RunningServer,
+    users: UserFactory,
+    fake_anthropic: FakeAnthropic,
+) -> None:
+    assert not proxy.endswith(":80") and not proxy.endswith(":443")
+    user = await users.create()
+    await set_settings(server, {"providerAApiKey": fake_anthropic.api_key}, user)
+    fake_anthropic.script(Reply(text="Hello through the proxy."))
+    context = await browser.new_context(base_url=proxy)
+    context.set_default_timeout(15_000)
+    try:
+        page = await context.new_page()
+        await page.goto("/login")
+        await page.get_by_label("Email").fill(user.email)
+        await page.get_by_label("Password").fill(user.password)
+        await page.get_by_role("button", name="Sign in").click()
+        await page.wait_for_url("**/chat")
+        await page.get_by_role("textbox", name="Message").fill("Hi")
+        await page.get_by_role("button", name="Send").click()
+        await expect(page.locator(".msg.assistant .markdown")).to_have_text(
+            "Hello through the proxy."
+        )
+    finally:
+        await context.close()
