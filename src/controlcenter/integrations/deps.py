@@ -1,4 +1,5 @@
-"""Route dependencies of the connection tests: the app's shared clients (`app.state.chat`, `app.state.mcp`)."""
+"""Route dependencies of the connection tests: the app's shared clients
+(`app.state.chat`, `app.state.mcp`)."""
 
 from typing import Annotated
 

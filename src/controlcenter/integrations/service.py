@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlcenter.admin_settings.names import (
-    MCP_SERVER_URL,
     OWNER_LOCATION_ID,
     PRIVATE_TOKEN,
     SettingName,
