@@ -2,9 +2,9 @@
 
 Anthropic and OpenAI list their models through the SDKs' own `models.list()` (the provider's
 client for that key), the CRM answers `GET /locations/{crmOwnerLocationId}` with the private
-token through the service's CRM client, and the MCP server lists its tools through the MCP
-source. A missing setting, a refusal or silence is an answer (`ok` false with the reason);
-every detail goes through `redact`, so no credential can reach it.
+token through the service's CRM client, and every configured MCP server lists its tools
+(`tools.mcp_status`). A missing setting, a refusal or silence is an answer (`ok` false with
+the reason); every detail goes through `redact` or names no credential, so none reaches it.
 """
 
 from __future__ import annotations
