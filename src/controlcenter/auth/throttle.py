@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from sqlalchemy import ColumnElement, delete, func, select
 
 from controlcenter.auth.attempts import SignInAttempt
+from controlcenter.common.emails import normalise_email
 from controlcenter.config import Config
 from controlcenter.db import Database
 
@@ -61,7 +62,7 @@ class SignInThrottle:
 
     async def begin(self, email: str, address: str | None) -> Attempt:
         """Record an attempt for `email` from `address`; raises TooManyAttemptsError."""
-        limits = {_key("email", email.strip().lower()): self.per_email}
+        limits = {_key("email", normalise_email(email)): self.per_email}
         if address:
             limits[_key("address", address)] = self.per_address
         now = time.time()
