@@ -73,7 +73,7 @@ def _secured(page: HTMLResponse) -> HTMLResponse:
     page.headers.update(
         {
             **ASSET_HEADERS,
-            "Content-Security-Policy": content_security_policy(page.body.decode()),
+            "Content-Security-Policy": content_security_policy(bytes(page.body).decode()),
             "X-Frame-Options": "DENY",
         }
     )
