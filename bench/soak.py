@@ -254,19 +254,29 @@ def soak(
         instance, url = deployment.service(env)
         instances.append(instance)
         urls.append(url)
-    with instances[0], instances[1]:
-        for instance, url in zip(instances, urls, strict=True):
-            with step("instance answered"):
-                instance.wait_http(url + "/healthz")
-        warm_up = Soak(urls, accounts)
-        with step("warm-up (30 s at the rate)"):
-            asyncio.run(load(warm_up, min(30.0, args.seconds), args.rate))
-        start = rss_by_process(instances)
-        run = Soak(urls, accounts)
-        print(f"soak: {args.seconds:g} s at {args.rate:g} chats/s on two instances", flush=True)
-        asyncio.run(load(run, args.seconds, args.rate))
-        end = rss_by_process(instances)
-        report(run, start, end)
+    # One after the other: the first applies the migrations, the second finds them done.
+    with instances[0]:
+        with step("instance 1 answered"):
+            instances[0].wait_http(urls[0] + "/healthz")
+        with instances[1]:
+            with step("instance 2 answered"):
+                instances[1].wait_http(urls[1] + "/healthz")
+            run_load(instances, urls, accounts, args)
+
+
+def run_load(
+    instances: list[Proc], urls: list[str], accounts: list[Account], args: argparse.Namespace
+) -> None:
+    """Warm-up, then the measured run between two RSS readings, then the report."""
+    warm_up = Soak(urls, accounts)
+    with step("warm-up (30 s at the rate)"):
+        asyncio.run(load(warm_up, min(30.0, args.seconds), args.rate))
+    start = rss_by_process(instances)
+    run = Soak(urls, accounts)
+    print(f"soak: {args.seconds:g} s at {args.rate:g} chats/s on two instances", flush=True)
+    asyncio.run(load(run, args.seconds, args.rate))
+    end = rss_by_process(instances)
+    report(run, start, end)
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ def fuzz(base_url: str, token: str) -> tuple[int, list[str]]:
                 problems.append(f"{where}: {response.status_code} {response.text[:200]}")
             return
         try:
-            case.validate_response(response, excluded_checks=[not_a_server_error])
+            case.validate_response(response, checks=CHECKS, excluded_checks=[not_a_server_error])
         except (AssertionError, BaseExceptionGroup) as exc:
             problems.append(f"{where}: {str(exc)[:300]}")
 
