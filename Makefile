@@ -5,7 +5,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run demo test test-db test-sqlite test-postgres test-browser ui-screenshots lint bench setup
+.PHONY: run demo test test-db test-sqlite test-postgres test-browser ui-screenshots lint bench soak setup
 
 # Bytecode compiled once here: where PYTHONDONTWRITEBYTECODE is set, every process (each of
 # serve's workers, each test's subprocess) would otherwise compile every module it imports.
@@ -71,3 +71,9 @@ ui-screenshots: setup
 
 bench: setup
 	$(UV) run python -m bench $(BENCH_ARGS)
+
+# Memory and latency over a long run (bench/soak.py): two instances on a throwaway PostgreSQL,
+# mixed load at half the chat capacity, 20 minutes unless SOAK_ARGS says otherwise
+# (SOAK_ARGS="--seconds 180 --rate 9.5"). Never part of `make test`.
+soak: setup
+	./scripts/with-postgres.sh $(UV) run python -m bench.soak $(SOAK_ARGS)

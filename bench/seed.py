@@ -10,7 +10,8 @@ from tests.dbtools import create_api_token
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.auth.models import UserRecord
 from controlcenter.auth.passwords import hash_password
-from controlcenter.auth.service import normalise_email, start_session
+from controlcenter.auth.service import start_session
+from controlcenter.common.emails import normalise_email
 from controlcenter.db import Database
 from controlcenter.db.migrate import upgrade
 

@@ -207,3 +207,26 @@ async def test_docs_pages_load_their_assets_from_the_service(
     assert "cdn." not in html and "fonts.googleapis" not in html
     missing = await client.get("/docs-assets/nope.js")
     assert missing.status_code == 404
+
+
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+async def test_docs_pages_carry_a_policy_of_their_own_assets(
+    client: httpx.AsyncClient, page: str
+) -> None:
+    response = await client.get(page)
+    directives = dict(
+        part.strip().split(" ", 1)
+        for part in response.headers["content-security-policy"].split(";")
+    )
+    assert directives["default-src"] == "'self'"
+    assert directives["frame-ancestors"] == "'none'"
+    script_sources = directives["script-src"].split()
+    assert script_sources[0] == "'self'"
+    assert all(source.startswith("'sha256-") for source in script_sources[1:])
+    assert len(script_sources) == 1 + response.text.count("<script>")
+    assert "unsafe-eval" not in directives["script-src"]
+    assert "unsafe-inline" not in directives["script-src"]
+    assert "http" not in response.headers["content-security-policy"]
+    assert response.headers["x-content-type-options"] == "nosniff"
+    asset = await client.get(re.findall(r'src="([^"]+)"', response.text)[0])
+    assert asset.headers["x-content-type-options"] == "nosniff"

@@ -116,8 +116,9 @@ class Config(BaseSettings):
     allowed_origins: str = ""  # origins trusted for cookie-authenticated writes
     _check_allowed_origins = field_validator("allowed_origins")(check_origins)
     signin_window_s: float = 900.0
-    signin_max_failures_per_email: int = 10
-    signin_max_failures_per_address: int = 50
+    signin_max_failures_per_email_and_address: int = Field(default=10, ge=1)
+    signin_max_failures_per_address: int = Field(default=50, ge=1)
+    signin_max_failures_per_email: int = Field(default=100, ge=1)
     # Operations (docs/deploy.md). Set: /metrics asks for it as a bearer token.
     metrics_token: str | None = Field(default=None, repr=False)
     # Heartbeat of running chat answers; a dead process's are closed after 3 intervals.

@@ -10,6 +10,7 @@ import pytest
 from cryptography.fernet import Fernet
 
 from controlcenter.admin_settings.models import Setting
+from controlcenter.admin_settings.schemas import VALUE_MAX_CHARS
 from tests.conftest import RunningServer, UserFactory
 from tests.dbtools import failing_insert, snapshot
 
@@ -96,6 +97,31 @@ async def test_invalid_text_is_400(
         [issue] = response.json()["details"]
         assert issue["path"] == ["tasksApiKey"]
         assert issue["type"] in {"string_unicode", "string_nul"}
+    assert await snapshot(server.db) == before
+
+
+async def test_values_are_bounded_in_length(
+    client: httpx.AsyncClient, server: RunningServer, admin: Any
+) -> None:
+    """A private key fits; a value past the bound is refused, whatever the setting."""
+    key = "-----BEGIN PRIVATE KEY-----\n" + "A" * 3300 + "\n-----END PRIVATE KEY-----"
+    at_bound = {"crmPrivateToken": "t" * VALUE_MAX_CHARS, "tasksApiKey": key}
+    response = await client.put(URL, json=at_bound, headers=admin.headers)
+    assert (response.status_code, response.json()) == (200, {"success": True})
+    before = await snapshot(server.db)
+    for name in ("crmPrivateToken", "tagHighGCI", "notificationEmail"):
+        over = {name: "x" * (VALUE_MAX_CHARS + 1), "tasksListId": "kept-out"}
+        response = await client.put(URL, json=over, headers=admin.headers)
+        assert response.status_code == 400, name
+        assert response.json()["details"] == [
+            {
+                "path": [name],
+                "message": f"String should have at most {VALUE_MAX_CHARS} characters",
+                "type": "string_too_long",
+            }
+        ]
+    huge = await client.put(URL, json={"tagHighGCI": "x" * 900_000}, headers=admin.headers)
+    assert huge.status_code == 400
     assert await snapshot(server.db) == before
 
 

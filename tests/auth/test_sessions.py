@@ -21,6 +21,7 @@ from controlcenter.auth.deps import (
     require_user,
 )
 from controlcenter.auth.models import Session, UserRecord
+from controlcenter.auth.router import NOT_A_SESSION
 from controlcenter.auth.service import Principal, RequestAuth, start_session
 from controlcenter.web.errors import ApiError
 from tests.conftest import TEST_SECRET_KEY, AppUser, RunningServer, UserFactory
@@ -173,15 +174,29 @@ async def test_logout_needs_a_session(client: httpx.AsyncClient, users: UserFact
     assert (again.status_code, again.json()) == UNAUTHORIZED
 
 
-async def test_logout_with_api_token_revokes_nothing(
+async def test_logout_with_an_api_token_says_how_to_revoke_it(
     client: httpx.AsyncClient, users: UserFactory
 ) -> None:
+    """An API token is no session: sign-out refuses it, never answers success for nothing."""
     user = await users.create()
     headers = {"Authorization": f"Bearer {user.api_token}"}
     response = await client.post("/api/v1/auth/logout", headers=headers)
-    assert (response.status_code, response.json()) == (200, {"success": True})
+    assert (response.status_code, response.json()) == (400, {"error": NOT_A_SESSION})
+    assert "set-cookie" not in response.headers
     assert (await client.get(ME, headers=headers)).status_code == 200
     assert (await client.get(ME, headers=user.headers)).status_code == 200
+    # Beside a session cookie the bearer token decides: the session is not ended either.
+    client.cookies.set("session", user.token)
+    response = await client.post("/api/v1/auth/logout", headers=headers)
+    assert response.status_code == 400
+    assert (await client.get(ME, headers=user.headers)).status_code == 200
+    client.cookies.clear()
+    # What the answer says to do works with the token itself.
+    listed = (await client.get("/api/v1/auth/tokens", headers=headers)).json()["tokens"]
+    assert len(listed) == 1
+    revoked = await client.delete(f"/api/v1/auth/tokens/{listed[0]['id']}", headers=headers)
+    assert (revoked.status_code, revoked.json()) == (200, {"success": True})
+    assert (await client.get(ME, headers=headers)).status_code == 401
 
 
 async def test_wrong_bearer_is_not_rescued_by_a_cookie(

@@ -19,11 +19,10 @@ from controlcenter.accounts.users import (
     reset_password,
     update_user,
 )
-from controlcenter.auth.attempts import SignInAttempt
 from controlcenter.auth.models import SUPER_ADMIN
 from controlcenter.auth.passwords import verify_password
 from controlcenter.auth.service import principal_from_basic
-from controlcenter.auth.throttle import _key
+from controlcenter.auth.throttle import SignInThrottle
 from controlcenter.auth.verified import VerifiedCredentials, verified_credentials
 from controlcenter.db import Database
 from tests.conftest import AppUser, RunningServer, UserFactory
@@ -52,9 +51,9 @@ async def accepted(database: Database, user: AppUser, password: str | None = Non
 
 async def lock_out(server: RunningServer, user: AppUser) -> None:
     """Enough recorded failures that an unverified password attempt answers 429."""
-    key = _key("email", user.email)
-    async with server.db.write() as db:
-        db.add_all(SignInAttempt(key=key, at=time.time()) for _ in range(20))
+    throttle = SignInThrottle.from_config(server.db, server.config)
+    for _ in range(throttle.per_email_and_source):
+        await throttle.begin(user.email, "127.0.0.1")  # the test client's address
 
 
 async def test_a_hit_needs_neither_argon2_nor_the_throttle(

@@ -6,6 +6,7 @@ from playwright.async_api import expect
 
 from tests.browser.conftest import Browsing
 from tests.conftest import UserFactory
+from tests.pages.test_pages import LEAVING_VECTORS
 
 
 async def test_sign_in_wrong_then_right_returns_to_the_page_asked_for(
@@ -71,3 +72,27 @@ async def test_sign_out_ends_the_session(browsing: Browsing, users: UserFactory)
     await page.wait_for_url("**/login")
     await page.goto("/chat")
     assert "/login?next=/chat" in page.url
+
+
+async def test_sign_in_never_leaves_the_site(browsing: Browsing, users: UserFactory) -> None:
+    user = await users.create()
+    for vector in LEAVING_VECTORS:
+        page = await browsing.page()
+        await page.goto(f"/login?next={vector}")
+        await page.get_by_label("Email").fill(user.email)
+        await page.get_by_label("Password").fill(user.password)
+        await page.get_by_role("button", name="Sign in").click()
+        await page.wait_for_url(f"{browsing.server.url}/chat")
+        await expect(page.get_by_role("textbox", name="Message")).to_be_visible()
+
+
+async def test_sign_in_returns_to_a_path_of_the_site_with_its_query(
+    browsing: Browsing, users: UserFactory
+) -> None:
+    user = await users.create()
+    page = await browsing.page()
+    await page.goto("/login?next=/account%3Ftab%3D1")
+    await page.get_by_label("Email").fill(user.email)
+    await page.get_by_label("Password").fill(user.password)
+    await page.get_by_role("button", name="Sign in").click()
+    await page.wait_for_url(f"{browsing.server.url}/account?tab=1")

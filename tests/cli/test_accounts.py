@@ -101,6 +101,12 @@ def test_refusals(cli: Cli) -> None:
         refused(cli, "users", "set-crm", "--email", "root@example.com", "--location-id", bad,
                 message="a location id is 1-64 letters, digits, '_' or '-'")  # fmt: skip
     refused(cli, "users", "create", "--email", "not-an-address", message="not an e-mail address")
+    # A look-alike of an existing address is that address.
+    ok(cli, "users", "create", "--email", "zo\u00eb@ex\u00e4mple.com")
+    for form in ("zoe\u0308@exa\u0308mple.com", "ZO\u00cb@xn--exmple-cua.com"):
+        exists = "a user with e-mail zo\u00eb@xn--exmple-cua.com already exists"
+        refused(cli, "users", "create", "--email", form, message=exists)
+    ok(cli, "users", "delete", "--email", "zoe\u0308@EXA\u0308MPLE.com")
     for command in (["users", "create", "--email", "s@example.com"],
                     ["users", "reset-password", "--email", "root@example.com"]):  # fmt: skip
         refused(cli, *command, "--password-stdin", stdin="elevenchars\n",

@@ -7,7 +7,7 @@ import re
 import httpx
 import pytest
 
-from controlcenter.pages.router import safe_next
+from controlcenter.pages.return_to import safe_next
 from tests.conftest import UserFactory
 
 PAGES = [
@@ -91,13 +91,47 @@ async def test_the_conversation_id_is_escaped_into_the_page(
     assert 'data-conversation-id="x&#34;&gt;&lt;img src=x onerror=alert(1)&gt;"' in html
 
 
+# Each `next` a browser would read as another site, as it travels in a query string: tabs and
+# line breaks are dropped by the browser's URL parser and `\\` reads as `/`.
+LEAVING_VECTORS = [
+    "/%09/evil.example",
+    "/%0A/evil.example",
+    "/%0D/evil.example",
+    "%09//evil.example",
+    "/%09%5Cevil.example",
+    "/%5C%09evil.example",
+    "%0A%0D//evil.example",
+    "%20//evil.example",
+    "/%00/evil.example",
+    "//evil.example",
+    "///evil.example",
+    "/%5Cevil.example",
+    "%5C%5Cevil.example",
+    "https://evil.example/",
+    "https:evil.example",
+    "http:/evil.example",
+    "javascript:alert(1)",
+    "%09javascript:alert(1)",
+    "JaVaScRiPt:alert(1)",
+    "data:text/html,<script>alert(1)</script>",
+    "evil.example",
+    "/%E2%80%A8/evil.example",
+]
+
+
 @pytest.mark.parametrize(
     ("target", "expected"),
     [
         ("/setup", "/setup"),
         ("/chat/abc?x=1", "/chat/abc?x=1"),
+        ("/%2F/evil.example", "/%2F/evil.example"),  # a path of this site, encoded slash kept
+        ("/chat/zoë", "/chat/zoë"),
         (None, "/chat"),
         ("", "/chat"),
+        ("/\t/evil.example", "/chat"),
+        ("/\n/evil.example", "/chat"),
+        ("/\r/evil.example", "/chat"),
+        ("/\t\\evil.example", "/chat"),
         ("//evil.example/", "/chat"),
         ("/\\evil.example/", "/chat"),
         ("https://evil.example/", "/chat"),
@@ -106,3 +140,16 @@ async def test_the_conversation_id_is_escaped_into_the_page(
 )
 def test_sign_in_returns_only_to_this_site(target: str | None, expected: str) -> None:
     assert safe_next(target) == expected
+
+
+@pytest.mark.parametrize("vector", LEAVING_VECTORS)
+async def test_the_login_page_never_offers_another_site(
+    client: httpx.AsyncClient, users: UserFactory, vector: str
+) -> None:
+    page = await client.get(f"/login?next={vector}")
+    assert page.status_code == 200
+    assert 'data-next="/chat"' in page.text
+    user = await users.create()
+    client.cookies.set("session", user.token)
+    signed_in = await client.get(f"/login?next={vector}")
+    assert signed_in.status_code == 303 and signed_in.headers["location"] == "/chat"

@@ -14,11 +14,14 @@ from pydantic_core import PydanticCustomError
 
 from controlcenter.admin_settings.schemas import EmailOrEmpty
 from controlcenter.auth.schemas import USER_EXAMPLE, User
+from controlcenter.common.emails import normalise_email
 from controlcenter.web.openapi_doc import absent, schema_extra
 from controlcenter.web.validation import StoredStr
 
 PASSWORD_MIN = 12
 PASSWORD_MAX = 1024
+CURSOR_PATTERN = "^[A-Za-z0-9_-]*$"
+"""A user list cursor: unpadded URL-safe base64 (`users.encode_cursor`)."""
 LOCATION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """HighLevel location ids: 1-64 letters, digits, `_` or `-`."""
 
@@ -53,8 +56,14 @@ def _length(low: int, high: int) -> Any:
     return [AfterValidator(check), Field(json_schema_extra={"minLength": low, "maxLength": high})]
 
 
-Email = Annotated[EmailOrEmpty, *_length(3, 320), AfterValidator(lambda value: value.lower())]
-"""An e-mail address (syntax only, as for settings), stored lower-cased."""
+Email = Annotated[
+    EmailOrEmpty,
+    *_length(3, 320),
+    AfterValidator(normalise_email),
+    Field(json_schema_extra={"format": "email"}),
+]
+"""An e-mail address (syntax only, as for settings), in the form that identifies an account
+(`common/emails.py`)."""
 Name = Annotated[StoredStr, *_length(0, 200)]
 Password = Annotated[StoredStr, *_length(PASSWORD_MIN, PASSWORD_MAX)]
 Role = Literal["user", "admin", "super_admin"]

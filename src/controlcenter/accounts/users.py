@@ -19,9 +19,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.auth.models import ADMIN, SUPER_ADMIN, USER, ApiTokenRecord, Session, UserRecord
 from controlcenter.auth.passwords import hash_password_off_loop, verify_password
-from controlcenter.auth.service import create_user, normalise_email
+from controlcenter.auth.service import create_user
 from controlcenter.auth.verified import verified_credentials
 from controlcenter.chat.models import ConversationRow, Message
+from controlcenter.common.emails import normalise_email
 from controlcenter.common.logs import get_logger
 from controlcenter.common.times import iso
 from controlcenter.db import Database, utcnow

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from controlcenter.accounts import users
 from controlcenter.accounts.schemas import (
     ADMIN_USER_EXAMPLE,
+    CURSOR_PATTERN,
     AdminUserAnswer,
     NewUser,
     PasswordReset,
@@ -56,7 +57,14 @@ async def list_users(
     principal: Admin,
     db: DatabaseDep,
     limit: Annotated[int, Query(ge=1, le=LIST_MAX)] = 50,
-    cursor: Annotated[str | None, Query(max_length=1000)] = None,
+    cursor: Annotated[
+        str | None,
+        Query(
+            max_length=1000,
+            pattern=CURSOR_PATTERN,
+            description="`nextCursor` of the previous page, as it came",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     """Every account, ordered by e-mail, a page at a time."""
     try:

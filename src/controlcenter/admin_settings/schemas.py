@@ -5,11 +5,26 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from email_validator import EmailNotValidError, validate_email
-from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, create_model
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    StringConstraints,
+    TypeAdapter,
+    create_model,
+)
 from pydantic_core import PydanticCustomError
 
 from controlcenter.admin_settings.names import NOTIFICATION_EMAIL, SETTING_NAMES
-from controlcenter.web.validation import StoredStr
+from controlcenter.web.validation import STORABLE
+
+VALUE_MAX_CHARS = 8192
+"""The longest value a setting takes: every real one fits with room to spare (API keys and
+tokens are 40-200 characters, an OAuth access token a few thousand at most, a PEM private key
+of RSA-4096 about 3,300, a URL 2,048 in any browser), while a megabyte pasted by mistake, or
+sent on purpose, is refused before it is encrypted and stored."""
+
+SettingValue = Annotated[str, StringConstraints(max_length=VALUE_MAX_CHARS), STORABLE]
 
 
 def _email_or_empty(value: str) -> str:
@@ -25,11 +40,11 @@ def _email_or_empty(value: str) -> str:
     return value
 
 
-EmailOrEmpty = Annotated[StoredStr, AfterValidator(_email_or_empty)]
+EmailOrEmpty = Annotated[SettingValue, AfterValidator(_email_or_empty)]
 
 
 def _field_type(name: str) -> Any:
-    return EmailOrEmpty if name == NOTIFICATION_EMAIL else StoredStr
+    return EmailOrEmpty if name == NOTIFICATION_EMAIL else SettingValue
 
 
 # Built from the one list of names so the request can never drift from GET's 21 names. The

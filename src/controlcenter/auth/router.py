@@ -20,6 +20,11 @@ from controlcenter.web.openapi_doc import Success, answers, json_body
 
 router = APIRouter(prefix="/api/v1/auth", tags=["auth"])
 
+NOT_A_SESSION = (
+    "An API token is not a session: revoke it with DELETE /api/v1/auth/tokens/{id} "
+    "(its id is listed by GET /api/v1/auth/tokens)"
+)
+
 
 @router.post(
     "/login",
@@ -63,11 +68,13 @@ async def login(request: Request, database: DatabaseDep, config: ConfigDep) -> J
     return response
 
 
-@router.post("/logout", **answers(Success, 401, write=True))
+@router.post("/logout", **answers(Success, 400, 401, write=True))
 async def logout(principal: CurrentUser, database: DatabaseDep, config: ConfigDep) -> JSONResponse:
-    if principal.session_id is not None:
-        async with database.write() as db:
-            await revoke_session(db, principal.session_id)
+    """End the caller's session. An API token is no session: 400 says how to revoke one."""
+    if principal.session_id is None:
+        raise ApiError(400, NOT_A_SESSION)
+    async with database.write() as db:
+        await revoke_session(db, principal.session_id)
     response = JSONResponse({"success": True})
     response.delete_cookie(
         SESSION_COOKIE,

@@ -19,6 +19,7 @@ from controlcenter.auth.tokens import (
     parse_basic,
 )
 from controlcenter.auth.verified import verified_credentials
+from controlcenter.common.emails import normalise_email
 from controlcenter.db import Database, utcnow
 
 
@@ -41,10 +42,6 @@ class Principal:
     def is_admin(self) -> bool:
         """An administrator or a super administrator."""
         return self.user.role in (ADMIN, SUPER_ADMIN)
-
-
-def normalise_email(email: str) -> str:
-    return email.strip().lower()
 
 
 async def create_user(

@@ -1,30 +1,44 @@
 """Sign-in throttling shared by every process: it lives in the database.
 
-Each password attempt is written down before the password is checked, one row for the e-mail
-and one for the client address, then counted: over the limit within the window, the attempt
-is refused and its rows removed (a refused attempt is not a failure, so hammering does not
-extend the block). A success removes the e-mail's rows. Writing first and counting after the
-commit means that of any burst of concurrent attempts at most the limit get through, whatever
-the number of processes: the n-th row committed sees at least n rows.
+Guesses are limited where they come from, so that nobody can lock an owner out on their own:
 
-Rows are stored under a SHA-256 of the e-mail or address, never the value itself (someone who
+- per e-mail and source together (10 within the window): what one attacker gets at one account;
+- per source (50): what one attacker gets across accounts (password spraying);
+- per e-mail from every source (100): the account's ceiling against a distributed guesser,
+  which only someone holding many sources can reach (docs/security.md: numbers and reasons).
+
+A source is the client's IPv4 address, or its IPv6 /64 (one subscriber's allocation: an
+attacker has 2^64 addresses in it, which must not count as many sources).
+
+Each password attempt is written down before the password is checked, one row per key, then
+counted: over a limit within the window, the attempt is refused and its rows removed (a
+refused attempt is not a failure, so hammering does not extend the block). A success removes
+the e-mail-and-source rows. Writing first and counting after the commit means that of any burst
+of concurrent attempts at most the limit get through, whatever the number of processes: the
+n-th row committed sees at least n rows.
+
+Rows are stored under a SHA-256 of the e-mail or source, never the value itself (someone who
 types their password into the e-mail field leaves no trace of it).
 """
 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import math
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from sqlalchemy import ColumnElement, delete, func, select
 
 from controlcenter.auth.attempts import SignInAttempt
+from controlcenter.common.emails import normalise_email
 from controlcenter.config import Config
 from controlcenter.db import Database
 
 TOO_MANY_ATTEMPTS = "Too many attempts"
+IPV6_SOURCE_PREFIX = 64
 
 
 class TooManyAttemptsError(Exception):
@@ -39,32 +53,53 @@ class TooManyAttemptsError(Exception):
 class Attempt:
     """An attempt let through; tell the throttle when it succeeded."""
 
-    email_key: str
+    pair_key: str
     row_ids: tuple[int, ...]
+
+
+def source_of(address: str | None) -> str:
+    """The source an address counts as: itself (IPv4, or IPv4 mapped into IPv6) or its IPv6
+    /64; an unknown address is the empty source, shared by every such client."""
+    if not address:
+        return ""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, IPV6_SOURCE_PREFIX), strict=False))
+    return str(ip)
 
 
 @dataclass(frozen=True)
 class SignInThrottle:
     database: Database
     window_s: float
+    per_email_and_source: int
+    per_source: int
     per_email: int
-    per_address: int
+    clock: Callable[[], float] = field(default=time.time)  # epoch seconds, as every process reads
 
     @classmethod
     def from_config(cls, database: Database, config: Config) -> SignInThrottle:
         return cls(
             database,
             window_s=config.signin_window_s,
+            per_email_and_source=config.signin_max_failures_per_email_and_address,
+            per_source=config.signin_max_failures_per_address,
             per_email=config.signin_max_failures_per_email,
-            per_address=config.signin_max_failures_per_address,
         )
 
     async def begin(self, email: str, address: str | None) -> Attempt:
         """Record an attempt for `email` from `address`; raises TooManyAttemptsError."""
-        limits = {_key("email", email.strip().lower()): self.per_email}
-        if address:
-            limits[_key("address", address)] = self.per_address
-        now = time.time()
+        account, source = normalise_email(email), source_of(address)
+        pair_key = _key("email+source", f"{account}\0{source}")
+        limits = {pair_key: self.per_email_and_source, _key("email", account): self.per_email}
+        if source:
+            limits[_key("address", source)] = self.per_source
+        now = self.clock()
         async with self.database.write() as db:
             await db.execute(delete(SignInAttempt).where(SignInAttempt.at <= now - self.window_s))
             rows = [SignInAttempt(key=key, at=now) for key in limits]
@@ -78,18 +113,19 @@ class SignInThrottle:
                 > limit
             ]
         if not blocked:
-            return Attempt(email_key=next(iter(limits)), row_ids=ids)
+            return Attempt(pair_key=pair_key, row_ids=ids)
         async with self.database.write() as db:
             await db.execute(delete(SignInAttempt).where(SignInAttempt.id.in_(ids)))
         waits = [await self._retry_after(key, limit, now) for key, limit in blocked]
         raise TooManyAttemptsError(max(waits))
 
     async def succeeded(self, attempt: Attempt) -> None:
-        """A success clears the e-mail's count (and is no failure for the address)."""
+        """A success clears the count of its e-mail from its source (and is no failure for the
+        e-mail's ceiling nor the source); what others tried stays counted."""
         async with self.database.write() as db:
             await db.execute(
                 delete(SignInAttempt).where(
-                    (SignInAttempt.key == attempt.email_key) | SignInAttempt.id.in_(attempt.row_ids)
+                    (SignInAttempt.key == attempt.pair_key) | SignInAttempt.id.in_(attempt.row_ids)
                 )
             )
 
@@ -112,4 +148,4 @@ class SignInThrottle:
 
 
 def _key(kind: str, value: str) -> str:
-    return hashlib.sha256(f"{kind}:{value}".encode()).hexdigest()
+    return hashlib.sha256(f"{kind}:{value}".encode("utf-8", "surrogatepass")).hexdigest()

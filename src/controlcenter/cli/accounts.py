@@ -20,6 +20,7 @@ from controlcenter.accounts.schemas import LOCATION_ID, PASSWORD_MIN, Email, Pas
 from controlcenter.auth.models import ROLES
 from controlcenter.auth.service import UserExistsError
 from controlcenter.cli.support import fail, with_db
+from controlcenter.common.emails import normalise_email
 from controlcenter.db import Database
 
 EmailOption = Annotated[str, typer.Option(help="The account's e-mail address")]
@@ -200,7 +201,7 @@ def users_delete(email: EmailOption) -> None:
         return await users.delete_user(database, user_id, actor_role=users.OPERATOR)
 
     cancelled = _run(work)
-    typer.echo(f"deleted {email.strip().lower()} ({cancelled} pending outbox jobs cancelled)")
+    typer.echo(f"deleted {normalise_email(email)} ({cancelled} pending outbox jobs cancelled)")
 
 
 def users_reset_password(email: EmailOption, password_stdin: PasswordStdin = False) -> None:
@@ -212,7 +213,7 @@ def users_reset_password(email: EmailOption, password_stdin: PasswordStdin = Fal
         return await users.reset_password(database, user_id, password, actor_role=users.OPERATOR)
 
     generated = _run(work)
-    typer.echo(f"password of {email.strip().lower()} changed; its sessions are revoked")
+    typer.echo(f"password of {normalise_email(email)} changed; its sessions are revoked")
     if generated:
         typer.echo(f"password: {generated}")
 

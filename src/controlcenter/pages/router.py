@@ -19,6 +19,7 @@ from controlcenter.auth.models import SUPER_ADMIN
 from controlcenter.auth.service import Principal
 from controlcenter.pages.fields import CHECKLIST, ONBOARDING_TAGS, SETTING_GROUPS, SETUP_FIELDS
 from controlcenter.pages.headers import PageAssets, with_page_headers
+from controlcenter.pages.return_to import safe_next
 
 HERE = Path(__file__).parent
 ADMIN_ROLES = frozenset({"admin", SUPER_ADMIN})
@@ -27,13 +28,6 @@ EVERYONE = frozenset({"user", "admin", SUPER_ADMIN})
 templates = Jinja2Templates(directory=HERE / "templates")
 router = APIRouter(include_in_schema=False)
 Caller = Annotated[Principal | None, Depends(optional_principal)]
-
-
-def safe_next(target: str | None) -> str:
-    """Only a path on this site: `//host` and `/\\host` would leave it (an open redirect)."""
-    if not target or not target.startswith("/") or target.startswith(("//", "/\\")):
-        return "/chat"
-    return target
 
 
 def _redirect(url: str) -> Response:

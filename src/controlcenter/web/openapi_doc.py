@@ -128,13 +128,37 @@ def answers(
     return {**kwargs, "responses": responses}
 
 
+NO_NUL = "^[^\\u0000]*$"
+"""The body reader's text rule (`web/body.parse_json`: no string or key of a body holds NUL)
+as a JSON Schema pattern. A lone surrogate, refused as well, cannot be named portably by a
+pattern; docs/openapi.md states it."""
+
+
+def _state_text_rule(schema: Any) -> None:
+    """Every string and every key of the body schema follows `NO_NUL`, as the reader demands."""
+    if isinstance(schema, list):
+        for item in schema:
+            _state_text_rule(item)
+        return
+    if not isinstance(schema, dict):
+        return
+    if schema.get("type") == "string" and not {"pattern", "enum", "const"} & schema.keys():
+        schema["pattern"] = NO_NUL
+    if schema.get("type") == "object" and schema.get("additionalProperties") is not False:
+        schema.setdefault("propertyNames", {"pattern": NO_NUL})
+    for key, value in schema.items():
+        if key not in ("example", "examples", "default", "propertyNames"):
+            _state_text_rule(value)
+
+
 def json_body(model: Any, *, optional: bool = False) -> dict[str, Any]:
     """`openapi_extra` for a body the route reads by hand (`web/body.read_model`): the model's
-    schema inline, under its title, which generated clients name it by. `model`: a pydantic
-    model or a TypeAdapter."""
+    schema inline, under its title, which generated clients name it by, with the reader's text
+    rule stated. `model`: a pydantic model or a TypeAdapter."""
     schema = model.json_schema() if hasattr(model, "json_schema") else model.model_json_schema()
     # A `$defs` entry would be looked up at the document's root, where it is not.
     assert "$defs" not in schema, f"{schema.get('title')}: nested models are not inlined"
+    _state_text_rule(schema)
     content = {"application/json": {"schema": schema}}
     return {"requestBody": {"required": not optional, "content": content}}
 
