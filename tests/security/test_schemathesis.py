@@ -5,13 +5,15 @@ administrator's API token (so that every operation is reached and no session is 
 the way), and every one of Schemathesis' checks on every answer: its status, content type,
 headers and body are the interface description's; a request the description calls valid is
 not refused and one it calls invalid is; and the operation refuses the request without the
-token (the token is passed as the request's headers, which is how Schemathesis' auth checks
-learn it). No 5xx may appear except the two documented 500s (a body that is not JSON on
-onboarding and settings PUT).
+token (the token is given as Schemathesis' own auth configuration, which is how its auth
+checks learn it). No 5xx may appear except the two documented 500s (a body that is not JSON
+on onboarding and settings PUT).
 
-A few well-formed requests are refused for a reason that lies in the service's state or the
-caller's credentials, not in the request: `STATE_REFUSALS` names each, with its answer, and
-only that answer is spared the check that valid data is accepted.
+Spared, answer by answer (docs/testing.md): the check that valid data is accepted, for a 400
+that a well-formed request gets from the service's state or the caller's credentials
+(`STATE_REFUSALS`) or for a body holding what JSON Schema allows and every body's description
+excludes; the check that invalid data is refused, for a negative case that repeats a query
+parameter.
 """
 
 from __future__ import annotations
