@@ -14,7 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from controlcenter.admin_settings.schemas import EmailOrEmpty
 from controlcenter.auth.schemas import USER_EXAMPLE, User
-from controlcenter.common.emails import normalise_email
+from controlcenter.common.emails import ADDRESS_SCHEMA, normalise_email
 from controlcenter.web.openapi_doc import absent, schema_extra
 from controlcenter.web.validation import StoredStr
 
@@ -60,14 +60,19 @@ Email = Annotated[
     EmailOrEmpty,
     *_length(3, 320),
     AfterValidator(normalise_email),
-    Field(json_schema_extra={"format": "email"}),
+    # In place of the setting's "or empty": no account has an empty address.
+    Field(json_schema_extra={"anyOf": [ADDRESS_SCHEMA]}, description="an e-mail address"),
 ]
 """An e-mail address (syntax only, as for settings), in the form that identifies an account
 (`common/emails.py`)."""
 Name = Annotated[StoredStr, *_length(0, 200)]
 Password = Annotated[StoredStr, *_length(PASSWORD_MIN, PASSWORD_MAX)]
 Role = Literal["user", "admin", "super_admin"]
-LocationId = Annotated[StoredStr, AfterValidator(_location_id)]
+LocationId = Annotated[
+    StoredStr,
+    AfterValidator(_location_id),
+    Field(json_schema_extra={"pattern": LOCATION_ID.pattern}),
+]
 Label = Annotated[StoredStr, *_length(1, 200)]
 
 _CLOSED = ConfigDict(strict=True, extra="forbid")
@@ -112,7 +117,11 @@ class TokenCreate(BaseModel):
 
 class PasswordChange(BaseModel):
     model_config = _CLOSED
-    currentPassword: Annotated[StoredStr, *_length(0, PASSWORD_MAX)]
+    currentPassword: Annotated[
+        StoredStr,
+        *_length(0, PASSWORD_MAX),
+        Field(description="the caller's password now; a wrong one is refused (400)"),
+    ]
     newPassword: Password
 
 

@@ -9,6 +9,7 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Field,
     StringConstraints,
     TypeAdapter,
     create_model,
@@ -16,6 +17,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from controlcenter.admin_settings.names import NOTIFICATION_EMAIL, SETTING_NAMES
+from controlcenter.common.emails import ADDRESS_SCHEMA
 from controlcenter.web.validation import STORABLE
 
 VALUE_MAX_CHARS = 8192
@@ -40,7 +42,14 @@ def _email_or_empty(value: str) -> str:
     return value
 
 
-EmailOrEmpty = Annotated[SettingValue, AfterValidator(_email_or_empty)]
+EmailOrEmpty = Annotated[
+    SettingValue,
+    AfterValidator(_email_or_empty),
+    Field(
+        json_schema_extra={"anyOf": [ADDRESS_SCHEMA, {"maxLength": 0}]},
+        description="an e-mail address, or empty",
+    ),
+]
 
 
 def _field_type(name: str) -> Any:

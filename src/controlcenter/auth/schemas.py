@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from controlcenter.common.emails import ADDRESS_SCHEMA
 from controlcenter.web.openapi_doc import schema_extra
 
 USER_EXAMPLE = {
@@ -24,7 +25,10 @@ class LoginRequest(BaseModel):
         strict=True,
         extra="ignore",
     )
-    email: str
+    email: str = Field(
+        json_schema_extra={"anyOf": [ADDRESS_SCHEMA]},
+        description="the account's e-mail address; anything else finds no account (401)",
+    )
     password: str
 
 

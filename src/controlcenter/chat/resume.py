@@ -13,6 +13,9 @@ from controlcenter.chat.signals import Signals
 from controlcenter.chat.store import RUNNING
 from controlcenter.db import Database
 
+EVENT_ID_PATTERN = r"^\s*([^:\s]{1,64}:[0-9]{1,9})?\s*$"
+"""What `after_event` accepts in the `Last-Event-ID` header, for the interface description:
+empty, or an event's id (`<messageId>:<n>`, with its message's id), spaces around it ignored."""
 _EVENT_ID = re.compile(r"^(?P<message>[^:\s]{1,64}):(?P<n>\d{1,9})$")
 
 

@@ -26,7 +26,13 @@ from controlcenter.chat.request import (
     parse_chat_request,
     read_chat_body,
 )
-from controlcenter.chat.resume import InvalidLastEventIdError, after_event, owned_run, tail
+from controlcenter.chat.resume import (
+    EVENT_ID_PATTERN,
+    InvalidLastEventIdError,
+    after_event,
+    owned_run,
+    tail,
+)
 from controlcenter.chat.schemas import (
     SSE_DESCRIPTION,
     SSE_EXAMPLE,
@@ -61,6 +67,7 @@ from controlcenter.web.deps import DatabaseDep
 from controlcenter.web.errors import ApiError
 from controlcenter.web.openapi_doc import Success, answers, json_body
 from controlcenter.web.pagination import (
+    CURSOR_PATTERN,
     DEFAULT_LIMIT,
     INVALID_CURSOR,
     MAX_LIMIT,
@@ -144,7 +151,15 @@ async def chat_events(
     principal: CurrentUser,
     chat_parts: ChatPartsDep,
     after: Annotated[int | None, Query(ge=0, le=10**9)] = None,
-    last_event_id: Annotated[str | None, Header(max_length=200)] = None,
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            max_length=200,
+            json_schema_extra={"pattern": EVENT_ID_PATTERN},
+            description="the `id:` of the client's last frame, `<messageId>:<n>` of this "
+            "message (its `message_id`); it wins over `after`",
+        ),
+    ] = None,
 ) -> StreamingResponse:
     """The message's events after the client's last, live until its end."""
     try:
@@ -224,7 +239,14 @@ async def conversations(
     principal: CurrentUser,
     db: DatabaseDep,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
-    cursor: Annotated[str | None, Query(max_length=500)] = None,
+    cursor: Annotated[
+        str | None,
+        Query(
+            max_length=500,
+            json_schema_extra={"pattern": CURSOR_PATTERN},
+            description="`nextCursor` of the previous page, as it came",
+        ),
+    ] = None,
     q: Annotated[
         str | None,
         Query(

@@ -17,25 +17,36 @@ from pydantic import (
 )
 
 from controlcenter.chat import models
+from controlcenter.chat.request import MESSAGE_MAX_CHARS
 from controlcenter.common.times import iso
 from controlcenter.web.openapi_doc import absent, schema_extra
 from controlcenter.web.validation import STORABLE
 
 ProviderName = Literal["provider_a", "provider_b"]
+NOT_BLANK = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
+"""Some character that is not white space (and, as in every body, no NUL)."""
 _NEW_CONVERSATION = "absent: a new conversation"
 
 
 class ChatRequest(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={
-            "example": {"message": "Which contacts did I add this week?", "provider": "provider_a"}
+            "example": {"message": "Which contacts did I add this week?", "provider": "provider_a"},
+            "dependentRequired": {"replace": ["conversationId"]},
         }
     )
     message: str = Field(
-        min_length=1, description='not blank; not read with `replace: "lastAnswer"`'
+        min_length=1,
+        max_length=MESSAGE_MAX_CHARS,
+        pattern=NOT_BLANK,
+        description=f"not blank, at most {MESSAGE_MAX_CHARS} characters (code points); "
+        'not read with `replace: "lastAnswer"`',
     )
     conversationId: str = absent(_NEW_CONVERSATION)
-    provider: ProviderName = "provider_a"
+    provider: ProviderName = Field(
+        default="provider_a",
+        description="its API key must be set in the settings (else 400 `No API key configured`)",
+    )
     replace: Literal["lastAnswer", "lastMessage"] = absent(
         "with `conversationId`: `lastAnswer` answers the conversation's last user message "
         "again in place of its last answer; `lastMessage` puts `message` in place of its last "
@@ -58,7 +69,9 @@ class UiChatRequest(BaseModel):
     )
     id: str = absent()
     messages: list[dict[str, Any]] = Field(
-        description="AI SDK UIMessages; the last must be the user's, with text parts"
+        min_length=1,
+        description="AI SDK UIMessages; the last must be the user's, with text parts "
+        "(not blank, at most 32000 characters in all)",
     )
     trigger: str = absent("`regenerate-message` in a conversation: its last answer is replaced")
     messageId: str = absent(

@@ -54,6 +54,9 @@ API_KEY_SETTINGS: dict[str, SettingName] = {
 }
 
 
+MISSING_API_KEY = "No API key configured for {provider}. Please add it in settings."
+
+
 class MissingApiKeyError(Exception):
     """The chosen provider has no key (a 400); the message is the answer's `error`."""
 
@@ -106,9 +109,7 @@ async def start_chat(
     settings = await parts.settings.get_many(CHAT_SETTINGS)
     api_key = settings.get(API_KEY_SETTINGS[request.provider], "")
     if not api_key:
-        raise MissingApiKeyError(
-            f"No API key configured for {request.provider}. Please add it in settings."
-        )
+        raise MissingApiKeyError(MISSING_API_KEY.format(provider=request.provider))
     policy = stored_policy(settings.get(CHAT_POLICY))
     if policy.monthly_token_quota is not None:
         used = await tokens_this_month(parts.db, user.id, utcnow())

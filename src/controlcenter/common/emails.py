@@ -11,7 +11,24 @@ from __future__ import annotations
 
 import unicodedata
 
-from email_validator import EmailNotValidError, validate_email
+from email_validator import SPECIAL_USE_DOMAIN_NAMES, EmailNotValidError, validate_email
+from pydantic.config import JsonDict
+
+
+def _any_case(word: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in word)
+
+
+ADDRESS_PATTERN = (
+    "^(?![^\\u0000]*[@.](?:"
+    + "|".join(_any_case(name) for name in SPECIAL_USE_DOMAIN_NAMES)
+    + ")\\.?$)[^\\u0000]*$"
+)
+"""Beside `format: email` in the interface description: the validator also refuses a domain that
+is, or ends in, a special-use name (RFC 6761: `test`, `localhost`...), and every body refuses
+NUL."""
+ADDRESS_SCHEMA: JsonDict = {"format": "email", "pattern": ADDRESS_PATTERN}
+"""An e-mail address as the interface description states it."""
 
 
 def _folded(text: str) -> str:

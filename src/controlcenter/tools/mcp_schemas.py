@@ -13,6 +13,7 @@ from pydantic_core import PydanticCustomError
 
 from controlcenter.admin_settings.names import is_mask
 from controlcenter.admin_settings.usable import url_problem
+from controlcenter.common.secrets import MASK
 from controlcenter.web.openapi_doc import schema_extra
 from controlcenter.web.validation import StoredStr
 
@@ -70,10 +71,65 @@ def _headers(value: dict[str, str]) -> dict[str, str]:
     return value
 
 
-ServerName = Annotated[StoredStr, Field(max_length=100), AfterValidator(_name)]
-ServerUrl = Annotated[StoredStr, Field(max_length=2000), AfterValidator(_url)]
-Credential = Annotated[StoredStr, Field(max_length=MAX_CREDENTIAL), AfterValidator(_credential)]
-Headers = Annotated[dict[str, Credential], Field(max_length=MAX_HEADERS), AfterValidator(_headers)]
+# The rules above as JSON Schema patterns, for the interface description (they exclude NUL, as
+# every body's strings do). The URL's pattern names the ASCII form (a name, an IPv4 address,
+# a port, a path); the description the rest the service also takes (printable Unicode).
+_EDGE = "[^\\s\\u0000-\\u0020\\u007f-\\u00a0]"  # no space, control or NUL
+_NAME_PATTERN = f"^{_EDGE}([^\\u0000]*{_EDGE})?$"
+_URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9._~%!$&'()*+,;=-]+(:[0-9]{0,5})?([/?#][!-~]*)?$"
+_NEW_CREDENTIAL_PATTERN = "^[ -~]*$"
+_CREDENTIAL_PATTERN = f"^([ -~]*|{MASK}(.{{4}})?)$"
+
+ServerName = Annotated[
+    StoredStr,
+    Field(
+        max_length=100,
+        json_schema_extra={"pattern": _NAME_PATTERN},
+        description="1-100 characters without surrounding spaces",
+    ),
+    AfterValidator(_name),
+]
+ServerUrl = Annotated[
+    StoredStr,
+    Field(
+        max_length=2000,
+        json_schema_extra={"pattern": _URL_PATTERN},
+        description="an http:// or https:// URL with a host, of printable characters",
+    ),
+    AfterValidator(_url),
+]
+
+
+def _credential_field(pattern: str, description: str) -> Any:
+    return Field(
+        max_length=MAX_CREDENTIAL, json_schema_extra={"pattern": pattern}, description=description
+    )
+
+
+_HEADERS_FIELD = Field(
+    max_length=MAX_HEADERS,
+    json_schema_extra={"propertyNames": {"pattern": HEADER_NAME.pattern}},
+    description="header names are HTTP tokens, each at most once (case-insensitively); "
+    f"the transport's own are refused: {', '.join(sorted(RESERVED_HEADERS))}",
+)
+
+# A new server has no stored value for a masked one to keep.
+NewCredential = Annotated[
+    StoredStr,
+    _credential_field(_NEW_CREDENTIAL_PATTERN, "printable ASCII"),
+    AfterValidator(_credential),
+]
+Credential = Annotated[
+    StoredStr,
+    _credential_field(
+        _CREDENTIAL_PATTERN,
+        f"printable ASCII, or the masked form GET shows (`{MASK}`, or `{MASK}` and 4 "
+        "characters), which keeps the stored value",
+    ),
+    AfterValidator(_credential),
+]
+NewHeaders = Annotated[dict[str, NewCredential], _HEADERS_FIELD, AfterValidator(_headers)]
+Headers = Annotated[dict[str, Credential], _HEADERS_FIELD, AfterValidator(_headers)]
 
 EXAMPLE_INPUT = {
     "name": "HighLevel",
@@ -90,8 +146,8 @@ class McpServerCreate(BaseModel):
     name: ServerName
     url: ServerUrl
     enabled: bool = True
-    bearerToken: Credential = ""
-    headers: Headers = Field(default_factory=dict)
+    bearerToken: NewCredential = ""
+    headers: NewHeaders = Field(default_factory=dict)
 
 
 class McpServerPatch(BaseModel):

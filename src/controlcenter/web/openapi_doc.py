@@ -131,7 +131,12 @@ def answers(
 NO_NUL = "^[^\\u0000]*$"
 """The body reader's text rule (`web/body.parse_json`: no string or key of a body holds NUL)
 as a JSON Schema pattern. A lone surrogate, refused as well, cannot be named portably by a
-pattern; docs/openapi.md states it."""
+pattern: `TEXT_RULE`, every body's description, states both."""
+TEXT_RULE = (
+    "No string or key anywhere in the body, in an open object's extra keys too, may hold NUL "
+    "(U+0000) or an unpaired surrogate (`\\ud800`-`\\udfff` escaped alone), and an integer "
+    "is written without a fraction part (`1000`, not `1000.0`): such a body is refused with 400."
+)
 
 
 def _state_text_rule(schema: Any) -> None:
@@ -160,7 +165,8 @@ def json_body(model: Any, *, optional: bool = False) -> dict[str, Any]:
     assert "$defs" not in schema, f"{schema.get('title')}: nested models are not inlined"
     _state_text_rule(schema)
     content = {"application/json": {"schema": schema}}
-    return {"requestBody": {"required": not optional, "content": content}}
+    body = {"description": TEXT_RULE, "required": not optional, "content": content}
+    return {"requestBody": body}
 
 
 def operation_id(route: Any) -> str:

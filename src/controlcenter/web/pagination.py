@@ -16,6 +16,8 @@ from datetime import datetime
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 INVALID_CURSOR = "Invalid cursor"
+CURSOR_PATTERN = "^[A-Za-z0-9_-]*$"
+"""The alphabet of `Cursor.encode` (unpadded URL-safe base64), for the interface description."""
 
 
 class InvalidCursorError(ValueError):
