@@ -51,7 +51,7 @@ async def test_every_setting_explains_itself_and_warns_of_a_wrong_shape(
     await key.fill("not-a-key")
     await expect(page.locator("#warning-providerAApiKey")).to_be_visible()
     await photograph(page, screenshot_dir, "admin-settings-warning-desktop")
-    # Only a warning: the API keeps SPEC's rules and saves it.
+    # Only a warning: the API keeps its own rules and saves it.
     await page.get_by_role("button", name="Save").click()
     await expect(page.locator("#settings-status")).to_have_text("Saved")
     await expect(warning).to_be_visible()  # still the value's shape after the reload

@@ -47,7 +47,7 @@ class SettingField:
     """One input of /admin/settings: its words, what it is and where to find it (`help`), and
     the shape a usable value has (`pattern`, a JavaScript regular expression, and `shape`,
     the words of the warning beside a value that does not match). The warning only helps:
-    the API keeps accepting what SPEC allows."""
+    the API keeps accepting every value its own rules allow."""
 
     name: str
     label: str
