@@ -234,6 +234,7 @@ async def test_code_blocks_copy_and_wide_tables_scroll_inside_the_answer(
     await send(page, "Show me the request and my contacts")
     await answer_done(page)
     answer = page.locator(".msg.assistant .markdown")
+    await expect(answer).to_contain_text("Run this")
     await answer.get_by_role("button", name="Copy code").click()
     assert await page.evaluate("navigator.clipboard.readText()") == code + "\n"
 

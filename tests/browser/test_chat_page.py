@@ -28,6 +28,9 @@ async def ask(browsing: Browsing, user: AppUser, text: str) -> Page:
 
 
 async def answer_done(page: Page) -> None:
+    """An answer is on the page and none is still running (an answer not yet begun is not
+    done: under load the first check may come before the page has started it)."""
+    await expect(page.locator(".msg.assistant").last).to_be_attached()
     await expect(page.locator(".msg.assistant[aria-busy]")).to_have_count(0)
 
 
