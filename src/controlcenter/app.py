@@ -72,17 +72,17 @@ def open_database(config: Config) -> Database:
 
 
 def build_chat_parts(
-    config: Config, db: Database, settings: SettingsStore, mcp: McpSource | None = None
+    config: Config, db: Database, settings: SettingsStore, mcp: McpSource
 ) -> ChatParts:
-    """What chats use: the shared CRM pool, the providers, the tools, the runs being written.
-    `mcp`: the MCP servers' tools (`build_mcp`), when the caller keeps it for more."""
+    """What chats use: the shared CRM pool, the providers, the tools (the CRM catalogue and
+    `mcp`, the MCP servers' tools of `build_mcp`), the runs being written."""
     liveness = Liveness(db, config.chat_liveness_interval_s)
     return ChatParts(
         db=db,
         settings=settings,
         crm=CrmTransport.from_config(config),
         providers=observed(build_providers(config)),
-        tools=build_tool_router(mcp or build_mcp(config, db, settings)),
+        tools=build_tool_router(mcp),
         runs=ChatRuns(db, owner=liveness.owner),
         approval_timeout_s=config.chat_approval_timeout_s,
         liveness=liveness,

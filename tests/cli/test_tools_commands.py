@@ -11,13 +11,16 @@ import pytest
 from cryptography.fernet import Fernet
 
 from controlcenter.admin_settings.store import SettingsStore
-from controlcenter.auth.service import create_user
+from controlcenter.auth.service import create_user, get_user_by_email
 from controlcenter.crm.tools import NOT_CONNECTED, crm_tools
 from controlcenter.db import Database
 from controlcenter.db.migrate import upgrade
+from controlcenter.tools.mcp_store import McpServerStore
 from controlcenter.tools.router import StaticSource, ToolRouter
 from tests.cli.conftest import Cli
 from tests.fakes.crm import FakeCrm
+from tests.fakes.highlevel_mcp import TOKEN, FakeHighLevelMcp
+from tests.fakes.mcp_server import FakeMcp
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -162,3 +165,49 @@ def test_tools_call_mistakes_are_usage_errors(
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: ") and message in last
     assert len(fake_crm.calls) == before  # nothing reached the CRM
+
+
+def store_highlevel(cli: ToolsCli, fake: FakeHighLevelMcp, mcp_server_url: str) -> None:
+    """HighLevel's MCP server as an operator stores it: the private token, and the broker's
+    own CRM location in the `locationId` header; and `mcpServerUrl`'s server."""
+
+    async def work() -> None:
+        database = Database(cli.env["DATABASE_URL"])
+        try:
+            store = SettingsStore(database, cli.extra["SETTINGS_ENCRYPTION_KEY"])
+            servers = McpServerStore(database, store.cipher, ttl_s=0)
+            async with database.read() as db:
+                admin = await get_user_by_email(db, "boss@example.com")
+            assert admin is not None
+            async with database.write() as db:
+                await store.save(db, {"mcpServerUrl": mcp_server_url}, admin.id)
+            await servers.create(
+                name="HighLevel",
+                url=fake.url,
+                enabled=True,
+                bearer_token=TOKEN,
+                headers={"locationId": "{crmLocationId}"},
+                user_id=admin.id,
+            )
+        finally:
+            await database.dispose()
+
+    asyncio.run(work())
+
+
+def test_an_mcp_servers_tools_are_listed_as_mcp_and_called_with_the_users_location(
+    setup: Setup, fake_highlevel: FakeHighLevelMcp, fake_mcp: FakeMcp
+) -> None:
+    store_highlevel(setup.cli, fake_highlevel, fake_mcp.url)
+    # Listed for no broker: a server whose headers need a location offers nothing then.
+    listed = json.loads(setup.cli.run("tools", "list", "--json").stdout)
+    sources = {tool["name"]: tool["source"] for tool in listed}
+    assert sources["contacts_get-contacts"] == "crm"
+    mcp_names = {name for name, source in sources.items() if source == "mcp"}
+    assert mcp_names and not any(name.startswith("HighLevel_") for name in mcp_names)
+    called = setup.cli.run(
+        "tools", "call", "HighLevel_locations_get-location", "--email", EMAIL, "--args", "{}"
+    )
+    assert called.returncode == 0, called.stderr
+    [(name, location, _)] = fake_highlevel.calls
+    assert (name, location) == ("locations_get-location", setup.location)

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from controlcenter.llm.types import ToolInvocation
-from controlcenter.tools.base import ToolContext
 
 if TYPE_CHECKING:  # the service's components load only when a command runs
     from controlcenter.chat.service import ChatParts
@@ -49,7 +48,7 @@ class Offered:
 def _run(work: Callable[[ChatParts], Awaitable[T]]) -> T:
     """Migrate, then run `work` with the service's own components, closed afterwards."""
     from controlcenter.admin_settings.store import SettingsStore
-    from controlcenter.app import build_chat_parts, close_chat_parts, open_database
+    from controlcenter.app import build_chat_parts, build_mcp, close_chat_parts, open_database
     from controlcenter.cli.support import opened_config
     from controlcenter.db.migrate import upgrade
 
@@ -58,7 +57,8 @@ def _run(work: Callable[[ChatParts], Awaitable[T]]) -> T:
 
     async def run() -> T:
         db = open_database(config)
-        chat = build_chat_parts(config, db, SettingsStore(db, config.fernet_key))
+        settings = SettingsStore(db, config.fernet_key)
+        chat = build_chat_parts(config, db, settings, build_mcp(config, db, settings))
         try:
             return await work(chat)  # the parts a chat uses, as a chat uses them
         finally:
@@ -72,29 +72,16 @@ def _run(work: Callable[[ChatParts], Awaitable[T]]) -> T:
         raise typer.Exit(USAGE) from exc
 
 
-async def _offered(parts: ChatParts) -> tuple[Toolbox, list[Offered]]:
-    """The chat's own toolbox and, per tool it offers, where the tool comes from."""
-    from controlcenter.tools.mcp_source import McpSource
-
-    toolbox = await parts.tools.toolbox()
-    origin: dict[str, str] = {}
-    for source in parts.tools.sources:  # the first source wins a name, as in the router
-        label = "mcp" if isinstance(source, McpSource) else "crm"
-        for tool in await source.list_tools():
-            origin.setdefault(tool.name, label)
+def _offered(toolbox: Toolbox) -> list[Offered]:
+    """Per tool the toolbox offers, its own name and where it comes from: an MCP server's tool
+    carries its server as its origin, the built-in catalogue's carries none."""
     offered = []
     for spec in toolbox.specs:
-        original = toolbox.original(ToolInvocation("list", spec.name, {})).name
-        offered.append(
-            Offered(
-                spec.name,
-                original,
-                origin.get(original, "crm"),
-                spec.description,
-                spec.input_schema,
-            )
-        )
-    return toolbox, offered
+        tool = toolbox.tool(spec.name)
+        original = tool.name if tool is not None else spec.name
+        source = "mcp" if tool is not None and tool.origin else "crm"
+        offered.append(Offered(spec.name, original, source, spec.description, spec.input_schema))
+    return offered
 
 
 def _find(offered: Sequence[Offered], name: str) -> Offered:
@@ -118,7 +105,10 @@ def tools_list(
     """The tools offered to the model, in the order it sees them."""
 
     async def work(parts: ChatParts) -> list[Offered]:
-        return (await _offered(parts))[1]
+        from controlcenter.chat.service import CHAT_SETTINGS
+
+        settings = await parts.settings.get_many(CHAT_SETTINGS)
+        return _offered(await parts.tools.toolbox(settings))
 
     offered = _run(work)
     if as_json:
@@ -158,16 +148,18 @@ def tools_call(
 
     async def work(parts: ChatParts) -> dict[str, Any]:
         from controlcenter.auth.service import get_user_by_email
-        from controlcenter.crm.broker import AGENCY_SETTINGS, broker_client
+        from controlcenter.chat.context import ChatContext
+        from controlcenter.chat.service import CHAT_SETTINGS
 
         async with parts.db.read() as db:
             user = await get_user_by_email(db, email)
         if user is None:
             raise UsageError(f"no user with e-mail {email}")
-        toolbox, offered = await _offered(parts)
-        entry = _find(offered, name)
-        agency = await parts.settings.get_many(AGENCY_SETTINGS)
-        context = ToolContext(user_id=user.id, crm=await broker_client(agency, parts.crm, user))
+        # The chat's own context: the same settings, the user's CRM location for the MCP
+        # servers whose headers name it, and the user's CRM client.
+        settings = await parts.settings.get_many(CHAT_SETTINGS)
+        toolbox, context = await ChatContext(settings, parts.crm, parts.tools).toolbox(user)
+        entry = _find(_offered(toolbox), name)
         result = await toolbox.execute(ToolInvocation("cli", entry.name, arguments), context)
         return {"result": result.result} if result.success else {"error": result.error or ""}
 

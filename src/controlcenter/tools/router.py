@@ -143,6 +143,11 @@ class Toolbox:
             n: _Entry(t) for n, t in zip(names, ordered, strict=True)
         }
 
+    def tool(self, offered_name: str) -> Tool | None:
+        """The tool offered under `offered_name`, as its source listed it."""
+        entry = self._by_offered.get(offered_name)
+        return entry.tool if entry is not None else None
+
     def original(self, call: ToolInvocation) -> ToolInvocation:
         """The call as the user sees it: with the tool's real name, not the offered one."""
         entry = self._by_offered.get(call.name)
