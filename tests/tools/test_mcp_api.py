@@ -152,6 +152,20 @@ async def test_names_are_unique_and_unknown_ids_are_404(
     assert names == ["Other"]
 
 
+@pytest.mark.parametrize("field", ["name", "url", "enabled", "bearerToken", "headers"])
+async def test_a_change_refuses_null_and_keeps_the_server(
+    client: httpx.AsyncClient, admin: AppUser, fake_highlevel: FakeHighLevelMcp, field: str
+) -> None:
+    stored = (
+        await client.post(URL, json=highlevel_body(fake_highlevel), headers=admin.headers)
+    ).json()["server"]
+    answer = await client.patch(f"{URL}/{stored['id']}", json={field: None}, headers=admin.headers)
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "Validation failed"
+    assert answer.json()["details"][0]["path"][0] == field
+    assert (await client.get(URL, headers=admin.headers)).json() == {"servers": [stored]}
+
+
 async def test_status_lists_every_configured_server_with_its_tool_count(
     client: httpx.AsyncClient,
     server: RunningServer,
