@@ -166,6 +166,20 @@ async def test_a_change_refuses_null_and_keeps_the_server(
     assert (await client.get(URL, headers=admin.headers)).json() == {"servers": [stored]}
 
 
+async def test_status_is_no_server_to_change_or_remove(
+    client: httpx.AsyncClient, admin: AppUser, fake_highlevel: FakeHighLevelMcp
+) -> None:
+    """The states' path lies beside the servers' ids: changing or removing "status" finds no
+    server and touches none."""
+    await client.post(URL, json=highlevel_body(fake_highlevel), headers=admin.headers)
+    before = (await client.get(URL, headers=admin.headers)).json()
+    changed = await client.patch(f"{URL}/status", json={"enabled": False}, headers=admin.headers)
+    assert (changed.status_code, changed.json()) == (404, {"error": "MCP server not found"})
+    removed = await client.delete(f"{URL}/status", headers=admin.headers)
+    assert (removed.status_code, removed.json()) == (404, {"error": "MCP server not found"})
+    assert (await client.get(URL, headers=admin.headers)).json() == before
+
+
 async def test_status_lists_every_configured_server_with_its_tool_count(
     client: httpx.AsyncClient,
     server: RunningServer,
