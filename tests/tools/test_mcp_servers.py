@@ -29,11 +29,14 @@ class Servers:
     def __init__(self, *servers: McpServer, disabled: Sequence[McpServer] = ()) -> None:
         self.servers = list(servers)
         self.disabled = list(disabled)
+        self.reads: list[str] = []  # which of the store's reads were asked for, in order
 
     async def enabled(self) -> Sequence[McpServer]:
+        self.reads.append("enabled")
         return self.servers
 
     async def all(self) -> Sequence[StoredServer]:
+        self.reads.append("all")
         from datetime import UTC, datetime
 
         now = datetime.now(UTC)
@@ -200,12 +203,8 @@ async def test_server_states_name_each_server_with_its_state_and_tool_count(
     async def server_url() -> str | None:
         return None
 
-    mcp = McpSource(
-        server_url,
-        ttl_s=30,
-        timeout_s=5,
-        stored=Servers(highlevel(fake_highlevel), dead, disabled=[off]),
-    )
+    stored = Servers(highlevel(fake_highlevel), dead, disabled=[off])
+    mcp = McpSource(server_url, ttl_s=30, timeout_s=5, stored=stored)
     settings = {"mcpServerUrl": fake_mcp.url, "crmOwnerLocationId": "OWNER"}
     try:
         states = await server_states(mcp, settings, timeout_s=5)
@@ -219,6 +218,7 @@ async def test_server_states_name_each_server_with_its_state_and_tool_count(
         ("Off", "disabled", 0, True),
     ]
     assert states[2].detail == "cannot connect to the server"
+    assert stored.reads == ["all", "all"]  # each check reads the stored servers once
     fake_highlevel.tokens = set()
     mcp_refused = McpSource(
         server_url, ttl_s=30, timeout_s=5, stored=Servers(highlevel(fake_highlevel))
