@@ -9,7 +9,7 @@ without one it offers nothing. The placeholder is the only one; any other text i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from controlcenter.admin_settings.names import MCP_SERVER_URL
 from controlcenter.admin_settings.usable import credential_problem, url_problem
@@ -30,18 +30,6 @@ class McpServer:
     url: str
     bearer_token: str = ""
     headers: tuple[tuple[str, str], ...] = ()  # (name, value or template), in order
-    # OAuth 2.1 client credentials (the server's authorization server issues the token).
-    oauth_client_id: str = ""
-    oauth_client_secret: str = field(default="", repr=False)
-    oauth_scope: str = ""
-
-    @property
-    def needs_location(self) -> bool:
-        return any(LOCATION_PLACEHOLDER in value for _, value in self.headers)
-
-    @property
-    def uses_oauth(self) -> bool:
-        return bool(self.oauth_client_id)
 
     def problem(self) -> str | None:
         """Why the server cannot be used as configured (never quoting a value), or None."""
