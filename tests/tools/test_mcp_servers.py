@@ -242,6 +242,15 @@ async def test_server_states_name_each_server_with_its_state_and_tool_count(
     assert summary([]) == (False, "mcpServerUrl is not set and no MCP server is configured")
 
 
+def test_a_servers_repr_shows_no_credential() -> None:
+    server = McpServer(
+        "S", "https://mcp.example.com/", bearer_token=TOKEN, headers=(("X-Key", "k-secret-42"),)
+    )
+    assert "S" in repr(server)
+    assert TOKEN not in repr(server)
+    assert "k-secret-42" not in repr(server)
+
+
 def test_titles_and_hints_come_from_the_listing() -> None:
     from mcp_types import Tool as McpTool
     from mcp_types import ToolAnnotations

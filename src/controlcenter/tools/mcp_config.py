@@ -9,7 +9,7 @@ without one it offers nothing. The placeholder is the only one; any other text i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from controlcenter.admin_settings.names import MCP_SERVER_URL
 from controlcenter.admin_settings.usable import credential_problem, url_problem
@@ -28,8 +28,9 @@ class NeedsLocationError(Exception):
 class McpServer:
     name: str
     url: str
-    bearer_token: str = ""
-    headers: tuple[tuple[str, str], ...] = ()  # (name, value or template), in order
+    # Credentials: kept out of the repr, so a logged or raised server never shows them.
+    bearer_token: str = field(default="", repr=False)
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # (name, template)
 
     def problem(self) -> str | None:
         """Why the server cannot be used as configured (never quoting a value), or None."""
