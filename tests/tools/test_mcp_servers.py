@@ -228,6 +228,8 @@ async def test_server_states_name_each_server_with_its_state_and_tool_count(
     finally:
         await mcp_refused.aclose()
     assert refused.detail == "HTTP 401 Unauthorized: Invalid Private Integration token"
+    # The client asks `server/discover`, then falls back to `initialize`: each refused once.
+    assert fake_highlevel.refused == [401, 401]
     fake_highlevel.tokens = {TOKEN}
     fake_highlevel.refused.clear()
     assert fake_highlevel.refused == []
