@@ -4,6 +4,7 @@ servers' states."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,6 +14,7 @@ from sqlalchemy import select
 
 from controlcenter.tools.mcp_models import McpServerRow
 from controlcenter.tools.mcp_source import McpSource
+from controlcenter.tools.mcp_store import McpServerStore, StoredServer
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.highlevel_mcp import TOKEN, FakeHighLevelMcp
 from tests.fakes.mcp_server import FakeMcp
@@ -210,6 +212,24 @@ async def test_status_lists_every_configured_server_with_its_tool_count(
         ]
     }  # fmt: skip
     assert {loc for _, loc, _ in fake_highlevel.calls} <= {"OWNER-1"}
+
+
+async def test_chats_that_start_at_once_read_the_stored_servers_once(
+    server: RunningServer,
+) -> None:
+    reads: list[None] = []
+
+    class Counted(McpServerStore):
+        async def all(self) -> list[StoredServer]:
+            reads.append(None)
+            return await super().all()
+
+    store = Counted(server.db, server.settings.cipher, ttl_s=30)
+    await asyncio.gather(*(store.enabled() for _ in range(5)))
+    assert len(reads) == 1
+    store.forget()
+    await store.enabled()
+    assert len(reads) == 2  # a change through this process is read at once
 
 
 async def test_the_settings_get_keeps_its_exact_shape(
