@@ -232,6 +232,28 @@ async def test_chats_that_start_at_once_read_the_stored_servers_once(
     assert len(reads) == 2  # a change through this process is read at once
 
 
+async def test_a_change_during_a_read_is_not_hidden_by_it(server: RunningServer) -> None:
+    reads: list[None] = []
+    reading, release = asyncio.Event(), asyncio.Event()
+
+    class Slow(McpServerStore):
+        async def all(self) -> list[StoredServer]:
+            reads.append(None)
+            if len(reads) == 1:
+                reading.set()
+                await release.wait()  # a change is saved while this read runs
+            return await super().all()
+
+    store = Slow(server.db, server.settings.cipher, ttl_s=30)
+    first = asyncio.create_task(store.enabled())
+    await reading.wait()
+    store.forget()
+    release.set()
+    await first
+    await store.enabled()
+    assert len(reads) == 2  # the read the change overtook was not kept
+
+
 async def test_the_settings_get_keeps_its_exact_shape(
     client: httpx.AsyncClient, admin: AppUser, fake_highlevel: FakeHighLevelMcp
 ) -> None:

@@ -96,6 +96,7 @@ class McpServerStore:
         self._ttl_s = ttl_s
         self._enabled: tuple[float, tuple[McpServer, ...]] | None = None  # (read at, servers)
         self._reading = asyncio.Lock()  # chats that start at once share one read
+        self._changes = 0  # counts `forget()`: a read that a change overtook is not kept
 
     async def enabled(self) -> tuple[McpServer, ...]:
         """The enabled servers, by name; kept for the TTL."""
@@ -106,8 +107,10 @@ class McpServerStore:
             kept = self._kept()
             if kept is not None:
                 return kept
+            changes = self._changes
             servers = tuple(s.server for s in await self.all() if s.enabled)
-            self._enabled = (time.monotonic(), servers)
+            if changes == self._changes:
+                self._enabled = (time.monotonic(), servers)
             return servers
 
     def _kept(self) -> tuple[McpServer, ...] | None:
@@ -119,6 +122,7 @@ class McpServerStore:
     def forget(self) -> None:
         """Read the servers again at the next `enabled()`."""
         self._enabled = None
+        self._changes += 1
 
     async def all(self) -> list[StoredServer]:
         """Every server, by name. Raises SettingsDecryptError when a row cannot be decrypted."""
