@@ -66,6 +66,7 @@ async def test_openai(
     assert detail.startswith("Refused: 401 Incorrect API key provided: ")
     await set_settings(server, {"providerBApiKey": fake_openai.api_key}, admin)
     ok, detail = await check(client, admin, "provider_b", fake_openai.api_key)
+    assert (ok, detail) == (True, "Key accepted: 1 model listed")
     fake_openai.models.add("gpt-5.5-mini")
     try:
         ok, detail = await check(client, admin, "provider_b", fake_openai.api_key)

@@ -22,9 +22,8 @@ def mcp_config() -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def _fake_mcp_session() -> Iterator[FakeMcp]:
     fake = build_fake_mcp()
-    fake.server.start()
-    yield fake
-    fake.server.stop()
+    with fake.server:
+        yield fake
 
 
 @pytest.fixture
@@ -37,9 +36,8 @@ def fake_mcp(_fake_mcp_session: FakeMcp) -> FakeMcp:
 @pytest.fixture(scope="session")
 def _fake_highlevel_session() -> Iterator[FakeHighLevelMcp]:
     fake = build_fake_highlevel_mcp()
-    fake.server.start()
-    yield fake
-    fake.server.stop()
+    with fake.server:
+        yield fake
 
 
 @pytest.fixture

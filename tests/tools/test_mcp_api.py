@@ -4,6 +4,7 @@ servers' states."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,6 +14,7 @@ from sqlalchemy import select
 
 from controlcenter.tools.mcp_models import McpServerRow
 from controlcenter.tools.mcp_source import McpSource
+from controlcenter.tools.mcp_store import McpServerStore, StoredServer
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.highlevel_mcp import TOKEN, FakeHighLevelMcp
 from tests.fakes.mcp_server import FakeMcp
@@ -152,6 +154,34 @@ async def test_names_are_unique_and_unknown_ids_are_404(
     assert names == ["Other"]
 
 
+@pytest.mark.parametrize("field", ["name", "url", "enabled", "bearerToken", "headers"])
+async def test_a_change_refuses_null_and_keeps_the_server(
+    client: httpx.AsyncClient, admin: AppUser, fake_highlevel: FakeHighLevelMcp, field: str
+) -> None:
+    stored = (
+        await client.post(URL, json=highlevel_body(fake_highlevel), headers=admin.headers)
+    ).json()["server"]
+    answer = await client.patch(f"{URL}/{stored['id']}", json={field: None}, headers=admin.headers)
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "Validation failed"
+    assert answer.json()["details"][0]["path"][0] == field
+    assert (await client.get(URL, headers=admin.headers)).json() == {"servers": [stored]}
+
+
+async def test_status_is_no_server_to_change_or_remove(
+    client: httpx.AsyncClient, admin: AppUser, fake_highlevel: FakeHighLevelMcp
+) -> None:
+    """The states' path lies beside the servers' ids: changing or removing "status" finds no
+    server and touches none."""
+    await client.post(URL, json=highlevel_body(fake_highlevel), headers=admin.headers)
+    before = (await client.get(URL, headers=admin.headers)).json()
+    changed = await client.patch(f"{URL}/status", json={"enabled": False}, headers=admin.headers)
+    assert (changed.status_code, changed.json()) == (404, {"error": "MCP server not found"})
+    removed = await client.delete(f"{URL}/status", headers=admin.headers)
+    assert (removed.status_code, removed.json()) == (404, {"error": "MCP server not found"})
+    assert (await client.get(URL, headers=admin.headers)).json() == before
+
+
 async def test_status_lists_every_configured_server_with_its_tool_count(
     client: httpx.AsyncClient,
     server: RunningServer,
@@ -182,6 +212,46 @@ async def test_status_lists_every_configured_server_with_its_tool_count(
         ]
     }  # fmt: skip
     assert {loc for _, loc, _ in fake_highlevel.calls} <= {"OWNER-1"}
+
+
+async def test_chats_that_start_at_once_read_the_stored_servers_once(
+    server: RunningServer,
+) -> None:
+    reads: list[None] = []
+
+    class Counted(McpServerStore):
+        async def all(self) -> list[StoredServer]:
+            reads.append(None)
+            return await super().all()
+
+    store = Counted(server.db, server.settings.cipher, ttl_s=30)
+    await asyncio.gather(*(store.enabled() for _ in range(5)))
+    assert len(reads) == 1
+    store.forget()
+    await store.enabled()
+    assert len(reads) == 2  # a change through this process is read at once
+
+
+async def test_a_change_during_a_read_is_not_hidden_by_it(server: RunningServer) -> None:
+    reads: list[None] = []
+    reading, release = asyncio.Event(), asyncio.Event()
+
+    class Slow(McpServerStore):
+        async def all(self) -> list[StoredServer]:
+            reads.append(None)
+            if len(reads) == 1:
+                reading.set()
+                await release.wait()  # a change is saved while this read runs
+            return await super().all()
+
+    store = Slow(server.db, server.settings.cipher, ttl_s=30)
+    first = asyncio.create_task(store.enabled())
+    await reading.wait()
+    store.forget()
+    release.set()
+    await first
+    await store.enabled()
+    assert len(reads) == 2  # the read the change overtook was not kept
 
 
 async def test_the_settings_get_keeps_its_exact_shape(

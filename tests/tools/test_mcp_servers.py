@@ -29,11 +29,14 @@ class Servers:
     def __init__(self, *servers: McpServer, disabled: Sequence[McpServer] = ()) -> None:
         self.servers = list(servers)
         self.disabled = list(disabled)
+        self.reads: list[str] = []  # which of the store's reads were asked for, in order
 
     async def enabled(self) -> Sequence[McpServer]:
+        self.reads.append("enabled")
         return self.servers
 
     async def all(self) -> Sequence[StoredServer]:
+        self.reads.append("all")
         from datetime import UTC, datetime
 
         now = datetime.now(UTC)
@@ -200,12 +203,8 @@ async def test_server_states_name_each_server_with_its_state_and_tool_count(
     async def server_url() -> str | None:
         return None
 
-    mcp = McpSource(
-        server_url,
-        ttl_s=30,
-        timeout_s=5,
-        stored=Servers(highlevel(fake_highlevel), dead, disabled=[off]),
-    )
+    stored = Servers(highlevel(fake_highlevel), dead, disabled=[off])
+    mcp = McpSource(server_url, ttl_s=30, timeout_s=5, stored=stored)
     settings = {"mcpServerUrl": fake_mcp.url, "crmOwnerLocationId": "OWNER"}
     try:
         states = await server_states(mcp, settings, timeout_s=5)
@@ -219,6 +218,7 @@ async def test_server_states_name_each_server_with_its_state_and_tool_count(
         ("Off", "disabled", 0, True),
     ]
     assert states[2].detail == "cannot connect to the server"
+    assert stored.reads == ["all", "all"]  # each check reads the stored servers once
     fake_highlevel.tokens = set()
     mcp_refused = McpSource(
         server_url, ttl_s=30, timeout_s=5, stored=Servers(highlevel(fake_highlevel))
@@ -228,6 +228,8 @@ async def test_server_states_name_each_server_with_its_state_and_tool_count(
     finally:
         await mcp_refused.aclose()
     assert refused.detail == "HTTP 401 Unauthorized: Invalid Private Integration token"
+    # The client asks `server/discover`, then falls back to `initialize`: each refused once.
+    assert fake_highlevel.refused == [401, 401]
     fake_highlevel.tokens = {TOKEN}
     fake_highlevel.refused.clear()
     assert fake_highlevel.refused == []
@@ -240,6 +242,15 @@ async def test_server_states_name_each_server_with_its_state_and_tool_count(
     )
     assert TOKEN not in detail
     assert summary([]) == (False, "mcpServerUrl is not set and no MCP server is configured")
+
+
+def test_a_servers_repr_shows_no_credential() -> None:
+    server = McpServer(
+        "S", "https://mcp.example.com/", bearer_token=TOKEN, headers=(("X-Key", "k-secret-42"),)
+    )
+    assert "S" in repr(server)
+    assert TOKEN not in repr(server)
+    assert "k-secret-42" not in repr(server)
 
 
 def test_titles_and_hints_come_from_the_listing() -> None:

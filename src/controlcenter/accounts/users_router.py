@@ -119,12 +119,14 @@ async def update_user(
 ) -> dict[str, Any]:
     """Rename, change the role, disable or enable, link or unlink a CRM location."""
     body = await read_model(request, UserPatch)
-    given = body.model_fields_set
+    # The body refuses null except for `crmLocationId` (null unlinks): every other field is
+    # None exactly when it was not sent.
+    location_sent = "crmLocationId" in body.model_fields_set
     changes = users.UserChanges(
-        name=body.name if "name" in given else None,
-        role=body.role if "role" in given else None,
-        disabled=body.disabled if "disabled" in given else None,
-        crm_location_id=(body.crmLocationId or "") if "crmLocationId" in given else None,
+        name=body.name,
+        role=body.role,
+        disabled=body.disabled,
+        crm_location_id=(body.crmLocationId or "") if location_sent else None,
     )
     try:
         user = await users.update_user(db, user_id, changes, actor_role=principal.user.role)

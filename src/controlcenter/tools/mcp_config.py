@@ -28,20 +28,9 @@ class NeedsLocationError(Exception):
 class McpServer:
     name: str
     url: str
-    bearer_token: str = ""
-    headers: tuple[tuple[str, str], ...] = ()  # (name, value or template), in order
-    # OAuth 2.1 client credentials (the server's authorization server issues the token).
-    oauth_client_id: str = ""
-    oauth_client_secret: str = field(default="", repr=False)
-    oauth_scope: str = ""
-
-    @property
-    def needs_location(self) -> bool:
-        return any(LOCATION_PLACEHOLDER in value for _, value in self.headers)
-
-    @property
-    def uses_oauth(self) -> bool:
-        return bool(self.oauth_client_id)
+    # Credentials: kept out of the repr, so a logged or raised server never shows them.
+    bearer_token: str = field(default="", repr=False)
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # (name, template)
 
     def problem(self) -> str | None:
         """Why the server cannot be used as configured (never quoting a value), or None."""

@@ -136,13 +136,13 @@ async def update_server(
 ) -> dict[str, Any]:
     """Only the fields sent change; a masked credential sent back keeps the stored one."""
     body = await read_model(request, McpServerPatch)
-    given = body.model_fields_set
+    # The body refuses null, so a field is None exactly when it was not sent.
     changes = mcp_store.ServerChanges(
-        name=body.name if "name" in given else None,
-        url=body.url if "url" in given else None,
-        enabled=body.enabled if "enabled" in given else None,
-        bearer_token=body.bearerToken if "bearerToken" in given else None,
-        headers=body.headers if "headers" in given else None,
+        name=body.name,
+        url=body.url,
+        enabled=body.enabled,
+        bearer_token=body.bearerToken,
+        headers=body.headers,
     )
     try:
         stored = await store.update(server_id, changes, principal.user.id)

@@ -12,7 +12,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 from controlcenter.admin_settings.names import is_mask
-from controlcenter.admin_settings.usable import url_problem
+from controlcenter.admin_settings.usable import credential_problem, url_problem
 from controlcenter.common.secrets import MASK
 from controlcenter.web.openapi_doc import schema_extra
 from controlcenter.web.validation import StoredStr
@@ -51,7 +51,7 @@ def _name(value: str) -> str:
 def _credential(value: str) -> str:
     if is_mask(value):
         return value  # what GET shows: it keeps the stored value
-    if not (value.isascii() and value.isprintable()):
+    if credential_problem(value) is not None:
         raise PydanticCustomError("credential", "must be printable ASCII")
     return value
 

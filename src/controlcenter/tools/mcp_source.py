@@ -139,10 +139,8 @@ class McpSource:
 
     async def servers(self, settings: Settings | None = None) -> list[McpServer]:
         """The servers to use, in order: the setting's, then the stored ones by name."""
-        servers: list[McpServer] = []
-        url = await self._url(settings)
-        if url:
-            servers.append(McpServer(name=SETTING_SERVER, url=url))
+        setting = await self.setting_server(settings)
+        servers = [setting] if setting is not None else []
         if self.stored is not None:
             try:
                 servers.extend(await self.stored.enabled())
@@ -152,6 +150,11 @@ class McpSource:
                     error=describe_failure(exc),
                 )
         return servers
+
+    async def setting_server(self, settings: Settings | None = None) -> McpServer | None:
+        """The server at the setting `mcpServerUrl`, None while it is not set."""
+        url = await self._url(settings)
+        return McpServer(name=SETTING_SERVER, url=url) if url else None
 
     async def probe(self, server: McpServer, location_id: str | None) -> int:
         """How many tools the server lists now (no cache). Raises what the listing raised:

@@ -46,9 +46,8 @@ async def server_states(
     stored ones by name, disabled ones included), each listed within `timeout_s`, all at once.
 
     `settings`: a snapshot holding at least `STATUS_SETTINGS`. No answer carries a secret."""
-    configured: list[tuple[McpServer, bool]] = [
-        (server, True) for server in await source.servers(settings) if server.name == MCP_SERVER_URL
-    ]
+    setting = await source.setting_server(settings)
+    configured: list[tuple[McpServer, bool]] = [(setting, True)] if setting is not None else []
     if source.stored is not None:
         configured.extend((s.server, s.enabled) for s in await source.stored.all())
     location = settings.get(OWNER_LOCATION_ID, "").strip() or None

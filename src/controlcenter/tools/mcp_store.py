@@ -6,12 +6,14 @@ the bearer token and every header value alike, except a value that is exactly th
 `{crmLocationId}` (it holds nothing secret, and the operator needs to see it). A masked value
 sent back keeps the stored one.
 
-Chats read the enabled servers through `enabled()`, kept for the tool cache's TTL: a change made
-through this process is seen at once, one made through another process within the TTL.
+Chats read the enabled servers through `enabled()`, kept for the tool cache's TTL (chats that
+find it stale at once share one read): a change made through this process is seen at once, one
+made through another process within the TTL.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -93,19 +95,34 @@ class McpServerStore:
         self._cipher = cipher
         self._ttl_s = ttl_s
         self._enabled: tuple[float, tuple[McpServer, ...]] | None = None  # (read at, servers)
+        self._reading = asyncio.Lock()  # chats that start at once share one read
+        self._changes = 0  # counts `forget()`: a read that a change overtook is not kept
 
     async def enabled(self) -> tuple[McpServer, ...]:
         """The enabled servers, by name; kept for the TTL."""
+        kept = self._kept()
+        if kept is not None:
+            return kept
+        async with self._reading:
+            kept = self._kept()
+            if kept is not None:
+                return kept
+            changes = self._changes
+            servers = tuple(s.server for s in await self.all() if s.enabled)
+            if changes == self._changes:
+                self._enabled = (time.monotonic(), servers)
+            return servers
+
+    def _kept(self) -> tuple[McpServer, ...] | None:
         kept = self._enabled
         if kept is not None and time.monotonic() - kept[0] < self._ttl_s:
             return kept[1]
-        servers = tuple(s.server for s in await self.all() if s.enabled)
-        self._enabled = (time.monotonic(), servers)
-        return servers
+        return None
 
     def forget(self) -> None:
         """Read the servers again at the next `enabled()`."""
         self._enabled = None
+        self._changes += 1
 
     async def all(self) -> list[StoredServer]:
         """Every server, by name. Raises SettingsDecryptError when a row cannot be decrypted."""
