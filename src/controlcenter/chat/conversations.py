@@ -17,9 +17,8 @@ from controlcenter.chat.models import (
     Message,
     RunningMessage,
 )
-from controlcenter.chat.signals import STOP_CHANNEL
+from controlcenter.chat.stops import ask_stop
 from controlcenter.db import Database, utcnow
-from controlcenter.db.notifications import notify
 from controlcenter.db.text_match import lowered
 from controlcenter.web.pagination import DEFAULT_LIMIT, Cursor
 from controlcenter.web.validation import text_problem
@@ -185,23 +184,10 @@ async def _answer_running(session: AsyncSession, user_id: str, conversation_id: 
 
 async def stop_conversation_runs(session: AsyncSession, conversation_id: str) -> list[str]:
     """In the caller's transaction (the conversation's deletion): a stop asked for each run of
-    the conversation still running, as `store.request_stop` asks it; their message ids. The runs
-    are those with a liveness row (`running_messages`), which every run has while it runs."""
-    running = list(
-        await session.scalars(
-            select(RunningMessage.message_id).where(
-                RunningMessage.conversation_id == conversation_id
-            )
-        )
+    the conversation still running (`stops.ask_stop`, as the stop endpoint asks it); their
+    message ids. The runs are those with a liveness row (`running_messages`), which every run
+    has while it runs."""
+    running = select(RunningMessage.message_id).where(
+        RunningMessage.conversation_id == conversation_id
     )
-    if not running:
-        return []
-    asked = await session.execute(
-        update(ChatRun)
-        .where(ChatRun.message_id.in_(running), ChatRun.status == RUNNING)
-        .values(stop_requested=True)
-        .returning(ChatRun.message_id)
-    )
-    stopped = list(asked.scalars())
-    await notify(session, STOP_CHANNEL, stopped)
-    return stopped
+    return await ask_stop(session, ChatRun.message_id.in_(running))
