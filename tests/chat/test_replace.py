@@ -28,6 +28,20 @@ async def stored(
     return [(m["role"], m["content"]) for m in got.json()["conversation"]["messages"]]
 
 
+async def edit(
+    client: httpx.AsyncClient, user: AppUser, llm: Llm, conversation_id: str, message: str
+) -> list[dict[str, object]]:
+    """A turn that replaces the conversation's last user message with `message` (Edit)."""
+    return await turn(
+        client, user, llm, message=message, conversationId=conversation_id, replace="lastMessage"
+    )
+
+
+async def title(client: httpx.AsyncClient, user: AppUser, conversation_id: str) -> str:
+    got = await client.get(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
+    return str(got.json()["conversation"]["title"])
+
+
 async def two_turns(client: httpx.AsyncClient, user: AppUser, llm: Llm) -> str:
     llm.fake.script(Reply(text="Dana is a tenant rep."), Reply(text="Her lease ends in May."))
     first = await turn(client, user, llm, message="Who is Dana?")
@@ -69,14 +83,7 @@ async def test_edit_replaces_the_last_message_and_its_answer(
 ) -> None:
     conversation_id = await two_turns(client, user, llm)
     llm.fake.script(Reply(text="She has two leases."))
-    await turn(
-        client,
-        user,
-        llm,
-        message="How many leases does she have?",
-        conversationId=conversation_id,
-        replace="lastMessage",
-    )
+    await edit(client, user, llm, conversation_id, "How many leases does she have?")
     assert llm.turns(llm.fake.requests[-1]) == [
         ("user", "Who is Dana?"),
         ("assistant", "Dana is a tenant rep."),
@@ -114,30 +121,14 @@ async def test_editing_the_first_message_moves_a_title_taken_from_it(
     llm.fake.script(Reply(text="One."), Reply(text="Two."), Reply(text="Three."))
     first = await turn(client, user, llm, message="Who is Dna?")
     conversation_id = str(first[0]["conversationId"])
-    await turn(
-        client,
-        user,
-        llm,
-        message="Who is Dana?",
-        conversationId=conversation_id,
-        replace="lastMessage",
-    )
-    got = await client.get(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
-    assert got.json()["conversation"]["title"] == "Who is Dana?"
+    await edit(client, user, llm, conversation_id, "Who is Dana?")
+    assert await title(client, user, conversation_id) == "Who is Dana?"
     # A title the user chose stays theirs.
     await client.patch(
         f"{CONVERSATIONS}/{conversation_id}", json={"title": "Dana"}, headers=user.headers
     )
-    await turn(
-        client,
-        user,
-        llm,
-        message="Who is Omar?",
-        conversationId=conversation_id,
-        replace="lastMessage",
-    )
-    got = await client.get(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
-    assert got.json()["conversation"]["title"] == "Dana"
+    await edit(client, user, llm, conversation_id, "Who is Omar?")
+    assert await title(client, user, conversation_id) == "Dana"
     assert await stored(client, user, conversation_id) == [
         ("user", "Who is Omar?"),
         ("assistant", "Three."),
