@@ -7,9 +7,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from controlcenter.chat.models import ConversationRow, RunningMessage
 from tests.chat.helpers import CHAT, CONVERSATIONS, Llm, stream_chat, types, wait_for
 from tests.chat.test_resume import events_url, read_frames
-from tests.conftest import AppUser
+from tests.conftest import AppUser, RunningServer
 from tests.fakes.llm import ErrorReply, Reply
 
 
@@ -168,6 +169,45 @@ async def test_a_replace_in_another_users_or_an_unknown_conversation_finds_none(
         events = await turn(client, user, llm, conversationId=conversation_id, replace="lastAnswer")
         assert events == [{"type": "error", "error": "Conversation not found"}]
     assert llm.fake.requests == []
+
+
+@pytest.mark.parametrize("llm", ["provider_a"], indirect=True)
+async def test_a_conversation_without_a_message_has_nothing_to_replace(
+    client: httpx.AsyncClient, server: RunningServer, llm: Llm, user: AppUser
+) -> None:
+    async with server.db.write() as session:
+        conversation = ConversationRow(user_id=user.id, title="Empty")
+        session.add(conversation)
+        await session.flush()
+        conversation_id = conversation.id
+    for replace in ("lastAnswer", "lastMessage"):
+        events = await turn(
+            client, user, llm, message="Hello", conversationId=conversation_id, replace=replace
+        )
+        assert events == [
+            {"type": "error", "error": "The conversation has no message to answer again"}
+        ]
+    assert await stored(client, user, conversation_id) == []
+    assert llm.fake.requests == []
+
+
+@pytest.mark.parametrize("llm", ["provider_a"], indirect=True)
+async def test_a_replacing_answer_has_its_liveness_row_while_it_runs(
+    client: httpx.AsyncClient, server: RunningServer, llm: Llm, user: AppUser
+) -> None:
+    """Written with its run, as any answer's: a process that dies during it leaves a row
+    another process closes."""
+    conversation_id = await two_turns(client, user, llm)
+    llm.fake.script(Reply(text="slow", delay_s=30))
+    body = {"conversationId": conversation_id, "provider": llm.name, "replace": "lastAnswer"}
+    running = await read_frames(client, "POST", f"{CHAT}?ids=1", user, body=body, stop_after=1)
+    message_id = running[0][1]["messageId"]
+    async with server.db.read() as session:
+        row = await session.get(RunningMessage, message_id)
+    assert row is not None
+    assert row.conversation_id == conversation_id
+    await client.post(f"{CHAT}/{message_id}/stop", headers=user.headers)
+    await read_frames(client, "GET", events_url(message_id), user)
 
 
 async def _true(value: bool) -> bool:
