@@ -204,7 +204,7 @@ async def start_turn(
             await session.execute(_TOUCH, {"conversation": conversation_id, "now": now})
             if replace is not None:  # after the touch, which holds the conversation's row
                 message = await revise_last_turn(
-                    session, user_id, conversation_id, replace, message, TITLE_LENGTH
+                    session, conversation_id, replace, message, TITLE_LENGTH
                 )
                 history = await _owned_history(session, user_id, conversation_id) or ()
                 if replace == LAST_ANSWER:
