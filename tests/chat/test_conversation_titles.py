@@ -196,3 +196,31 @@ async def test_a_query_that_cannot_be_searched_is_refused(
     refused = await client.get(CONVERSATIONS, params={"q": q}, headers=user.headers)
     assert refused.status_code == 400
     assert "error" in refused.json()
+
+
+async def test_a_query_of_200_characters_is_searched_and_a_longer_one_is_refused_plainly(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+) -> None:
+    user = await users.create()
+    longest = "é" * 200  # counted in characters, not bytes
+    found = await stored_conversation(server, user, "Long", f"before {longest.upper()} after")
+    assert await search(client, user, longest) == [found]
+    refused = await client.get(CONVERSATIONS, params={"q": longest + "é"}, headers=user.headers)
+    assert (refused.status_code, refused.json()) == (
+        400,
+        {
+            "error": "Validation failed",
+            "details": [
+                {
+                    "path": ["query", "q"],
+                    "message": "String should have at most 200 characters",
+                    "type": "string_too_long",
+                }
+            ],
+        },
+    )
+    nul = await client.get(CONVERSATIONS, params={"q": "a\x00b"}, headers=user.headers)
+    assert (nul.status_code, nul.json()) == (
+        400,
+        {"error": "Invalid text: strings must not contain NUL characters or unpaired surrogates"},
+    )

@@ -7,9 +7,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from controlcenter.chat.models import ConversationRow, RunningMessage
 from tests.chat.helpers import CHAT, CONVERSATIONS, Llm, stream_chat, types, wait_for
 from tests.chat.test_resume import events_url, read_frames
-from tests.conftest import AppUser
+from tests.conftest import AppUser, RunningServer
 from tests.fakes.llm import ErrorReply, Reply
 
 
@@ -26,6 +27,20 @@ async def stored(
 ) -> list[tuple[str, str]]:
     got = await client.get(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
     return [(m["role"], m["content"]) for m in got.json()["conversation"]["messages"]]
+
+
+async def edit(
+    client: httpx.AsyncClient, user: AppUser, llm: Llm, conversation_id: str, message: str
+) -> list[dict[str, object]]:
+    """A turn that replaces the conversation's last user message with `message` (Edit)."""
+    return await turn(
+        client, user, llm, message=message, conversationId=conversation_id, replace="lastMessage"
+    )
+
+
+async def title(client: httpx.AsyncClient, user: AppUser, conversation_id: str) -> str:
+    got = await client.get(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
+    return str(got.json()["conversation"]["title"])
 
 
 async def two_turns(client: httpx.AsyncClient, user: AppUser, llm: Llm) -> str:
@@ -69,14 +84,7 @@ async def test_edit_replaces_the_last_message_and_its_answer(
 ) -> None:
     conversation_id = await two_turns(client, user, llm)
     llm.fake.script(Reply(text="She has two leases."))
-    await turn(
-        client,
-        user,
-        llm,
-        message="How many leases does she have?",
-        conversationId=conversation_id,
-        replace="lastMessage",
-    )
+    await edit(client, user, llm, conversation_id, "How many leases does she have?")
     assert llm.turns(llm.fake.requests[-1]) == [
         ("user", "Who is Dana?"),
         ("assistant", "Dana is a tenant rep."),
@@ -114,30 +122,14 @@ async def test_editing_the_first_message_moves_a_title_taken_from_it(
     llm.fake.script(Reply(text="One."), Reply(text="Two."), Reply(text="Three."))
     first = await turn(client, user, llm, message="Who is Dna?")
     conversation_id = str(first[0]["conversationId"])
-    await turn(
-        client,
-        user,
-        llm,
-        message="Who is Dana?",
-        conversationId=conversation_id,
-        replace="lastMessage",
-    )
-    got = await client.get(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
-    assert got.json()["conversation"]["title"] == "Who is Dana?"
+    await edit(client, user, llm, conversation_id, "Who is Dana?")
+    assert await title(client, user, conversation_id) == "Who is Dana?"
     # A title the user chose stays theirs.
     await client.patch(
         f"{CONVERSATIONS}/{conversation_id}", json={"title": "Dana"}, headers=user.headers
     )
-    await turn(
-        client,
-        user,
-        llm,
-        message="Who is Omar?",
-        conversationId=conversation_id,
-        replace="lastMessage",
-    )
-    got = await client.get(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
-    assert got.json()["conversation"]["title"] == "Dana"
+    await edit(client, user, llm, conversation_id, "Who is Omar?")
+    assert await title(client, user, conversation_id) == "Dana"
     assert await stored(client, user, conversation_id) == [
         ("user", "Who is Omar?"),
         ("assistant", "Three."),
@@ -177,6 +169,45 @@ async def test_a_replace_in_another_users_or_an_unknown_conversation_finds_none(
         events = await turn(client, user, llm, conversationId=conversation_id, replace="lastAnswer")
         assert events == [{"type": "error", "error": "Conversation not found"}]
     assert llm.fake.requests == []
+
+
+@pytest.mark.parametrize("llm", ["provider_a"], indirect=True)
+async def test_a_conversation_without_a_message_has_nothing_to_replace(
+    client: httpx.AsyncClient, server: RunningServer, llm: Llm, user: AppUser
+) -> None:
+    async with server.db.write() as session:
+        conversation = ConversationRow(user_id=user.id, title="Empty")
+        session.add(conversation)
+        await session.flush()
+        conversation_id = conversation.id
+    for replace in ("lastAnswer", "lastMessage"):
+        events = await turn(
+            client, user, llm, message="Hello", conversationId=conversation_id, replace=replace
+        )
+        assert events == [
+            {"type": "error", "error": "The conversation has no message to answer again"}
+        ]
+    assert await stored(client, user, conversation_id) == []
+    assert llm.fake.requests == []
+
+
+@pytest.mark.parametrize("llm", ["provider_a"], indirect=True)
+async def test_a_replacing_answer_has_its_liveness_row_while_it_runs(
+    client: httpx.AsyncClient, server: RunningServer, llm: Llm, user: AppUser
+) -> None:
+    """Written with its run, as any answer's: a process that dies during it leaves a row
+    another process closes."""
+    conversation_id = await two_turns(client, user, llm)
+    llm.fake.script(Reply(text="slow", delay_s=30))
+    body = {"conversationId": conversation_id, "provider": llm.name, "replace": "lastAnswer"}
+    running = await read_frames(client, "POST", f"{CHAT}?ids=1", user, body=body, stop_after=1)
+    message_id = running[0][1]["messageId"]
+    async with server.db.read() as session:
+        row = await session.get(RunningMessage, message_id)
+    assert row is not None
+    assert row.conversation_id == conversation_id
+    await client.post(f"{CHAT}/{message_id}/stop", headers=user.headers)
+    await read_frames(client, "GET", events_url(message_id), user)
 
 
 async def _true(value: bool) -> bool:

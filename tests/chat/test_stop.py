@@ -136,25 +136,35 @@ async def test_deleting_the_conversation_stops_its_running_answer(
     client: httpx.AsyncClient, server: RunningServer, llm: Llm, user: AppUser
 ) -> None:
     """The run stops as a stop would (no further provider call), its live stream and its
-    stored one end with a plain error event, and nothing is logged as an error."""
-    llm.fake.script(Reply(text="never shown", delay_s=30), Reply(text="unused"))
+    stored one end with a plain error event, and nothing is logged as an error.
+
+    The provider streams its answer a word at a time, so its call never sits silent for the
+    client's timeout however slow the machine: the deletion lands while the answer streams
+    (its first word seen on the live stream), whenever that is."""
+    streaming = Reply(text="never shown " * 300, chunk_delay_s=0.2)
+    llm.fake.script(streaming, Reply(text="unused"))
     body = {"message": "hi", "provider": llm.name}
     with capture_logs() as logs:
         live: list[Frame] = []
+        answering = asyncio.Event()
 
         async def read_live() -> None:
-            url = f"{CHAT}?ids=1"
+            url = f"{CHAT}?ids=1&deltas=tokens"
             async with aconnect_sse(client, "POST", url, json=body, headers=user.headers) as sse:
                 async for event in sse.aiter_sse():
                     live.append((event.id, json.loads(event.data)))
+                    if live[-1][1]["type"] == "content_delta":
+                        answering.set()
 
         reader = asyncio.create_task(read_live())
-        await wait_for(lambda: _true(len(llm.fake.requests) == 1 and len(live) == 1))
+        answered = asyncio.create_task(answering.wait())
+        await asyncio.wait({reader, answered}, return_when=asyncio.FIRST_COMPLETED)
+        assert answering.is_set(), live  # the stream did not end before the answer began
         message_id = live[0][1]["messageId"]
         conversation_id = live[0][1]["conversationId"]
         deleted = await client.delete(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
         assert (deleted.status_code, deleted.json()) == (200, {"success": True})
-        await asyncio.wait_for(reader, 20)
+        await reader
         stored = await read_frames(client, "GET", events_url(message_id), user)
     gone = {"type": "error", "error": "The conversation was deleted"}
     assert live[-1][1] == gone

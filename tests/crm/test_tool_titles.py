@@ -35,3 +35,17 @@ async def test_a_broker_reads_the_titles_of_the_tools_they_have(
     linked = (await client.get(TOOLS, headers=broker.headers)).json()["tools"]
     assert {"name": "contacts_get-contacts", "title": "Search contacts"} in linked
     assert (await client.get(TOOLS)).status_code == 401
+
+
+async def test_a_blank_crm_location_is_no_link(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
+) -> None:
+    """The chat's CRM client takes a blank location for none: so do the tools listed."""
+    broker = await users.create()
+    async with server.db.write() as db:
+        row = await db.get(UserRecord, broker.id)
+        assert row is not None
+        row.crm_location_id = "   "
+    listed = await client.get(TOOLS, headers=broker.headers)
+    assert listed.status_code == 200
+    assert not {tool["name"] for tool in listed.json()["tools"]} & set(TITLES)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from controlcenter.auth.models import UserRecord
-from controlcenter.crm.broker import broker_client
+from controlcenter.crm.broker import broker_client, linked_location
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.tools.base import ToolContext
 from controlcenter.tools.router import Toolbox, ToolRouter
@@ -25,7 +25,7 @@ class ChatContext:
 
         Raises UnusableSettingError when the agency key cannot be sent in a header.
         """
-        location_id = (user.crm_location_id or "").strip() or None
+        location_id = linked_location(user)
         toolbox = await self.tools.toolbox(self.settings, location_id=location_id)
         client = await broker_client(self.settings, self.crm, user)
         return toolbox, ToolContext(

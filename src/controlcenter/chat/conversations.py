@@ -4,22 +4,18 @@ through `chat.store`; this module returns rows, and `chat.schemas` shapes them."
 
 from __future__ import annotations
 
-import json
-
-from sqlalchemy import and_, delete, exists, or_, select, update
+from sqlalchemy import Select, and_, delete, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.models import (
     RUNNING,
-    ChatEventRow,
     ChatRun,
     ConversationRow,
     Message,
     RunningMessage,
 )
-from controlcenter.chat.signals import STOP_CHANNEL
+from controlcenter.chat.stops import ask_stop
 from controlcenter.db import Database, utcnow
-from controlcenter.db.notifications import notify
 from controlcenter.db.text_match import lowered
 from controlcenter.web.pagination import DEFAULT_LIMIT, Cursor
 from controlcenter.web.validation import text_problem
@@ -130,7 +126,6 @@ class TurnRefusedError(Exception):
 
 async def revise_last_turn(
     session: AsyncSession,
-    user_id: str,
     conversation_id: str,
     replace: str,
     message: str,
@@ -141,7 +136,7 @@ async def revise_last_turn(
     place; the title follows when it was that first message's own). The user message the
     turn answers. Raises TurnRefusedError, before any change, while an answer of the
     conversation still runs (it would land after the cut) or when it has no user message."""
-    if await _answer_running(session, user_id, conversation_id):
+    if await _answer_running(session, conversation_id):
         raise TurnRefusedError(ANSWER_RUNNING)
     in_conversation = Message.conversation_id == conversation_id
     last = (
@@ -172,36 +167,27 @@ async def revise_last_turn(
     return message
 
 
-async def _answer_running(session: AsyncSession, user_id: str, conversation_id: str) -> bool:
-    """Whether a run of the user's answers in this conversation now: its first event,
-    `message_start`, names the conversation (a user has few runs at a time)."""
-    starts = await session.scalars(
-        select(ChatEventRow.data)
-        .join(ChatRun, ChatRun.message_id == ChatEventRow.message_id)
-        .where(ChatRun.user_id == user_id, ChatRun.status == RUNNING, ChatEventRow.n == 1)
+async def _answer_running(session: AsyncSession, conversation_id: str) -> bool:
+    """Whether a run answers in this conversation now."""
+    running = await session.scalar(
+        select(ChatRun.message_id)
+        .where(ChatRun.message_id.in_(_liveness_rows(conversation_id)), ChatRun.status == RUNNING)
+        .limit(1)
     )
-    return any(json.loads(data).get("conversationId") == conversation_id for data in starts)
+    return running is not None
+
+
+def _liveness_rows(conversation_id: str) -> Select[str]:
+    """The message ids of the conversation's runs that have a liveness row
+    (`running_messages`), as every run has from its start until shortly after its end."""
+    return select(RunningMessage.message_id).where(
+        RunningMessage.conversation_id == conversation_id
+    )
 
 
 async def stop_conversation_runs(session: AsyncSession, conversation_id: str) -> list[str]:
     """In the caller's transaction (the conversation's deletion): a stop asked for each run of
-    the conversation still running, as `store.request_stop` asks it; their message ids. The runs
-    are those with a liveness row (`running_messages`), which every run has while it runs."""
-    running = list(
-        await session.scalars(
-            select(RunningMessage.message_id).where(
-                RunningMessage.conversation_id == conversation_id
-            )
-        )
-    )
-    if not running:
-        return []
-    asked = await session.execute(
-        update(ChatRun)
-        .where(ChatRun.message_id.in_(running), ChatRun.status == RUNNING)
-        .values(stop_requested=True)
-        .returning(ChatRun.message_id)
-    )
-    stopped = list(asked.scalars())
-    await notify(session, STOP_CHANNEL, stopped)
-    return stopped
+    the conversation still running (`stops.ask_stop`, as the stop endpoint asks it); their
+    message ids. The runs are those with a liveness row (`running_messages`), which every run
+    has while it runs."""
+    return await ask_stop(session, ChatRun.message_id.in_(_liveness_rows(conversation_id)))

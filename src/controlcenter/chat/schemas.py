@@ -71,7 +71,7 @@ class UiChatRequest(BaseModel):
     messages: list[dict[str, Any]] = Field(
         min_length=1,
         description="AI SDK UIMessages; the last must be the user's, with text parts "
-        "(not blank, at most 32000 characters in all)",
+        f"(not blank, at most {MESSAGE_MAX_CHARS} characters in all)",
     )
     trigger: str = absent("`regenerate-message` in a conversation: its last answer is replaced")
     messageId: str = absent(

@@ -31,6 +31,7 @@ from controlcenter.chat.policy import CHAT_POLICY, stored_policy
 from controlcenter.chat.request import ChatInput
 from controlcenter.chat.stream import ChatRuns
 from controlcenter.chat.usage import tokens_this_month
+from controlcenter.crm.broker import linked_location
 from controlcenter.crm.tools import OPERATION_IDS
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database, utcnow
@@ -90,7 +91,7 @@ async def tools_for(parts: ChatParts, user: UserRecord) -> list[Tool]:
     """The tools a chat of `user` is offered, as the chat page names them: the CRM
     catalogue's only when the user's CRM location is linked (they act on nothing else)."""
     tools = await parts.tools.tools()
-    if user.crm_location_id:
+    if linked_location(user) is not None:
         return tools
     return [tool for tool in tools if tool.name not in OPERATION_IDS]
 

@@ -45,7 +45,8 @@ from controlcenter.chat.models import (
     Message,
     RunningMessage,
 )
-from controlcenter.chat.signals import APPROVAL_CHANNEL, EVENTS_CHANNEL, STOP_CHANNEL, Signals
+from controlcenter.chat.signals import APPROVAL_CHANNEL, EVENTS_CHANNEL, Signals
+from controlcenter.chat.stops import ask_stop
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database, new_id, utcnow
 from controlcenter.db.notifications import notify
@@ -203,7 +204,7 @@ async def start_turn(
             await session.execute(_TOUCH, {"conversation": conversation_id, "now": now})
             if replace is not None:  # after the touch, which holds the conversation's row
                 message = await revise_last_turn(
-                    session, user_id, conversation_id, replace, message, TITLE_LENGTH
+                    session, conversation_id, replace, message, TITLE_LENGTH
                 )
                 history = await _owned_history(session, user_id, conversation_id) or ()
                 if replace == LAST_ANSWER:
@@ -769,17 +770,7 @@ async def events_after(db: Database, message_id: str, after: int) -> list[Stored
 async def request_stop(db: Database, message_id: str, user_id: str) -> StopAnswer:
     """Set the run's stop flag, for its process wherever it runs."""
     async with db.write() as session:
-        asked = await session.execute(
-            update(ChatRun)
-            .where(
-                ChatRun.message_id == message_id,
-                ChatRun.user_id == user_id,
-                ChatRun.status == RUNNING,
-            )
-            .values(stop_requested=True)
-        )
-        if asked.rowcount:  # type: ignore[attr-defined]
-            await notify(session, STOP_CHANNEL, [message_id])
+        if await ask_stop(session, ChatRun.message_id == message_id, ChatRun.user_id == user_id):
             return StopAnswer.ASKED
         owner = await session.scalar(
             select(ChatRun.user_id).where(ChatRun.message_id == message_id)

@@ -22,6 +22,11 @@ log = get_logger(__name__)
 AGENCY_SETTINGS = (AGENCY_API_KEY, AGENCY_ID)
 
 
+def linked_location(user: UserRecord) -> str | None:
+    """The CRM location the user is linked to; None when none is (blank counts as none)."""
+    return (user.crm_location_id or "").strip() or None
+
+
 async def broker_client(
     settings: Mapping[str, str], transport: CrmTransport, user: UserRecord
 ) -> CrmClient | None:
@@ -33,8 +38,8 @@ async def broker_client(
     ASCII): settings are stored as given and refused where they are used
     (docs/onboarding-settings.md, "Unusable values").
     """
-    location_id = (user.crm_location_id or "").strip()
-    if not location_id:
+    location_id = linked_location(user)
+    if location_id is None:
         return None
     values = settings
     agency_key = values.get(AGENCY_API_KEY, "").strip()
