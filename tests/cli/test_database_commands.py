@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import signal
+import sqlite3
 import subprocess
+from contextlib import closing
 from pathlib import Path
 
 import httpx
@@ -94,6 +96,25 @@ def test_restore_refuses_a_file_that_is_not_a_backup(cli: Cli, tmp_path: Path) -
     result = cli.run("db", "restore", str(junk))
     assert result.returncode == 1
     assert "is not a backup of this service's database" in result.stderr
+
+
+def test_restore_refuses_a_backup_of_a_newer_schema_and_changes_nothing(
+    cli: Cli, tmp_path: Path
+) -> None:
+    cli.create_database()
+    copy = tmp_path / "newer.db"
+    taken = cli.run("db", "backup", str(copy))
+    assert taken.returncode == 0, taken.stderr
+    with closing(sqlite3.connect(copy)) as conn, conn:
+        conn.execute("UPDATE alembic_version SET version_num = 'f00dfacef00d'")
+    fresh = Cli(workdir=tmp_path / "fresh", db_path=tmp_path / "fresh" / "var" / "new.db")
+    fresh.workdir.mkdir()
+    result = fresh.run("db", "restore", str(copy))
+    assert result.returncode == 1
+    assert "was made by a newer version of the service (schema f00dfacef00d)" in result.stderr
+    assert "upgrade the service first" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not fresh.db_path.exists()
 
 
 def test_a_backup_taken_while_serving_restores_into_a_fresh_instance(
