@@ -362,15 +362,7 @@
   function answerDone(answer, message) {
     answer.content = message.content || "";
     const copy = cc.el("button", { type: "button", class: "link-button", text: "Copy" });
-    copy.addEventListener("click", async () => {
-      try {
-        await navigator.clipboard.writeText(answer.content);
-        copy.textContent = "Copied";
-      } catch (err) {
-        copy.textContent = "Not copied";
-      }
-      setTimeout(() => (copy.textContent = "Copy"), 2000);
-    });
+    copy.addEventListener("click", () => cc.copyText(copy, answer.content, "Copy"));
     answer.meta.prepend(timeOf(message.createdAt), copy);
     if (message.usage) showUsage(answer, message.usage);
   }

@@ -113,6 +113,18 @@ window.cc = (function () {
     }
   }
 
+  // A Copy button's click: `text` to the clipboard, the button saying whether it went there
+  // for two seconds before it reads `label` again.
+  async function copyText(button, text, label) {
+    try {
+      await navigator.clipboard.writeText(text);
+      button.textContent = "Copied";
+    } catch (err) {
+      button.textContent = "Not copied";
+    }
+    setTimeout(() => (button.textContent = label), 2000);
+  }
+
   async function signOut() {
     await api("POST", "/api/v1/auth/logout");
     location.assign("/login");
@@ -129,5 +141,5 @@ window.cc = (function () {
     return node;
   }
 
-  return { api, toLogin, errorText, show, detailsByField, problemText, showFieldErrors, clearFieldErrors, oneTimeSecrets, date, signOut, el };
+  return { api, toLogin, errorText, show, detailsByField, problemText, showFieldErrors, clearFieldErrors, oneTimeSecrets, copyText, date, signOut, el };
 })();
