@@ -125,13 +125,13 @@ def _libpq_url(config: Config) -> str:
 
 
 def backup(config: Config, target: Path) -> None:
-    """Copy the live SQLite database to `target` (replaced whole, never half-written)."""
+    """Copy the live SQLite database to `target` (replaced whole, never half-written); the
+    caller has refused a database that is not there (`require`)."""
     path = sqlite_path(config)
     if path is None:
         file = shlex.quote(str(target))
         _postgres_refusal("pg_dump", f"pg_dump --format=custom --file {file} {_libpq_url(config)}")
         return
-    require(config)
     partial = target.with_name(target.name + ".partial")
     partial.unlink(missing_ok=True)
     with (
