@@ -479,7 +479,8 @@
       const result = await cc.api("POST", base + "/" + what);
       if (result.status === 200 || result.status === 409) {
         buttons.remove();
-        entry.status.textContent = "Running…";
+        // The stream may have brought the call's result before this answer: it stays.
+        if (entry.status.classList.contains("running")) entry.status.textContent = "Running…";
       } else {
         approve.disabled = deny.disabled = false;
         cc.show(answer.error, "The answer was not sent: " + cc.errorText(result));
