@@ -3,8 +3,10 @@ a write, and each answer's token usage (for administrators)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
-from playwright.async_api import expect
+from playwright.async_api import Route, expect
 
 from tests.browser.conftest import Browsing
 from tests.browser.test_chat_page import answer_done, ask
@@ -95,3 +97,41 @@ async def test_a_write_waits_for_approve_or_deny_on_its_card(
     await expect(cards.nth(1).locator(".tool-error")).to_have_text("Denied by the user")
     await answer_done(page)
     await expect(page.locator(".msg.assistant .markdown")).to_have_text("Done.")
+
+
+async def test_an_approved_calls_result_stays_when_it_comes_before_the_approvals_answer(
+    browsing: Browsing,
+    broker: AppUser,
+    users: UserFactory,
+    client: httpx.AsyncClient,
+    fake_anthropic: FakeAnthropic,
+) -> None:
+    boss = await users.create("super_admin")
+    answer = await client.put(POLICY, json={"toolApproval": "writes"}, headers=boss.headers)
+    assert answer.status_code == 200
+    tags = {"contactId": "missingContact01", "tags": ["vip"]}
+    fake_anthropic.script(
+        Reply(tool_uses=[ToolUse("contacts_add-tags", tags, id="toolu_a")]),
+        Reply(text="Done."),
+    )
+    page = await ask(browsing, broker, "Tag Dana")
+    card = page.locator(".tool-card").first
+    await expect(card.locator(".tool-status")).to_have_text("Needs approval")
+
+    # The approval reaches the service at once; its answer reaches the page only after the
+    # stream has shown the call's result (as a loaded machine may order them).
+    approvals = asyncio.Queue[Route]()
+
+    async def hold(route: Route) -> None:
+        await approvals.put(route)
+
+    await page.route("**/tool-calls/*/approve", hold)
+    await card.get_by_role("button", name="Approve").click()
+    route = await approvals.get()
+    response = await route.fetch()
+    await expect(card.locator(".tool-status")).to_have_text("Failed")  # ran: no contact
+    await route.fulfill(response=response)
+    await answer_done(page)
+    await expect(page.locator(".msg.assistant .markdown")).to_have_text("Done.")
+    await expect(card.locator(".tool-approval")).to_have_count(0)  # the answer was read
+    await expect(card.locator(".tool-status")).to_have_text("Failed")

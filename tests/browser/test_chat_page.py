@@ -99,6 +99,9 @@ async def test_a_stream_error_is_plain_for_a_broker_and_exact_for_an_administrat
 ) -> None:
     fake_anthropic.script(ErrorReply(529, "Overloaded"))
     page = await ask(browsing, broker, "Show me my pipeline")
+    # Each step waits for its answer to end before it reads it, so that a slow start (a
+    # loaded machine) spends its own wait, not the next assertion's.
+    await answer_done(page)
     alert = page.locator(".msg.assistant").get_by_role("alert")
     await expect(alert).to_have_text(
         "The assistant is busy right now. Please try again in a moment."
@@ -108,12 +111,15 @@ async def test_a_stream_error_is_plain_for_a_broker_and_exact_for_an_administrat
     # The next message works in the same conversation.
     fake_anthropic.script(Reply(text="Back again."))
     await send(page, "Try again")
+    await expect(page.locator(".msg.assistant")).to_have_count(2)
+    await answer_done(page)
     await expect(page.locator(".msg.assistant .markdown")).to_have_text("Back again.")
 
     # An administrator reads the provider's own words and status.
     admin = await users.create("admin")
     fake_anthropic.script(ErrorReply(529, "Overloaded"))
     page = await ask(browsing, admin, "Show me my pipeline")
+    await answer_done(page)
     alert = page.locator(".msg.assistant").get_by_role("alert")
     await expect(alert).to_contain_text("Overloaded")
     await expect(alert).to_contain_text("(code 529)")

@@ -6,20 +6,26 @@ from __future__ import annotations
 
 import asyncio
 
-from playwright.async_api import Dialog, Route, expect
+from playwright.async_api import Dialog, Page, Route, expect
 
 from tests.browser.conftest import Browsing
-from tests.conftest import UserFactory
+from tests.conftest import AppUser, UserFactory
 
 
-async def test_users_page_errors_passwords_and_the_administrator_grant(
-    browsing: Browsing, users: UserFactory
-) -> None:
+async def users_page(browsing: Browsing, users: UserFactory) -> tuple[Page, AppUser]:
+    """/admin/users of a new super administrator, who may use the clipboard, and a broker."""
     admin = await users.create("super_admin")
     broker = await users.create()
     page = await browsing.page(admin)
     await page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     await page.goto("/admin/users")
+    return page, broker
+
+
+async def test_users_page_errors_passwords_and_the_administrator_grant(
+    browsing: Browsing, users: UserFactory
+) -> None:
+    page, broker = await users_page(browsing, users)
     row = page.locator("#users-body tr", has_text=broker.email)
     crm = row.get_by_label(f"CRM location of {broker.email}", exact=True)
 
@@ -116,3 +122,23 @@ async def test_setup_is_disabled_until_the_saved_answers_arrive(
     await expect(years).to_be_enabled()
     await expect(years).to_have_value("7")
     await expect(page.locator("#setup-form")).not_to_have_attribute("aria-busy", "true")
+
+
+async def test_a_second_one_time_password_offers_copy_again(
+    browsing: Browsing, users: UserFactory
+) -> None:
+    page, broker = await users_page(browsing, users)
+    page.on("dialog", lambda dialog: asyncio.ensure_future(dialog.accept()))
+    reset = page.get_by_role("button", name=f"Reset password of {broker.email}")
+    secret = page.locator("#one-time-password")
+    value = page.locator("#one-time-password-value")
+    await reset.click()
+    await expect(secret).to_be_visible()
+    first = await value.text_content()
+    await secret.get_by_role("button", name="Copy").click()
+    await expect(secret.get_by_role("button", name="Copied")).to_be_visible()
+
+    # Not dismissed: the next password takes its place, and its button says Copy again.
+    await reset.click()
+    await expect(value).not_to_have_text(first or "")
+    await expect(secret.get_by_role("button", name="Copy")).to_be_visible()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import signal
+import sqlite3
 import subprocess
+from contextlib import closing
 from pathlib import Path
 
 import httpx
@@ -24,6 +26,25 @@ def stop(process: subprocess.Popen[str]) -> str:
         process.kill()
         output, _ = process.communicate()
     return output
+
+
+def serve(cli: Cli) -> tuple[subprocess.Popen[str], str]:
+    """A one-worker `serve` of `cli`'s database, answering, and its URL."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    serving = cli.popen("serve", "--host", "127.0.0.1", "--port", str(port), "--workers", "1")
+    try:
+        wait_until_serving(serving, url)
+    except BaseException:
+        stop(serving)
+        raise
+    return serving, url
+
+
+def log_in(url: str) -> httpx.Response:
+    return httpx.post(
+        url + "/api/v1/auth/login", json={"email": "boss@example.com", "password": PASSWORD}
+    )
 
 
 def test_a_command_without_a_database_creates_none_and_says_where_it_looked(
@@ -96,6 +117,25 @@ def test_restore_refuses_a_file_that_is_not_a_backup(cli: Cli, tmp_path: Path) -
     assert "is not a backup of this service's database" in result.stderr
 
 
+def test_restore_refuses_a_backup_of_a_newer_schema_and_changes_nothing(
+    cli: Cli, tmp_path: Path
+) -> None:
+    cli.create_database()
+    copy = tmp_path / "newer.db"
+    taken = cli.run("db", "backup", str(copy))
+    assert taken.returncode == 0, taken.stderr
+    with closing(sqlite3.connect(copy)) as conn, conn:
+        conn.execute("UPDATE alembic_version SET version_num = 'f00dfacef00d'")
+    fresh = Cli(workdir=tmp_path / "fresh", db_path=tmp_path / "fresh" / "var" / "new.db")
+    fresh.workdir.mkdir()
+    result = fresh.run("db", "restore", str(copy))
+    assert result.returncode == 1
+    assert "was made by a newer version of the service (schema f00dfacef00d)" in result.stderr
+    assert "upgrade the service first" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not fresh.db_path.exists()
+
+
 def test_a_backup_taken_while_serving_restores_into_a_fresh_instance(
     cli: Cli, tmp_path: Path
 ) -> None:
@@ -106,15 +146,9 @@ def test_a_backup_taken_while_serving_restores_into_a_fresh_instance(
     assert made.returncode == 0, made.stderr
     copy = tmp_path / "backups" / "cc.db"
     copy.parent.mkdir()
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    serving = cli.popen("serve", "--host", "127.0.0.1", "--port", str(port), "--workers", "1")
+    serving, url = serve(cli)
     try:
-        wait_until_serving(serving, url)
-        login = httpx.post(
-            url + "/api/v1/auth/login", json={"email": "boss@example.com", "password": PASSWORD}
-        )
-        assert login.status_code == 200
+        assert log_in(url).status_code == 200
         # Written while the service holds the database open (and its write-ahead log).
         taken = cli.run("db", "backup", str(copy))
         assert taken.returncode == 0, taken.stderr
@@ -130,14 +164,9 @@ def test_a_backup_taken_while_serving_restores_into_a_fresh_instance(
     restored = fresh.run("db", "restore", str(copy))
     assert restored.returncode == 0, restored.stderr
     assert fresh.query("SELECT email FROM users") == [("boss@example.com",)]
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    serving = fresh.popen("serve", "--host", "127.0.0.1", "--port", str(port), "--workers", "1")
+    serving, url = serve(fresh)
     try:
-        wait_until_serving(serving, url)
-        login = httpx.post(
-            url + "/api/v1/auth/login", json={"email": "boss@example.com", "password": PASSWORD}
-        )
+        login = log_in(url)
         assert login.status_code == 200
         assert login.json()["user"]["role"] == "super_admin"
     finally:

@@ -7,17 +7,11 @@ from __future__ import annotations
 
 from playwright.async_api import Browser, expect
 
-from tests.browser.conftest import (  # noqa: F401 (fixtures used by this module)
-    CHROMIUM_FLAGS,
-    browser,
-    chromium,
-)
+from tests.browser.conftest import browser, chromium  # noqa: F401 (fixtures)
 from tests.chat.helpers import set_settings
 from tests.conftest import RunningServer, UserFactory
 from tests.deploy.test_nginx import instances, proxy  # noqa: F401 (fixtures)
 from tests.fakes.llm import FakeAnthropic, Reply
-
-assert CHROMIUM_FLAGS  # the browser as the page tests run it
 
 
 async def test_a_browser_signs_in_and_chats_through_the_proxy_on_another_port(

@@ -51,7 +51,7 @@ def db_upgrade() -> None:
 @db_app.command("backup")
 def db_backup(path: Annotated[Path, typer.Argument(help="the copy to write")]) -> None:
     """Copy the live database consistently (SQLite: safe while `serve` runs)."""
-    where.backup(opened_config(create=True), path)
+    where.backup(opened_config(), path)
     typer.echo(f"backed up to {path}")
 
 

@@ -19,9 +19,11 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 
 import typer
+from alembic.script import ScriptDirectory
 from sqlalchemy.engine import make_url
 
 from controlcenter.config import DEFAULT_DATABASE_URL, Config
+from controlcenter.db.migrate import alembic_config
 
 SERVICE_DIRECTORY_HINT = (
     "set DATABASE_URL to the service's database (as `serve` has it), or run the command "
@@ -123,13 +125,13 @@ def _libpq_url(config: Config) -> str:
 
 
 def backup(config: Config, target: Path) -> None:
-    """Copy the live SQLite database to `target` (replaced whole, never half-written)."""
+    """Copy the live SQLite database to `target` (replaced whole, never half-written); the
+    caller has refused a database that is not there (`require`)."""
     path = sqlite_path(config)
     if path is None:
         file = shlex.quote(str(target))
         _postgres_refusal("pg_dump", f"pg_dump --format=custom --file {file} {_libpq_url(config)}")
         return
-    require(config)
     partial = target.with_name(target.name + ".partial")
     partial.unlink(missing_ok=True)
     with (
@@ -149,8 +151,17 @@ def restore(config: Config, copy_path: Path) -> None:
             "pg_restore", f"pg_restore --clean --if-exists --dbname {_libpq_url(config)} {file}"
         )
         return
-    if not _is_backup(copy_path):
+    revision = _schema_of(copy_path)
+    if revision is None:
         typer.echo(f"error: {copy_path} is not a backup of this service's database", err=True)
+        raise typer.Exit(1)
+    if revision and not _known(config, revision):
+        # This version could neither serve it nor migrate it: refused before anything changes.
+        typer.echo(
+            f"error: {copy_path} was made by a newer version of the service (schema "
+            f"{revision}): upgrade the service first, then restore",
+            err=True,
+        )
         raise typer.Exit(1)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT, 0o600)
@@ -173,14 +184,25 @@ def restore(config: Config, copy_path: Path) -> None:
         os.close(fd)
 
 
-def _is_backup(copy_path: Path) -> bool:
+def _schema_of(copy_path: Path) -> str | None:
+    """The copy's schema revision ("" before the first migration); None when it is not a
+    database of this service."""
     if not copy_path.is_file():
-        return False
+        return None
     try:
         with closing(sqlite3.connect(f"file:{copy_path}?mode=ro", uri=True)) as conn:
             found = conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
             ).fetchone()
+            if found is None:
+                return None
+            row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
     except sqlite3.DatabaseError:
-        return False
-    return found is not None
+        return None
+    return str(row[0]) if row else ""
+
+
+def _known(config: Config, revision: str) -> bool:
+    """Whether this version's migrations hold `revision`."""
+    scripts = ScriptDirectory.from_config(alembic_config(config.database_url))
+    return any(script.revision == revision for script in scripts.walk_revisions())

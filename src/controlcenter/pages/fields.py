@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from controlcenter.admin_settings.names import SECRET_NAMES, SETTING_NAMES
@@ -51,23 +51,14 @@ class SettingField:
 
     name: str
     label: str
-    secret: bool
     help: str
-    input_type: str = "text"
-    pattern: str = ""
-    shape: str = ""
+    pattern: str = field(default="", kw_only=True)
+    shape: str = field(default="", kw_only=True)
+    input_type: str = field(default="text", kw_only=True)
 
-
-def _setting(
-    name: str,
-    label: str,
-    help: str,
-    *,
-    pattern: str = "",
-    shape: str = "",
-    input_type: str = "text",
-) -> SettingField:
-    return SettingField(name, label, name in SECRET_NAMES, help, input_type, pattern, shape)
+    @property
+    def secret(self) -> bool:
+        return self.name in SECRET_NAMES
 
 
 HIGHLEVEL_ID = r"^[A-Za-z0-9]{20}$"
@@ -80,7 +71,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
     (
         "AI providers",
         (
-            _setting(
+            SettingField(
                 "providerAApiKey",
                 "Anthropic API key (provider_a)",
                 "The key the chat calls Claude with. Anthropic Console → Settings → API keys "
@@ -88,7 +79,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
                 pattern=r"^sk-ant-\S+$",
                 shape="an Anthropic key (sk-ant-…)",
             ),
-            _setting(
+            SettingField(
                 "providerBApiKey",
                 "OpenAI API key (provider_b)",
                 "The key the chat calls OpenAI models with. platform.openai.com → API keys → "
@@ -101,7 +92,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
     (
         "CRM (HighLevel)",
         (
-            _setting(
+            SettingField(
                 "crmAgencyApiKey",
                 "Agency API key",
                 "The agency's token, which gets each broker's sub-account token "
@@ -114,7 +105,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
                 "payments/orders.readonly, payments/transactions.readonly. A private integration "
                 "token (pit-…) or an agency OAuth access token.",
             ),
-            _setting(
+            SettingField(
                 "crmAgencyId",
                 "Agency ID",
                 "The agency's company id. HighLevel agency view → Settings → Company → "
@@ -122,7 +113,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
                 pattern=HIGHLEVEL_ID,
                 shape=HIGHLEVEL_ID_SHAPE,
             ),
-            _setting(
+            SettingField(
                 "crmPrivateToken",
                 "Private integration token",
                 "The token of your own sub-account (the one brokers are added to as contacts "
@@ -133,7 +124,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
                 pattern=r"^pit-\S+$",
                 shape="a private integration token (pit-…)",
             ),
-            _setting(
+            SettingField(
                 "crmOwnerLocationId",
                 "Operator location ID",
                 "Your own sub-account's id. In that sub-account: Settings → Business Profile → "
@@ -141,7 +132,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
                 pattern=HIGHLEVEL_ID,
                 shape=HIGHLEVEL_ID_SHAPE,
             ),
-            _setting(
+            SettingField(
                 "crmWebhookSecret",
                 "Webhook secret",
                 "A secret you choose for webhooks the CRM sends to this service; enter the same "
@@ -154,7 +145,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
     (
         "CRM tags",
         (
-            _setting(
+            SettingField(
                 "tagHighGCI",
                 "High-GCI tag",
                 "Put on a broker's contact in your sub-account when their GCI is high. Needed by "
@@ -162,7 +153,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
                 pattern=TAG,
                 shape=TAG_SHAPE,
             ),
-            _setting(
+            SettingField(
                 "tagOnboardingComplete",
                 "Onboarding complete tag",
                 "Put on a broker's contact when they save their setup. Needed by onboarding. A "
@@ -170,7 +161,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
                 pattern=TAG,
                 shape=TAG_SHAPE,
             ),
-            _setting(
+            SettingField(
                 "tagDFYRequested",
                 "Done-for-you requested tag",
                 "Put on a broker's contact when they ask for a done-for-you setup. A tag name, "
@@ -183,7 +174,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
     (
         "Payments (Stripe)",
         (
-            _setting(
+            SettingField(
                 "paymentSecretKey",
                 "Secret key",
                 "Stripe Dashboard → Developers → API keys → Secret key (or a restricted key). "
@@ -191,7 +182,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
                 pattern=r"^[sr]k_(live|test)_\S+$",
                 shape="a Stripe secret key (sk_live_… or sk_test_…)",
             ),
-            _setting(
+            SettingField(
                 "paymentWebhookSecret",
                 "Webhook secret",
                 "Stripe Dashboard → Developers → Webhooks → this service's endpoint → Signing "
@@ -204,14 +195,14 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
     (
         "Tasks (ClickUp)",
         (
-            _setting(
+            SettingField(
                 "tasksApiKey",
                 "API key",
                 "ClickUp → your avatar → Settings → Apps → API Token → Generate. Starts with pk_.",
                 pattern=r"^pk_\S+$",
                 shape="a ClickUp personal token (pk_…)",
             ),
-            _setting(
+            SettingField(
                 "tasksListId",
                 "List ID",
                 "The ClickUp list new tasks go to: open the list, and its id is the number "
@@ -224,7 +215,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
     (
         "Done-for-you prices",
         (
-            _setting(
+            SettingField(
                 "dfyPriceFullSetup",
                 "Full setup",
                 "The Stripe price of the full done-for-you setup: Stripe Dashboard → Product "
@@ -232,7 +223,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
                 pattern=r"^price_\S+$",
                 shape="a Stripe price ID (price_…)",
             ),
-            _setting(
+            SettingField(
                 "dfyPriceSmsSetup",
                 "SMS setup",
                 "The Stripe price of the SMS setup: Stripe Dashboard → Product catalogue → the "
@@ -240,7 +231,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
                 pattern=r"^price_\S+$",
                 shape="a Stripe price ID (price_…)",
             ),
-            _setting(
+            SettingField(
                 "dfyPriceEmailSetup",
                 "E-mail setup",
                 "The Stripe price of the e-mail setup: Stripe Dashboard → Product catalogue → "
@@ -253,7 +244,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
     (
         "Scheduling (Calendly)",
         (
-            _setting(
+            SettingField(
                 "schedulingCoachingLink",
                 "Coaching link",
                 "Where brokers book a coaching call. Calendly → the event type → Copy link, "
@@ -262,7 +253,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
                 shape="a Calendly link (https://calendly.com/…)",
                 input_type="url",
             ),
-            _setting(
+            SettingField(
                 "schedulingTeamLink",
                 "Team link",
                 "Where brokers book a call with the team. Calendly → the event type → Copy "
@@ -276,7 +267,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
     (
         "Notifications and tools",
         (
-            _setting(
+            SettingField(
                 "notificationEmail",
                 "Notification e-mail",
                 "Where the service's notices go. An e-mail address (the API refuses any other "
@@ -285,7 +276,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[SettingField, ...]], ...] = (
                 shape="an e-mail address",
                 input_type="email",
             ),
-            _setting(
+            SettingField(
                 "mcpServerUrl",
                 "MCP server URL",
                 "An MCP server whose tools the chat may call, by its streamable HTTP address, "

@@ -6,8 +6,6 @@ document.addEventListener("DOMContentLoaded", () => {
   const pageError = document.getElementById("page-error");
   const tokensBody = document.getElementById("tokens-body");
   const tokensEmpty = document.getElementById("tokens-empty");
-  const newToken = document.getElementById("new-token");
-  const newTokenValue = document.getElementById("new-token-value");
   const createForm = document.getElementById("create-token");
   const passwordForm = document.getElementById("change-password");
   const passwordError = document.getElementById("password-error");
@@ -49,9 +47,7 @@ document.addEventListener("DOMContentLoaded", () => {
     cc.show(pageError, "");
     const result = await cc.api("POST", TOKENS_URL, { label: createForm.label.value.trim() });
     if (result.status !== 201 && result.status !== 200) return cc.show(pageError, "The token was not created: " + cc.errorText(result));
-    newTokenValue.textContent = result.data.secret;
-    newToken.hidden = false;
-    newToken.querySelector("button.copy-secret").textContent = "Copy";
+    cc.showSecret("new-token", result.data.secret);
     createForm.reset();
     tokensBody.prepend(tokenRow(result.data.token));
     tokensEmpty.hidden = true;

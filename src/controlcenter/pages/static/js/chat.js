@@ -5,11 +5,10 @@
 (function () {
   const CHAT_URL = "/api/v1/control-center/chat";
   const CONVERSATIONS_URL = "/api/v1/control-center/conversations";
-
-  // `follow`: keep the newest text in view, until the reader scrolls up to read back.
   const PROVIDERS_URL = "/api/v1/control-center/providers";
   const TOOLS_URL = "/api/v1/control-center/tools";
   const PROVIDER_LABELS = { provider_a: "Claude", provider_b: "OpenAI" };
+  // `follow`: keep the newest text in view, until the reader scrolls up to read back.
   // `conversations`: the list's entries loaded so far (every page), for its date groups.
   const state = {
     conversationId: "",
@@ -292,7 +291,7 @@
     controls.started(messageId);
     try {
       const finished = await follow(answer, "", messageId, 0);
-      if (!finished) showAnswerError(answer, "The answer could not be followed. Reload the page to see what was saved.");
+      if (!finished) cc.show(answer.error, "The answer could not be followed. Reload the page to see what was saved.");
     } finally {
       answerEnded(answer);
     }
@@ -362,15 +361,7 @@
   function answerDone(answer, message) {
     answer.content = message.content || "";
     const copy = cc.el("button", { type: "button", class: "link-button", text: "Copy" });
-    copy.addEventListener("click", async () => {
-      try {
-        await navigator.clipboard.writeText(answer.content);
-        copy.textContent = "Copied";
-      } catch (err) {
-        copy.textContent = "Not copied";
-      }
-      setTimeout(() => (copy.textContent = "Copy"), 2000);
-    });
+    copy.addEventListener("click", () => cc.copyText(copy, answer.content, "Copy"));
     answer.meta.prepend(timeOf(message.createdAt), copy);
     if (message.usage) showUsage(answer, message.usage);
   }
@@ -384,7 +375,7 @@
       if (results[call.id]) toolFinished(answer, results[call.id]);
     }
     if (message.content) appendText(answer, message.content);
-    if (message.interrupted) showAnswerError(answer, "This answer was interrupted before it was complete.");
+    if (message.interrupted) cc.show(answer.error, "This answer was interrupted before it was complete.");
     answerDone(answer, message);
   }
 
@@ -488,7 +479,8 @@
       const result = await cc.api("POST", base + "/" + what);
       if (result.status === 200 || result.status === 409) {
         buttons.remove();
-        entry.status.textContent = "Running…";
+        // The stream may have brought the call's result before this answer: it stays.
+        if (entry.status.classList.contains("running")) entry.status.textContent = "Running…";
       } else {
         approve.disabled = deny.disabled = false;
         cc.show(answer.error, "The answer was not sent: " + cc.errorText(result));
@@ -605,10 +597,6 @@
     ui.suggestions.hidden = !buttons.length;
   }
 
-  function showAnswerError(answer, text) {
-    cc.show(answer.error, text);
-  }
-
   // A chat error as the reader is told it: an administrator reads the service's own words
   // (and the provider's status code); a broker a plain sentence of what to do.
   function chatError(error, code) {
@@ -683,7 +671,7 @@
         body: JSON.stringify(body),
       });
     } catch (err) {
-      showAnswerError(answer, "The service cannot be reached. Your message was not sent.");
+      cc.show(answer.error, "The service cannot be reached. Your message was not sent.");
       return;
     }
     if (!response.ok || !(response.headers.get("content-type") || "").startsWith("text/event-stream")) {
@@ -693,7 +681,7 @@
         data = await response.json();
       } catch (err) {}
       const error = data && typeof data.error === "string" ? data.error : "";
-      showAnswerError(answer, error ? chatError(error) : cc.errorText({ status: response.status, data }));
+      cc.show(answer.error, error ? chatError(error) : cc.errorText({ status: response.status, data }));
       return;
     }
     let finished;
@@ -707,7 +695,7 @@
       finished = await follow(answer, text, controls.messageId, answer.lastId);
     }
     if (!finished) {
-      showAnswerError(answer, "The answer ended before it was complete. Reload the page to see what was saved.");
+      cc.show(answer.error, "The answer ended before it was complete. Reload the page to see what was saved.");
     }
   }
 
@@ -806,7 +794,7 @@
         answerDone(answer, event.message || {});
         return true;
       case "error":
-        showAnswerError(answer, chatError(event.error, event.code));
+        cc.show(answer.error, chatError(event.error, event.code));
         return true;
       default:
         return false;

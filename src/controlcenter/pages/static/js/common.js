@@ -106,11 +106,31 @@ window.cc = (function () {
     }
     for (const button of root.querySelectorAll("button.dismiss-secret")) {
       button.addEventListener("click", () => {
-        const box = document.getElementById(button.dataset.dismiss);
-        box.hidden = true;
-        for (const copy of box.querySelectorAll("button.copy-secret")) copy.textContent = "Copy";
+        document.getElementById(button.dataset.dismiss).hidden = true;
       });
     }
+  }
+
+  // A secret in its box (`_secret_once.html`'s `id`): the value, the words above it when
+  // given, and a Copy button that reads Copy again, whatever the last secret's said.
+  function showSecret(id, value, label) {
+    const box = document.getElementById(id);
+    if (label !== undefined) document.getElementById(id + "-label").textContent = label;
+    document.getElementById(id + "-value").textContent = value;
+    for (const copy of box.querySelectorAll("button.copy-secret")) copy.textContent = "Copy";
+    box.hidden = false;
+  }
+
+  // A Copy button's click: `text` to the clipboard, the button saying whether it went there
+  // for two seconds before it reads `label` again.
+  async function copyText(button, text, label) {
+    try {
+      await navigator.clipboard.writeText(text);
+      button.textContent = "Copied";
+    } catch (err) {
+      button.textContent = "Not copied";
+    }
+    setTimeout(() => (button.textContent = label), 2000);
   }
 
   async function signOut() {
@@ -129,5 +149,5 @@ window.cc = (function () {
     return node;
   }
 
-  return { api, toLogin, errorText, show, detailsByField, problemText, showFieldErrors, clearFieldErrors, oneTimeSecrets, date, signOut, el };
+  return { api, toLogin, errorText, show, detailsByField, problemText, showFieldErrors, clearFieldErrors, oneTimeSecrets, showSecret, copyText, date, signOut, el };
 })();

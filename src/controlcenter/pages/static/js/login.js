@@ -15,7 +15,7 @@ document.addEventListener("DOMContentLoaded", () => {
     button.disabled = false;
     if (result.status === 200) {
       // The server put a path of this site there (pages/return_to.py); nothing else is followed.
-      location.assign(form.dataset.next || "/chat");
+      location.assign(form.dataset.next);
       return;
     }
     const messages = {

@@ -20,13 +20,7 @@ window.renderMarkdown = (function () {
     const button = event.target.closest && event.target.closest(".code-copy");
     if (!button) return;
     const code = button.parentElement.querySelector("pre");
-    try {
-      await navigator.clipboard.writeText(code ? code.textContent : "");
-      button.textContent = "Copied";
-    } catch (err) {
-      button.textContent = "Not copied";
-    }
-    setTimeout(() => (button.textContent = "Copy code"), 2000);
+    await cc.copyText(button, code ? code.textContent : "", "Copy code");
   });
 
   // Added after sanitising, by the DOM: a `Copy code` button on each code block, and each

@@ -13,7 +13,6 @@ document.addEventListener("DOMContentLoaded", () => {
   const createForm = document.getElementById("create-user");
   const createError = document.getElementById("create-error");
   const ROLE_NAMES = { user: "Broker", admin: "Administrator", super_admin: "Super administrator" };
-  const secret = document.getElementById("one-time-password");
   let cursor = null;
   cc.oneTimeSecrets(document);
 
@@ -32,13 +31,6 @@ document.addEventListener("DOMContentLoaded", () => {
   function problem(text) {
     notice.textContent = "";
     cc.show(pageError, text);
-  }
-
-  // A generated password stays on screen until dismissed: later messages go to the notice.
-  function showPassword(label, password) {
-    document.getElementById("one-time-password-label").textContent = label;
-    document.getElementById("one-time-password-value").textContent = password;
-    secret.hidden = false;
   }
 
   const ADMIN_ROLES = new Set(["admin", "super_admin"]);
@@ -102,7 +94,7 @@ document.addEventListener("DOMContentLoaded", () => {
       const result = await cc.api("POST", `${USERS_URL}/${encodeURIComponent(user.id)}/password`, {});
       if (result.status !== 200) return problem("The password was not reset: " + cc.errorText(result));
       say(`The password of ${user.email} was reset.`);
-      showPassword(`New password for ${user.email} (shown once):`, result.data.password);
+      cc.showSecret("one-time-password", result.data.password, `New password for ${user.email} (shown once):`);
     });
     const del = tr.querySelector(".delete-user");
     del.setAttribute("aria-label", `Delete ${user.email}`);
@@ -168,7 +160,7 @@ document.addEventListener("DOMContentLoaded", () => {
     body.prepend(row(result.data.user));
     say(`Created ${result.data.user.email}.`);
     if (result.data.password) {
-      showPassword(`Password of ${result.data.user.email} (shown once):`, result.data.password);
+      cc.showSecret("one-time-password", result.data.password, `Password of ${result.data.user.email} (shown once):`);
     }
   });
 
