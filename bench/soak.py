@@ -37,7 +37,7 @@ from bench.chat_client import CHAT_PATH, EXPECTED_TOOL_CALLS
 from bench.deploy import Deployment
 from bench.fakes import FakeProc, running
 from bench.procs import Proc, process_tree, rss_kib
-from bench.seed import Account, save_settings, seed_accounts
+from bench.seed import Account, seed_service
 from bench.timeline import step
 
 DEFAULT_SECONDS = 1200.0
@@ -231,10 +231,7 @@ def main() -> None:
 def soak(
     deployment: Deployment, args: argparse.Namespace, llm: FakeProc, mcp: FakeProc, crm: FakeProc
 ) -> None:
-    url_db, key = deployment.database_url, deployment.secret_key
     with step("seeded"):
-        accounts = asyncio.run(seed_accounts(url_db, key, "soak", USERS))
-        (admin,) = asyncio.run(seed_accounts(url_db, key, "admin", 1, role="super_admin"))
         settings = {
             "providerAApiKey": llm.info["api_key"],
             "mcpServerUrl": mcp.info["url"],
@@ -243,7 +240,7 @@ def soak(
             "tagOnboardingComplete": "onboarding-complete",
             "tagHighGCI": "high-gci",
         }
-        asyncio.run(save_settings(url_db, deployment.fernet_key, settings, admin.id))
+        accounts = asyncio.run(seed_service(deployment, "soak", USERS, settings))
     env = {
         "PROVIDER_A_BASE_URL": llm.info["url"],
         "PROVIDER_MAX_RETRIES": "0",
