@@ -19,9 +19,8 @@ from typing import TypedDict
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse
-from starlette.responses import Response
-from starlette.staticfiles import StaticFiles
-from starlette.types import Scope
+
+from controlcenter.web.static_files import HeaderedStaticFiles
 
 ASSETS_PATH = "/docs-assets"
 ASSETS_DIR = Path(__file__).parent / "docs_assets"
@@ -86,15 +85,6 @@ def _secured(page: HTMLResponse) -> Callable[[], Awaitable[HTMLResponse]]:
     return serve
 
 
-class _DocsAssets(StaticFiles):
-    """StaticFiles whose answers say `nosniff`: a script is run only as what it is served as."""
-
-    async def get_response(self, path: str, scope: Scope) -> Response:
-        response = await super().get_response(path, scope)
-        response.headers.update(ASSET_HEADERS)
-        return response
-
-
 def swagger_ui() -> HTMLResponse:
     return get_swagger_ui_html(
         **_page("Swagger UI"),
@@ -119,4 +109,6 @@ def install(app: FastAPI) -> None:
     """The two pages and the assets they load (create the app with docs_url=None)."""
     app.add_api_route("/docs", _secured(swagger_ui()), include_in_schema=False)
     app.add_api_route("/redoc", _secured(redoc()), include_in_schema=False)
-    app.mount(ASSETS_PATH, _DocsAssets(directory=ASSETS_DIR), name="docs-assets")
+    # `nosniff`: a script is run only as what it is served as.
+    assets = HeaderedStaticFiles(directory=ASSETS_DIR, headers=ASSET_HEADERS)
+    app.mount(ASSETS_PATH, assets, name="docs-assets")
