@@ -53,7 +53,7 @@ TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 OPENAI_MAX_TOOLS = 128
 CONTEXT_WINDOW = 200_000
 # The models each fake serves (the service's configured defaults); any other id is refused
-# with the API's own "model not found" answer. Tests may add to `fake.models`.
+# with the API's own "model not found" answer. Tests may change `fake.models`; `reset` undoes it.
 ANTHROPIC_MODELS = frozenset({"claude-sonnet-5-5"})
 OPENAI_MODELS = frozenset({"gpt-5.5"})
 ANTHROPIC_TOP_LEVEL_REFUSED = ("oneOf", "allOf", "anyOf")
@@ -142,7 +142,8 @@ class _FakeLLM:
 
     def __init__(self, api_key: str, models: frozenset[str] | None = None) -> None:
         self.api_key = api_key
-        self.models = set(self.default_models if models is None else models)
+        self._started_models = frozenset(self.default_models if models is None else models)
+        self.models = set(self._started_models)
         self.responder: Responder | None = None
         # The model's context window, in this fake's estimate of a request's tokens (`_tokens`):
         # a longer request gets the API's own "too long" answer.
@@ -192,6 +193,7 @@ class _FakeLLM:
             self.requests.clear()
             self.received.clear()
             self.invalid.clear()
+            self.models = set(self._started_models)  # what a test added or replaced is undone
             self.context_window = CONTEXT_WINDOW
             self._use_real_time()
 
