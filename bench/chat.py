@@ -57,7 +57,7 @@ from bench.procs import (
     rss_kib,
 )
 from bench.results import Row, ms, pct
-from bench.seed import save_settings, seed_accounts
+from bench.seed import seed_service
 from bench.timeline import step
 
 PROVIDER_DELAY_S = 0.2
@@ -261,15 +261,12 @@ def _started(deployment: Deployment) -> Iterator[tuple[Proc, str, Path, Path]]:
         work = Path(tmp)
         llm, mcp = FakeProc("llm", work, PROVIDER_DELAY_S), FakeProc("mcp", work)
         with running(llm, mcp):
-            url_db, key = deployment.database_url, deployment.secret_key
             with step("seeded"):
-                accounts = asyncio.run(seed_accounts(url_db, key, "chat", CHAT_USERS))
-                (admin,) = asyncio.run(seed_accounts(url_db, key, "admin", 1, role="super_admin"))
                 settings = {
                     "providerAApiKey": llm.info["api_key"],
                     "mcpServerUrl": mcp.info["url"],
                 }
-                asyncio.run(save_settings(url_db, deployment.fernet_key, settings, admin.id))
+                accounts = asyncio.run(seed_service(deployment, "chat", CHAT_USERS, settings))
             tokens = work / "tokens.json"
             tokens.write_text(json.dumps([a.session for a in accounts]))
             env = {

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from tests.dbtools import create_api_token
 
+from bench.deploy import Deployment
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.auth.models import UserRecord
 from controlcenter.auth.passwords import hash_password
@@ -73,3 +74,14 @@ async def save_settings(
             await store.save(db, values, user_id)
     finally:
         await database.dispose()
+
+
+async def seed_service(
+    deployment: Deployment, prefix: str, count: int, settings: Mapping[str, str]
+) -> list[Account]:
+    """`count` users, and `settings` saved by a super admin of their own, as a run starts."""
+    url, key = deployment.database_url, deployment.secret_key
+    accounts = await seed_accounts(url, key, prefix, count)
+    (admin,) = await seed_accounts(url, key, "admin", 1, role="super_admin")
+    await save_settings(url, deployment.fernet_key, settings, admin.id)
+    return accounts

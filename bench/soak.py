@@ -29,15 +29,16 @@ from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
-from httpx_sse import aconnect_sse
+from httpx_sse import EventSource, aconnect_sse
 
 from bench.chat_client import CHAT_PATH, EXPECTED_TOOL_CALLS
 from bench.deploy import Deployment
 from bench.fakes import FakeProc, running
 from bench.procs import Proc, process_tree, rss_kib
-from bench.seed import Account, save_settings, seed_accounts
+from bench.seed import Account, seed_service
 from bench.timeline import step
 
 DEFAULT_SECONDS = 1200.0
@@ -86,17 +87,12 @@ async def chat(http: httpx.AsyncClient, url: str, user: Account) -> str | None:
     headers = {"Authorization": f"Bearer {user.session}"}
     body = {"message": "Soak: what is new?", "provider": "provider_a"}
     async with aconnect_sse(http, "POST", url + CHAT_PATH, json=body, headers=headers) as source:
-        if source.response.status_code != 200:
-            return f"chat HTTP {source.response.status_code}"
-        async for event in source.aiter_sse():
-            data = json.loads(event.data)
-            if data["type"] == "error":
-                return f"chat error event: {data.get('error')}"
-            if data["type"] == "message_complete":
-                results = data["message"].get("toolResults") or []
-                ok = len(results) == EXPECTED_TOOL_CALLS and all(r["success"] for r in results)
-                return None if ok else f"chat tool results: {results!r}"[:200]
-    return "chat ended without message_complete"
+        message, error = await completed(source, "chat")
+    if message is None:
+        return error
+    results = message.get("toolResults") or []
+    ok = len(results) == EXPECTED_TOOL_CALLS and all(r["success"] for r in results)
+    return None if ok else f"chat tool results: {results!r}"[:200]
 
 
 async def resumed(http: httpx.AsyncClient, url: str, other: str, user: Account) -> str | None:
@@ -118,15 +114,21 @@ async def resumed(http: httpx.AsyncClient, url: str, other: str, user: Account) 
     events = f"{other}{CHAT_PATH}/{message_id}/events"
     resume_headers = {**headers, "Last-Event-ID": last_id}
     async with aconnect_sse(http, "GET", events, headers=resume_headers) as source:
-        if source.response.status_code != 200:
-            return f"resume events HTTP {source.response.status_code}"
-        async for event in source.aiter_sse():
-            data = json.loads(event.data)
-            if data["type"] == "error":
-                return f"resume error event: {data.get('error')}"
-            if data["type"] == "message_complete":
-                return None
-    return "resume ended without message_complete"
+        _, error = await completed(source, "resume events")
+    return error
+
+
+async def completed(source: EventSource, what: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The chat's finished message read off `source`, or why there is none."""
+    if source.response.status_code != 200:
+        return None, f"{what} HTTP {source.response.status_code}"
+    async for event in source.aiter_sse():
+        data = json.loads(event.data)
+        if data["type"] == "error":
+            return None, f"{what} error event: {data.get('error')}"
+        if data["type"] == "message_complete":
+            return data["message"], None
+    return None, f"{what} ended without message_complete"
 
 
 async def onboarding(http: httpx.AsyncClient, url: str, user: Account) -> str | None:
@@ -231,10 +233,7 @@ def main() -> None:
 def soak(
     deployment: Deployment, args: argparse.Namespace, llm: FakeProc, mcp: FakeProc, crm: FakeProc
 ) -> None:
-    url_db, key = deployment.database_url, deployment.secret_key
     with step("seeded"):
-        accounts = asyncio.run(seed_accounts(url_db, key, "soak", USERS))
-        (admin,) = asyncio.run(seed_accounts(url_db, key, "admin", 1, role="super_admin"))
         settings = {
             "providerAApiKey": llm.info["api_key"],
             "mcpServerUrl": mcp.info["url"],
@@ -243,7 +242,7 @@ def soak(
             "tagOnboardingComplete": "onboarding-complete",
             "tagHighGCI": "high-gci",
         }
-        asyncio.run(save_settings(url_db, deployment.fernet_key, settings, admin.id))
+        accounts = asyncio.run(seed_service(deployment, "soak", USERS, settings))
     env = {
         "PROVIDER_A_BASE_URL": llm.info["url"],
         "PROVIDER_MAX_RETRIES": "0",

@@ -53,7 +53,7 @@ TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 OPENAI_MAX_TOOLS = 128
 CONTEXT_WINDOW = 200_000
 # The models each fake serves (the service's configured defaults); any other id is refused
-# with the API's own "model not found" answer. Tests may add to `fake.models`.
+# with the API's own "model not found" answer. Tests may change `fake.models`; `reset` undoes it.
 ANTHROPIC_MODELS = frozenset({"claude-sonnet-5-5"})
 OPENAI_MODELS = frozenset({"gpt-5.5"})
 ANTHROPIC_TOP_LEVEL_REFUSED = ("oneOf", "allOf", "anyOf")
@@ -142,7 +142,8 @@ class _FakeLLM:
 
     def __init__(self, api_key: str, models: frozenset[str] | None = None) -> None:
         self.api_key = api_key
-        self.models = set(self.default_models if models is None else models)
+        self._started_models = frozenset(self.default_models if models is None else models)
+        self.models = set(self._started_models)
         self.responder: Responder | None = None
         # The model's context window, in this fake's estimate of a request's tokens (`_tokens`):
         # a longer request gets the API's own "too long" answer.
@@ -192,6 +193,7 @@ class _FakeLLM:
             self.requests.clear()
             self.received.clear()
             self.invalid.clear()
+            self.models = set(self._started_models)  # what a test added or replaced is undone
             self.context_window = CONTEXT_WINDOW
             self._use_real_time()
 
@@ -279,17 +281,35 @@ class FakeAnthropic(_FakeLLM):
         return None
 
     async def _list_models(self, request: Request) -> Response:
-        """`GET /v1/models`: newest first, pages of `limit` (1-1000, default 20)."""
+        """`GET /v1/models`: in a fixed order (by id here), pages of `limit` (1-1000, default
+        20); `after_id` gives the page right after that model, `before_id` the page right
+        before it, and `has_more` says whether more lie that way."""
         refused = self._refused_key(request)
         if refused is not None:
             return refused
         if not request.headers.get("anthropic-version"):
             self._reject("anthropic-version header missing")
             return self._error(400, "anthropic-version: header is required")
-        raw_limit = request.query_params.get("limit", "20")
+        query = request.query_params
+        raw_limit = query.get("limit", "20")
         if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
             self._reject(f"limit {raw_limit!r}")
             return self._error(400, "limit: Input should be between 1 and 1000")
+        limit, ids = int(raw_limit), sorted(self.models)
+        start, end = 0, len(ids)
+        for name in ("after_id", "before_id"):
+            cursor = query.get(name)
+            if cursor is None:
+                continue
+            if cursor not in ids:
+                self._reject(f"{name} {cursor!r}")
+                return self._error(400, f"{name}: no model has the id {cursor!r}")
+            if name == "after_id":
+                start = ids.index(cursor) + 1
+            else:
+                end = ids.index(cursor)
+        backwards = "before_id" in query and "after_id" not in query
+        page = ids[max(start, end - limit) : end] if backwards else ids[start : start + limit]
         models = [
             {
                 "type": "model",
@@ -297,12 +317,12 @@ class FakeAnthropic(_FakeLLM):
                 "display_name": model,
                 "created_at": "2026-01-01T00:00:00Z",
             }
-            for model in sorted(self.models)[: int(raw_limit)]
+            for model in page
         ]
         return JSONResponse(
             {
                 "data": models,
-                "has_more": len(self.models) > len(models),
+                "has_more": end - start > len(models),
                 "first_id": models[0]["id"] if models else None,
                 "last_id": models[-1]["id"] if models else None,
             }

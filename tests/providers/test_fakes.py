@@ -637,3 +637,29 @@ async def test_both_list_models_only_for_the_right_key(
     listed = await http.get(url, headers={"Authorization": f"Bearer {fake_openai.api_key}"})
     assert listed.json()["object"] == "list"
     assert [m["id"] for m in listed.json()["data"]] == sorted(fake_openai.models)
+
+
+async def test_anthropic_pages_the_models_list_after_and_before_a_model(
+    http: httpx.AsyncClient, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.models = {"model-a", "model-b", "model-c", "model-d", "model-e"}
+    url = fake_anthropic.url + "/v1/models"
+    headers = {"x-api-key": fake_anthropic.api_key, "anthropic-version": "2023-06-01"}
+
+    async def page(**params: str) -> tuple[list[str], bool]:
+        answer = await http.get(url, params=params, headers=headers)
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        ids = [model["id"] for model in body["data"]]
+        assert (body["first_id"], body["last_id"]) == (ids[0], ids[-1])
+        return ids, body["has_more"]
+
+    assert await page(limit="2") == (["model-a", "model-b"], True)
+    assert await page(limit="2", after_id="model-b") == (["model-c", "model-d"], True)
+    assert await page(limit="2", after_id="model-c") == (["model-d", "model-e"], False)
+    assert await page(limit="2", before_id="model-e") == (["model-c", "model-d"], True)
+    assert await page(limit="2", before_id="model-c") == (["model-a", "model-b"], False)
+    unknown = await http.get(url, params={"after_id": "model-z"}, headers=headers)
+    assert unknown.status_code == 400
+    assert unknown.json()["error"]["type"] == "invalid_request_error"
+    assert fake_anthropic.invalid == ["after_id 'model-z'"]

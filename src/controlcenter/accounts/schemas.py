@@ -20,8 +20,6 @@ from controlcenter.web.validation import StoredStr
 
 PASSWORD_MIN = 12
 PASSWORD_MAX = 1024
-CURSOR_PATTERN = "^[A-Za-z0-9_-]*$"
-"""A user list cursor: unpadded URL-safe base64 (`users.encode_cursor`)."""
 LOCATION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """HighLevel location ids: 1-64 letters, digits, `_` or `-`."""
 

@@ -10,7 +10,6 @@ from fastapi.responses import JSONResponse
 from controlcenter.accounts import users
 from controlcenter.accounts.schemas import (
     ADMIN_USER_EXAMPLE,
-    CURSOR_PATTERN,
     AdminUserAnswer,
     NewUser,
     PasswordReset,
@@ -25,6 +24,7 @@ from controlcenter.web.body import read_model
 from controlcenter.web.deps import DatabaseDep
 from controlcenter.web.errors import ApiError
 from controlcenter.web.openapi_doc import Success, answers, json_body
+from controlcenter.web.pagination import CURSOR_PATTERN
 
 router = APIRouter(prefix="/api/v1/admin/users", tags=["users"])
 

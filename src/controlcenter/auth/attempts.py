@@ -9,8 +9,9 @@ from controlcenter.db import Base
 
 
 class SignInAttempt(Base):
-    """One password attempt, counted against an e-mail and against a client address (a row
-    each). Kept only for the window; `key` is a hash, so no e-mail or address is stored."""
+    """One password attempt, counted against one of its keys (a row each: the e-mail from its
+    source, the e-mail, the source). Kept only for the window; `key` is a hash, so no e-mail
+    or address is stored."""
 
     __tablename__ = "sign_in_attempts"
     __table_args__ = (Index("ix_sign_in_attempts_key_at", "key", "at"),)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from starlette.responses import Response
-from starlette.staticfiles import StaticFiles
-from starlette.types import Scope
 
 # No inline script, no other host: the scripts are the vendored files and the pages' own.
 CONTENT_SECURITY_POLICY = "; ".join(
@@ -40,12 +38,3 @@ ASSET_HEADERS: dict[str, str] = {
 def with_page_headers(response: Response) -> Response:
     response.headers.update(PAGE_HEADERS)
     return response
-
-
-class PageAssets(StaticFiles):
-    """StaticFiles whose answers carry the asset headers."""
-
-    async def get_response(self, path: str, scope: Scope) -> Response:
-        response = await super().get_response(path, scope)
-        response.headers.update(ASSET_HEADERS)
-        return response

@@ -18,8 +18,9 @@ from controlcenter.auth.deps import optional_principal
 from controlcenter.auth.models import SUPER_ADMIN
 from controlcenter.auth.service import Principal
 from controlcenter.pages.fields import CHECKLIST, ONBOARDING_TAGS, SETTING_GROUPS, SETUP_FIELDS
-from controlcenter.pages.headers import PageAssets, with_page_headers
+from controlcenter.pages.headers import ASSET_HEADERS, with_page_headers
 from controlcenter.pages.return_to import safe_next
+from controlcenter.web.static_files import HeaderedStaticFiles
 
 HERE = Path(__file__).parent
 ADMIN_ROLES = frozenset({"admin", SUPER_ADMIN})
@@ -133,4 +134,8 @@ async def account(request: Request, caller: Caller) -> Response:
 def mount_pages(app: FastAPI) -> None:
     """The pages and their assets (`/static/...`), registered on the app."""
     app.include_router(router)
-    app.mount("/static", PageAssets(directory=HERE / "static"), name="static")
+    app.mount(
+        "/static",
+        HeaderedStaticFiles(directory=HERE / "static", headers=ASSET_HEADERS),
+        name="static",
+    )

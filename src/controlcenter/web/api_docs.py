@@ -12,15 +12,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypedDict
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse
-from starlette.responses import Response
-from starlette.staticfiles import StaticFiles
-from starlette.types import Scope
+
+from controlcenter.web.static_files import HeaderedStaticFiles
 
 ASSETS_PATH = "/docs-assets"
 ASSETS_DIR = Path(__file__).parent / "docs_assets"
@@ -69,52 +69,46 @@ def content_security_policy(html: str) -> str:
     )
 
 
-def _secured(page: HTMLResponse) -> HTMLResponse:
-    page.headers.update(
-        {
-            **ASSET_HEADERS,
-            "Content-Security-Policy": content_security_policy(bytes(page.body).decode()),
-            "X-Frame-Options": "DENY",
-        }
-    )
-    return page
+def _secured(page: HTMLResponse) -> Callable[[], Awaitable[HTMLResponse]]:
+    """A route answering `page` with its headers. The page is the same on every request, so
+    its bytes and its policy (a hash of its inline script) are made once, here."""
+    body = bytes(page.body)
+    headers = {
+        **ASSET_HEADERS,
+        "Content-Security-Policy": content_security_policy(body.decode()),
+        "X-Frame-Options": "DENY",
+    }
+
+    async def serve() -> HTMLResponse:
+        return HTMLResponse(body, headers=headers)
+
+    return serve
 
 
-class _DocsAssets(StaticFiles):
-    """StaticFiles whose answers say `nosniff`: a script is run only as what it is served as."""
-
-    async def get_response(self, path: str, scope: Scope) -> Response:
-        response = await super().get_response(path, scope)
-        response.headers.update(ASSET_HEADERS)
-        return response
-
-
-async def swagger_ui() -> HTMLResponse:
-    return _secured(
-        get_swagger_ui_html(
-            **_page("Swagger UI"),
-            swagger_js_url=_asset("swagger-ui-bundle.js"),
-            swagger_css_url=_asset("swagger-ui.css"),
-            swagger_favicon_url=_asset("favicon-32x32.png"),
-            # No call to the public validator: the page makes no request to another host.
-            swagger_ui_parameters={"validatorUrl": None, "persistAuthorization": True},
-        )
+def swagger_ui() -> HTMLResponse:
+    return get_swagger_ui_html(
+        **_page("Swagger UI"),
+        swagger_js_url=_asset("swagger-ui-bundle.js"),
+        swagger_css_url=_asset("swagger-ui.css"),
+        swagger_favicon_url=_asset("favicon-32x32.png"),
+        # No call to the public validator: the page makes no request to another host.
+        swagger_ui_parameters={"validatorUrl": None, "persistAuthorization": True},
     )
 
 
-async def redoc() -> HTMLResponse:
-    return _secured(
-        get_redoc_html(
-            **_page("ReDoc"),
-            redoc_js_url=_asset("redoc.standalone.js"),
-            redoc_favicon_url=_asset("favicon-32x32.png"),
-            with_google_fonts=False,
-        )
+def redoc() -> HTMLResponse:
+    return get_redoc_html(
+        **_page("ReDoc"),
+        redoc_js_url=_asset("redoc.standalone.js"),
+        redoc_favicon_url=_asset("favicon-32x32.png"),
+        with_google_fonts=False,
     )
 
 
 def install(app: FastAPI) -> None:
     """The two pages and the assets they load (create the app with docs_url=None)."""
-    app.add_api_route("/docs", swagger_ui, include_in_schema=False)
-    app.add_api_route("/redoc", redoc, include_in_schema=False)
-    app.mount(ASSETS_PATH, _DocsAssets(directory=ASSETS_DIR), name="docs-assets")
+    app.add_api_route("/docs", _secured(swagger_ui()), include_in_schema=False)
+    app.add_api_route("/redoc", _secured(redoc()), include_in_schema=False)
+    # `nosniff`: a script is run only as what it is served as.
+    assets = HeaderedStaticFiles(directory=ASSETS_DIR, headers=ASSET_HEADERS)
+    app.mount(ASSETS_PATH, assets, name="docs-assets")

@@ -17,7 +17,8 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 INVALID_CURSOR = "Invalid cursor"
 CURSOR_PATTERN = "^[A-Za-z0-9_-]*$"
-"""The alphabet of `Cursor.encode` (unpadded URL-safe base64), for the interface description."""
+"""The alphabet of every list's cursor (unpadded URL-safe base64: `Cursor.encode`'s and the user
+list's), for the interface description."""
 
 
 class InvalidCursorError(ValueError):
