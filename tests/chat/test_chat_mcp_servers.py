@@ -96,3 +96,19 @@ async def test_a_broker_without_a_location_chats_without_its_tools(
     lines = [e for e in logs if e["event"].startswith("MCP server needs")]
     assert [e["server"] for e in lines] == ["HighLevel"]
     assert fake_highlevel.calls == [] and fake_highlevel.refused == []
+
+
+@pytest.mark.usefixtures("highlevel_server")
+async def test_the_tools_listed_are_the_server_tools_the_brokers_chat_is_offered(
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory, llm: Llm
+) -> None:
+    """GET /tools lists a server that needs the broker's location for a linked broker only,
+    as his chat offers it."""
+    linked = await broker(server, users, llm, "LOC-ANA")
+    unlinked = await broker(server, users, llm, None)
+    listed = await client.get("/api/v1/control-center/tools", headers=linked.headers)
+    assert listed.status_code == 200
+    assert sorted(tool["name"] for tool in listed.json()["tools"]) == sorted(TOOLS)
+    listed = await client.get("/api/v1/control-center/tools", headers=unlinked.headers)
+    assert listed.status_code == 200
+    assert listed.json()["tools"] == []

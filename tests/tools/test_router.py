@@ -100,7 +100,7 @@ async def test_builtin_source_wins_a_name_clash() -> None:
     clash = make_tool("contact_search")
     extra = make_tool("listing_search")
     router = ToolRouter([StaticSource([builtin]), StaticSource([clash, extra])])
-    tools = await router.tools()
+    tools = (await router.toolbox()).tools
     assert [t.name for t in tools] == ["contact_search", "listing_search"]
     assert tools[0] is builtin
 

@@ -88,12 +88,16 @@ async def providers_with_key(settings: SettingsStore) -> list[str]:
 
 
 async def tools_for(parts: ChatParts, user: UserRecord) -> list[Tool]:
-    """The tools a chat of `user` is offered, as the chat page names them: the CRM
-    catalogue's only when the user's CRM location is linked (they act on nothing else)."""
-    tools = await parts.tools.tools()
-    if linked_location(user) is not None:
-        return tools
-    return [tool for tool in tools if tool.name not in OPERATION_IDS]
+    """The tools a chat of `user` is offered, listed as the chat lists them (with its settings
+    and the user's CRM location, so an MCP server that needs the location is there once it is
+    linked), as the chat page names them: the CRM catalogue's only when the user's CRM location
+    is linked (they act on nothing else)."""
+    settings = await parts.settings.get_many(CHAT_SETTINGS)
+    location_id = linked_location(user)
+    toolbox = await parts.tools.toolbox(settings, location_id=location_id)
+    if location_id is not None:
+        return toolbox.tools
+    return [tool for tool in toolbox.tools if tool.name not in OPERATION_IDS]
 
 
 async def start_chat(

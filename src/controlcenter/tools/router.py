@@ -143,6 +143,11 @@ class Toolbox:
             n: _Entry(t) for n, t in zip(names, ordered, strict=True)
         }
 
+    @property
+    def tools(self) -> list[Tool]:
+        """The offered tools as their sources listed them, in the order they are offered."""
+        return [entry.tool for entry in self._by_offered.values()]
+
     def tool(self, offered_name: str) -> Tool | None:
         """The tool offered under `offered_name`, as its source listed it."""
         entry = self._by_offered.get(offered_name)
@@ -198,10 +203,6 @@ class ToolRouter:
             close = getattr(source, "aclose", None)
             if close is not None:
                 await close()
-
-    async def tools(self) -> list[Tool]:
-        """Every known tool, first source first, one per name."""
-        return _merge([await source.list_tools() for source in self.sources])
 
     async def toolbox(
         self, settings: Settings | None = None, *, location_id: str | None = None
