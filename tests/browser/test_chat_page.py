@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import httpx
 import pytest
-from playwright.async_api import Page, expect
+from playwright.async_api import Page, Route, expect
 
 from tests.browser.conftest import VIEWPORTS, Browsing
 from tests.chat.helpers import set_settings
@@ -32,6 +35,27 @@ async def answer_done(page: Page) -> None:
     done: under load the first check may come before the page has started it)."""
     await expect(page.locator(".msg.assistant").last).to_be_attached()
     await expect(page.locator(".msg.assistant[aria-busy]")).to_have_count(0)
+
+
+async def test_a_message_sent_before_the_model_list_arrives_waits_for_it(
+    browsing: Browsing, broker: AppUser, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.script(Reply(text="Dana Whitfield."))
+    page = await browsing.page(broker)
+    release = asyncio.Event()
+
+    async def hold(route: Route) -> None:
+        await release.wait()
+        await route.continue_()
+
+    await page.route("**/api/v1/control-center/providers", hold)
+    await page.goto("/chat")
+    await send(page, "Who is Dana?")
+    async with page.expect_request("**/api/v1/control-center/chat?*") as sent:
+        release.set()
+    assert json.loads((await sent.value).post_data or "{}")["provider"] == "provider_a"
+    await answer_done(page)
+    await expect(page.locator(".msg.assistant .markdown")).to_have_text(["Dana Whitfield."])
 
 
 async def test_answer_streams_with_two_tool_calls_in_order(

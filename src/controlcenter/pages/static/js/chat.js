@@ -19,6 +19,7 @@
     query: "",
     admin: false,
     tools: {}, // tool name -> title
+    providersLoaded: Promise.resolve(), // the Model list's loading (a send waits for it)
   };
   let ui;
 
@@ -131,7 +132,7 @@
     });
     ui.older.addEventListener("click", () => refreshList(state.nextCursor));
     ui.provider.addEventListener("change", () => localStorage.setItem("cc.provider", ui.provider.value));
-    loadProviders();
+    state.providersLoaded = loadProviders();
     refreshList();
     // The titles first: the open conversation's tool cards show them.
     const tools = loadTools();
@@ -624,6 +625,8 @@
   // -- sending and the stream --------------------------------------------------------------------
 
   async function send() {
+    // A message typed while the page still loads goes with the provider the list then shows.
+    await state.providersLoaded;
     const text = ui.input.value;
     if (state.running || ui.input.disabled || !text.trim()) return;
     cc.show(ui.pageError, "");
