@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
 from controlcenter.tools.mcp_models import McpServerRow
 from controlcenter.tools.mcp_source import McpSource
@@ -152,6 +153,23 @@ async def test_names_are_unique_and_unknown_ids_are_404(
     assert gone.status_code == 404
     names = [s["name"] for s in (await client.get(URL, headers=admin.headers)).json()["servers"]]
     assert names == ["Other"]
+
+
+async def test_a_refusal_other_than_the_name_is_not_reported_as_a_taken_name(
+    server: RunningServer,
+) -> None:
+    """A saving user who no longer exists breaks the server's reference to its user, which is
+    not a name clash."""
+    store = McpServerStore(server.db, server.settings.cipher, ttl_s=30)
+    with pytest.raises(IntegrityError):
+        await store.create(
+            name="Fresh",
+            url="http://127.0.0.1:9/mcp",
+            enabled=True,
+            bearer_token="",
+            headers={},
+            user_id="no-such-user",
+        )
 
 
 @pytest.mark.parametrize("field", ["name", "url", "enabled", "bearerToken", "headers"])

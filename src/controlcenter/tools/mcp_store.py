@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -164,7 +164,7 @@ class McpServerStore:
             async with self._db.write() as session:
                 session.add(row)
         except IntegrityError as exc:
-            raise NameTakenError(name) from exc
+            await self._refuse_taken(name, exc)
         self.forget()
         return await self.get(row.id)
 
@@ -193,9 +193,22 @@ class McpServerStore:
                 row.updated_by = user_id
                 row.updated_at = utcnow()
         except IntegrityError as exc:
-            raise NameTakenError(changes.name or "") from exc
+            await self._refuse_taken(changes.name, exc)
         self.forget()
         return await self.get(server_id)
+
+    async def _refuse_taken(self, name: str | None, exc: IntegrityError) -> NoReturn:
+        """NameTakenError when the refused write's name is another server's; any other
+        refusal (the saving user deleted meanwhile) as it is: the constraint is read from the
+        stored rows, not from the driver's words, which differ per database."""
+        if name is not None:
+            async with self._db.read() as session:
+                taken = await session.scalar(
+                    select(McpServerRow.id).where(McpServerRow.name == name)
+                )
+            if taken is not None:
+                raise NameTakenError(name) from exc
+        raise exc
 
     async def delete(self, server_id: str) -> None:
         async with self._db.write() as session:
