@@ -112,7 +112,7 @@ class SignInThrottle:
             .group_by(SignInAttempt.key)
         )
         async with self.database.read() as db:
-            counts: dict[str, int] = dict((await db.execute(counted)).tuples().all())
+            counts: dict[str, int] = {key: n for key, n in (await db.execute(counted)).all()}
         blocked = [(key, limit) for key, limit in limits.items() if counts.get(key, 0) > limit]
         if not blocked:
             return Attempt(pair_key=pair_key, row_ids=ids)
