@@ -229,7 +229,7 @@ async def providers(principal: CurrentUser, chat_parts: ChatPartsDep) -> dict[st
 
 @router.get("/tools", **answers(ToolList, 401))
 async def tools(principal: CurrentUser, chat_parts: ChatPartsDep) -> dict[str, Any]:
-    """The tools the caller's chats are offered, with their titles."""
+    """The tools the caller's chats can use, with their titles."""
     found = await tools_for(chat_parts, principal.user)
     return {"tools": [{"name": tool.name, "title": tool.title} for tool in found]}
 

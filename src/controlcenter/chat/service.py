@@ -88,10 +88,10 @@ async def providers_with_key(settings: SettingsStore) -> list[str]:
 
 
 async def tools_for(parts: ChatParts, user: UserRecord) -> list[Tool]:
-    """The tools a chat of `user` is offered, listed as the chat lists them (with its settings
+    """The tools a chat of `user` can use, listed as the chat lists them (with its settings
     and the user's CRM location, so an MCP server that needs the location is there once it is
-    linked), as the chat page names them: the CRM catalogue's only when the user's CRM location
-    is linked (they act on nothing else)."""
+    linked): the CRM catalogue's only when the user's CRM location is linked (without it they
+    answer that the CRM is not connected)."""
     settings = await parts.settings.get_many(CHAT_SETTINGS)
     location_id = linked_location(user)
     toolbox = await parts.tools.toolbox(settings, location_id=location_id)
