@@ -263,7 +263,9 @@ async def test_the_chat_works_from_the_keyboard(
     await page.keyboard.press("Enter")
     await expect(page.locator(".msg.user .bubble")).to_have_text("First line\nsecond line")
     await expect(page.locator(".msg.assistant .markdown")).to_have_text("Typed and sent.")
-    # Tab reaches Send, whose focus is visible.
+    # Once the answer has ended (Send is disabled while it runs), Tab reaches Send, whose
+    # focus is visible.
+    await answer_done(page)
     await message.focus()
     await page.keyboard.press("Tab")
     send = page.get_by_role("button", name="Send")
