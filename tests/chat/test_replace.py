@@ -8,7 +8,15 @@ import httpx
 import pytest
 
 from controlcenter.chat.models import ConversationRow, RunningMessage
-from tests.chat.helpers import CHAT, CONVERSATIONS, Llm, stream_chat, types, wait_for
+from tests.chat.helpers import (
+    CHAT,
+    CONVERSATIONS,
+    Llm,
+    conversation_title,
+    stream_chat,
+    types,
+    wait_for,
+)
 from tests.chat.test_resume import events_url, read_frames
 from tests.conftest import AppUser, RunningServer
 from tests.fakes.llm import ErrorReply, Reply
@@ -36,11 +44,6 @@ async def edit(
     return await turn(
         client, user, llm, message=message, conversationId=conversation_id, replace="lastMessage"
     )
-
-
-async def title(client: httpx.AsyncClient, user: AppUser, conversation_id: str) -> str:
-    got = await client.get(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
-    return str(got.json()["conversation"]["title"])
 
 
 async def two_turns(client: httpx.AsyncClient, user: AppUser, llm: Llm) -> str:
@@ -123,13 +126,13 @@ async def test_editing_the_first_message_moves_a_title_taken_from_it(
     first = await turn(client, user, llm, message="Who is Dna?")
     conversation_id = str(first[0]["conversationId"])
     await edit(client, user, llm, conversation_id, "Who is Dana?")
-    assert await title(client, user, conversation_id) == "Who is Dana?"
+    assert await conversation_title(client, user, conversation_id) == "Who is Dana?"
     # A title the user chose stays theirs.
     await client.patch(
         f"{CONVERSATIONS}/{conversation_id}", json={"title": "Dana"}, headers=user.headers
     )
     await edit(client, user, llm, conversation_id, "Who is Omar?")
-    assert await title(client, user, conversation_id) == "Dana"
+    assert await conversation_title(client, user, conversation_id) == "Dana"
     assert await stored(client, user, conversation_id) == [
         ("user", "Who is Omar?"),
         ("assistant", "Three."),
