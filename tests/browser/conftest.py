@@ -85,6 +85,13 @@ class Browsing:
             self.errors.append(text)
 
 
+async def sign_in(page: Page, email: str, password: str) -> None:
+    """Fills the sign-in form of the page that shows it and sends it."""
+    await page.get_by_label("Email").fill(email)
+    await page.get_by_label("Password").fill(password)
+    await page.get_by_role("button", name="Sign in").click()
+
+
 @pytest.fixture
 async def browsing(browser: Browser, server: RunningServer) -> AsyncIterator[Browsing]:
     state = Browsing(browser, server, [], [])

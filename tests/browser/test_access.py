@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.async_api import expect
 
-from tests.browser.conftest import Browsing
+from tests.browser.conftest import Browsing, sign_in
 from tests.conftest import UserFactory
 from tests.pages.test_pages import LEAVING_VECTORS
 
@@ -17,9 +17,7 @@ async def test_sign_in_wrong_then_right_returns_to_the_page_asked_for(
     await page.goto("/setup")
     assert page.url.endswith("/login?next=/setup")
 
-    await page.get_by_label("Email").fill(user.email)
-    await page.get_by_label("Password").fill("not-the-password")
-    await page.get_by_role("button", name="Sign in").click()
+    await sign_in(page, user.email, "not-the-password")
     alert = page.get_by_role("alert")
     await expect(alert).to_have_text("Wrong e-mail or password.")
     assert page.url.endswith("/login?next=/setup")
@@ -79,9 +77,7 @@ async def test_sign_in_never_leaves_the_site(browsing: Browsing, users: UserFact
     for vector in LEAVING_VECTORS:
         page = await browsing.page()
         await page.goto(f"/login?next={vector}")
-        await page.get_by_label("Email").fill(user.email)
-        await page.get_by_label("Password").fill(user.password)
-        await page.get_by_role("button", name="Sign in").click()
+        await sign_in(page, user.email, user.password)
         await page.wait_for_url(f"{browsing.server.url}/chat")
         await expect(page.get_by_role("textbox", name="Message")).to_be_visible()
 
@@ -92,7 +88,5 @@ async def test_sign_in_returns_to_a_path_of_the_site_with_its_query(
     user = await users.create()
     page = await browsing.page()
     await page.goto("/login?next=/account%3Ftab%3D1")
-    await page.get_by_label("Email").fill(user.email)
-    await page.get_by_label("Password").fill(user.password)
-    await page.get_by_role("button", name="Sign in").click()
+    await sign_in(page, user.email, user.password)
     await page.wait_for_url(f"{browsing.server.url}/account?tab=1")

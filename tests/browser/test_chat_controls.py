@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 from playwright.async_api import Route, expect
 
 from tests.browser.conftest import Browsing
@@ -14,6 +15,15 @@ from tests.conftest import AppUser, UserFactory
 from tests.fakes.llm import FakeAnthropic, Reply, ToolUse
 
 POLICY = "/api/v1/admin/chat-policy"
+TAGS = {"contactId": "missingContact01", "tags": ["vip"]}  # a write, on a contact not there
+
+
+@pytest.fixture
+async def writes_need_approval(users: UserFactory, client: httpx.AsyncClient) -> None:
+    """The chat policy, set by a super admin: each write waits for the user's approval."""
+    boss = await users.create("super_admin")
+    answer = await client.put(POLICY, json={"toolApproval": "writes"}, headers=boss.headers)
+    assert answer.status_code == 200
 
 
 async def test_stop_ends_the_answer_and_the_usage_is_for_administrators(
@@ -66,20 +76,13 @@ async def test_a_reload_during_an_answer_follows_it_to_the_end(
     )
 
 
+@pytest.mark.usefixtures("writes_need_approval")
 async def test_a_write_waits_for_approve_or_deny_on_its_card(
-    browsing: Browsing,
-    broker: AppUser,
-    users: UserFactory,
-    client: httpx.AsyncClient,
-    fake_anthropic: FakeAnthropic,
+    browsing: Browsing, broker: AppUser, fake_anthropic: FakeAnthropic
 ) -> None:
-    boss = await users.create("super_admin")
-    answer = await client.put(POLICY, json={"toolApproval": "writes"}, headers=boss.headers)
-    assert answer.status_code == 200
-    tags = {"contactId": "missingContact01", "tags": ["vip"]}
     fake_anthropic.script(
-        Reply(tool_uses=[ToolUse("contacts_add-tags", tags, id="toolu_a")]),
-        Reply(tool_uses=[ToolUse("contacts_add-tags", tags, id="toolu_b")]),
+        Reply(tool_uses=[ToolUse("contacts_add-tags", TAGS, id="toolu_a")]),
+        Reply(tool_uses=[ToolUse("contacts_add-tags", TAGS, id="toolu_b")]),
         Reply(text="Done."),
     )
     page = await ask(browsing, broker, "Tag Dana")
@@ -99,19 +102,12 @@ async def test_a_write_waits_for_approve_or_deny_on_its_card(
     await expect(page.locator(".msg.assistant .markdown")).to_have_text("Done.")
 
 
+@pytest.mark.usefixtures("writes_need_approval")
 async def test_an_approved_calls_result_stays_when_it_comes_before_the_approvals_answer(
-    browsing: Browsing,
-    broker: AppUser,
-    users: UserFactory,
-    client: httpx.AsyncClient,
-    fake_anthropic: FakeAnthropic,
+    browsing: Browsing, broker: AppUser, fake_anthropic: FakeAnthropic
 ) -> None:
-    boss = await users.create("super_admin")
-    answer = await client.put(POLICY, json={"toolApproval": "writes"}, headers=boss.headers)
-    assert answer.status_code == 200
-    tags = {"contactId": "missingContact01", "tags": ["vip"]}
     fake_anthropic.script(
-        Reply(tool_uses=[ToolUse("contacts_add-tags", tags, id="toolu_a")]),
+        Reply(tool_uses=[ToolUse("contacts_add-tags", TAGS, id="toolu_a")]),
         Reply(text="Done."),
     )
     page = await ask(browsing, broker, "Tag Dana")

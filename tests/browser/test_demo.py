@@ -16,7 +16,7 @@ import httpx
 import pytest
 from playwright.async_api import Browser, expect
 
-from tests.browser.conftest import PHONE
+from tests.browser.conftest import PHONE, sign_in
 from tests.fakes.server import listening_socket
 
 STARTUP_TIMEOUT_S = 90.0
@@ -123,9 +123,7 @@ async def test_demo_gives_a_working_chat_in_the_browser(demo: Demo, browser: Bro
     try:
         page = await context.new_page()
         await page.goto(demo.url + "/")
-        await page.get_by_label("Email").fill(email)
-        await page.get_by_label("Password").fill(password)
-        await page.get_by_role("button", name="Sign in").click()
+        await sign_in(page, email, password)
         await page.wait_for_url("**/chat")
         await page.get_by_role("textbox", name="Message").fill("Who are my contacts?")
         await page.get_by_role("button", name="Send").click()

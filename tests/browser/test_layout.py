@@ -7,7 +7,7 @@ from pathlib import Path
 from playwright.async_api import Page, expect
 
 from controlcenter.auth.models import UserRecord
-from tests.browser.conftest import DESKTOP, PHONE, Browsing
+from tests.browser.conftest import DESKTOP, PHONE, Browsing, sign_in
 from tests.chat.helpers import set_settings
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.crm import DEMO_AGENCY_TOKEN, DEMO_COMPANY_ID, DEMO_LOCATION_ID, FakeCrm, seed_demo
@@ -70,9 +70,7 @@ async def test_every_page_fits_a_phone_and_a_desktop(
     for size, viewport in SIZES.items():
         page = await browsing.page(viewport=viewport)
         await page.goto("/login")
-        await page.get_by_label("Email").fill(broker.email)
-        await page.get_by_label("Password").fill("wrong password")
-        await page.get_by_role("button", name="Sign in").click()
+        await sign_in(page, broker.email, "wrong password")
         await expect(page.get_by_role("alert")).to_be_visible()
         await photograph(page, screenshot_dir, f"login-{size}")
 

@@ -96,6 +96,13 @@ async def stream_chat(
         return source.response, events
 
 
+async def conversation_title(client: httpx.AsyncClient, user: AppUser, conversation_id: str) -> str:
+    """The conversation's title as `GET /conversations/{id}` answers it to `user`."""
+    got = await client.get(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
+    assert got.status_code == 200, got.text
+    return str(got.json()["conversation"]["title"])
+
+
 def types(events: list[dict[str, Any]]) -> list[str]:
     return [event["type"] for event in events]
 

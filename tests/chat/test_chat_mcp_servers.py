@@ -14,7 +14,7 @@ from structlog.testing import capture_logs
 from controlcenter.auth.models import UserRecord
 from tests.chat.helpers import Llm, set_settings, stream_chat, types
 from tests.conftest import AppUser, RunningServer, UserFactory
-from tests.fakes.highlevel_mcp import TOKEN, TOOLS, FakeHighLevelMcp
+from tests.fakes.highlevel_mcp import TOOLS, FakeHighLevelMcp, stored_highlevel
 from tests.fakes.llm import Reply, ToolUse
 
 
@@ -23,17 +23,8 @@ async def highlevel_server(
     server: RunningServer, users: UserFactory, fake_highlevel: FakeHighLevelMcp
 ) -> AsyncIterator[None]:
     admin = await users.create("super_admin")
-    store = server.app.state.mcp.stored
-    await store.create(
-        name="HighLevel",
-        url=fake_highlevel.url,
-        enabled=True,
-        bearer_token=TOKEN,
-        headers={"locationId": "{crmLocationId}"},
-        user_id=admin.id,
-    )
-    yield
-    store.forget()  # the tables are emptied behind its back
+    async with stored_highlevel(server.app.state.mcp.stored, fake_highlevel, admin.id):
+        yield
 
 
 async def broker(

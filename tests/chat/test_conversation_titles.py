@@ -9,7 +9,7 @@ import pytest
 
 from controlcenter.chat.models import ConversationRow, Message
 from controlcenter.db import new_id, utcnow
-from tests.chat.helpers import CONVERSATIONS, ISO
+from tests.chat.helpers import CONVERSATIONS, ISO, conversation_title
 from tests.conftest import AppUser, RunningServer, UserFactory
 
 
@@ -60,8 +60,9 @@ async def test_rename_trims_and_answers_the_conversation(
     assert set(body) == {"id", "title", "createdAt", "updatedAt"}
     assert (body["id"], body["title"]) == (conversation_id, "Dana Whitfield, the Okafor lease")
     assert ISO.match(body["updatedAt"]) and body["updatedAt"] >= body["createdAt"]
-    got = await client.get(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
-    assert got.json()["conversation"]["title"] == "Dana Whitfield, the Okafor lease"
+    assert await conversation_title(client, user, conversation_id) == (
+        "Dana Whitfield, the Okafor lease"
+    )
     listed = await client.get(CONVERSATIONS, headers=user.headers)
     assert listed.json()["conversations"][0]["title"] == "Dana Whitfield, the Okafor lease"
     exact = await client.patch(
@@ -97,8 +98,7 @@ async def test_a_wrong_title_is_refused(
     assert refused.status_code == 400
     assert refused.json()["error"] == "Validation failed"
     assert [issue["path"][0] for issue in refused.json()["details"]] == [field]
-    got = await client.get(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
-    assert got.json()["conversation"]["title"] == "Kept"
+    assert await conversation_title(client, user, conversation_id) == "Kept"
 
 
 async def test_only_the_owner_renames(
@@ -113,8 +113,7 @@ async def test_only_the_owner_renames(
         assert (refused.status_code, refused.json()) == (404, {"error": "Conversation not found"})
     anonymous = await client.patch(f"{CONVERSATIONS}/{conversation_id}", json={"title": "x"})
     assert anonymous.status_code == 401
-    got = await client.get(f"{CONVERSATIONS}/{conversation_id}", headers=owner.headers)
-    assert got.json()["conversation"]["title"] == "Mine"
+    assert await conversation_title(client, owner, conversation_id) == "Mine"
 
 
 async def test_search_finds_titles_and_message_text_whatever_the_case(

@@ -8,7 +8,15 @@ import httpx
 import pytest
 
 from controlcenter.chat.models import ConversationRow, RunningMessage
-from tests.chat.helpers import CHAT, CONVERSATIONS, Llm, stream_chat, types, wait_for
+from tests.chat.helpers import (
+    CHAT,
+    CONVERSATIONS,
+    Llm,
+    conversation_title,
+    stream_chat,
+    types,
+    wait_for,
+)
 from tests.chat.test_resume import events_url, read_frames
 from tests.conftest import AppUser, RunningServer
 from tests.fakes.llm import ErrorReply, Reply
@@ -38,15 +46,15 @@ async def edit(
     )
 
 
-async def title(client: httpx.AsyncClient, user: AppUser, conversation_id: str) -> str:
-    got = await client.get(f"{CONVERSATIONS}/{conversation_id}", headers=user.headers)
-    return str(got.json()["conversation"]["title"])
+async def new_conversation(client: httpx.AsyncClient, user: AppUser, llm: Llm, message: str) -> str:
+    """A first turn with `message`; its conversation's id."""
+    first = await turn(client, user, llm, message=message)
+    return str(first[0]["conversationId"])
 
 
 async def two_turns(client: httpx.AsyncClient, user: AppUser, llm: Llm) -> str:
     llm.fake.script(Reply(text="Dana is a tenant rep."), Reply(text="Her lease ends in May."))
-    first = await turn(client, user, llm, message="Who is Dana?")
-    conversation_id = str(first[0]["conversationId"])
+    conversation_id = await new_conversation(client, user, llm, "Who is Dana?")
     await turn(
         client, user, llm, message="When does her lease end?", conversationId=conversation_id
     )
@@ -120,16 +128,15 @@ async def test_editing_the_first_message_moves_a_title_taken_from_it(
     client: httpx.AsyncClient, llm: Llm, user: AppUser
 ) -> None:
     llm.fake.script(Reply(text="One."), Reply(text="Two."), Reply(text="Three."))
-    first = await turn(client, user, llm, message="Who is Dna?")
-    conversation_id = str(first[0]["conversationId"])
+    conversation_id = await new_conversation(client, user, llm, "Who is Dna?")
     await edit(client, user, llm, conversation_id, "Who is Dana?")
-    assert await title(client, user, conversation_id) == "Who is Dana?"
+    assert await conversation_title(client, user, conversation_id) == "Who is Dana?"
     # A title the user chose stays theirs.
     await client.patch(
         f"{CONVERSATIONS}/{conversation_id}", json={"title": "Dana"}, headers=user.headers
     )
     await edit(client, user, llm, conversation_id, "Who is Omar?")
-    assert await title(client, user, conversation_id) == "Dana"
+    assert await conversation_title(client, user, conversation_id) == "Dana"
     assert await stored(client, user, conversation_id) == [
         ("user", "Who is Omar?"),
         ("assistant", "Three."),
@@ -219,8 +226,7 @@ async def test_nothing_is_replaced_while_an_answer_of_the_conversation_runs(
     client: httpx.AsyncClient, llm: Llm, user: AppUser
 ) -> None:
     llm.fake.script(Reply(text="First."), Reply(text="slow", delay_s=30))
-    first = await turn(client, user, llm, message="Hello")
-    conversation_id = str(first[0]["conversationId"])
+    conversation_id = await new_conversation(client, user, llm, "Hello")
     body = {"message": "Still there?", "conversationId": conversation_id, "provider": llm.name}
     running = await read_frames(client, "POST", f"{CHAT}?ids=1", user, body=body, stop_after=1)
     message_id = running[0][1]["messageId"]

@@ -120,6 +120,17 @@ def wait_until_serving(process: subprocess.Popen[str], url: str, timeout: float 
     pytest.fail("serve did not answer /healthz in time")
 
 
+def stop(process: subprocess.Popen[str]) -> str:
+    """Ctrl-C to `serve`, killed if it has not ended 30 s later; its output."""
+    process.send_signal(signal.SIGINT)
+    try:
+        output, _ = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+    return output
+
+
 def test_serve_first_run_then_users_tokens_and_crm(cli: Cli) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -174,12 +185,7 @@ def test_serve_first_run_then_users_tokens_and_crm(cli: Cli) -> None:
             assert "no user with e-mail nobody@example.com" in failed.stderr
         assert cli.query("SELECT count(*) FROM api_tokens") == [(1,)]
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            output, _ = process.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            output, _ = process.communicate()
+        output = stop(process)
     assert process.returncode == 0, output
     # On an empty database the service told the newcomer how to make the first super admin.
     assert "controlcenter users create --email you@example.com --role super_admin" in output

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import sqlite3
 import subprocess
 from contextlib import closing
@@ -12,20 +11,10 @@ import httpx
 import pytest
 
 from tests.cli.conftest import CLI_TIMEOUT_S, ENTRY_POINT, Cli
-from tests.cli.test_commands import free_port, wait_until_serving
+from tests.cli.test_commands import free_port, stop, wait_until_serving
 
 pytestmark = pytest.mark.timeout(600)
 PASSWORD = "backup-and-restore-1"
-
-
-def stop(process: subprocess.Popen[str]) -> str:
-    process.send_signal(signal.SIGINT)
-    try:
-        output, _ = process.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        output, _ = process.communicate()
-    return output
 
 
 def serve(cli: Cli) -> tuple[subprocess.Popen[str], str]:

@@ -19,7 +19,7 @@ from controlcenter.tools.mcp_store import McpServerStore
 from controlcenter.tools.router import StaticSource, ToolRouter
 from tests.cli.conftest import Cli
 from tests.fakes.crm import FakeCrm
-from tests.fakes.highlevel_mcp import TOKEN, FakeHighLevelMcp
+from tests.fakes.highlevel_mcp import FakeHighLevelMcp, create_highlevel
 from tests.fakes.mcp_server import FakeMcp
 
 pytestmark = pytest.mark.timeout(600)
@@ -168,8 +168,8 @@ def test_tools_call_mistakes_are_usage_errors(
 
 
 def store_highlevel(cli: ToolsCli, fake: FakeHighLevelMcp, mcp_server_url: str) -> None:
-    """HighLevel's MCP server as an operator stores it: the private token, and the broker's
-    own CRM location in the `locationId` header; and `mcpServerUrl`'s server."""
+    """HighLevel's MCP server as an operator stores it (`create_highlevel`), and
+    `mcpServerUrl`'s server."""
 
     async def work() -> None:
         database = Database(cli.env["DATABASE_URL"])
@@ -181,14 +181,7 @@ def store_highlevel(cli: ToolsCli, fake: FakeHighLevelMcp, mcp_server_url: str) 
             assert admin is not None
             async with database.write() as db:
                 await store.save(db, {"mcpServerUrl": mcp_server_url}, admin.id)
-            await servers.create(
-                name="HighLevel",
-                url=fake.url,
-                enabled=True,
-                bearer_token=TOKEN,
-                headers={"locationId": "{crmLocationId}"},
-                user_id=admin.id,
-            )
+            await create_highlevel(servers, fake, admin.id)
         finally:
             await database.dispose()
 

@@ -15,9 +15,10 @@ call: (tool, the `locationId` header it came with, its arguments).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 
+from controlcenter.tools.mcp_store import McpServerStore, StoredServer
 from tests.fakes.server import LoopbackServer
 
 MCP_PATH = "/mcp/"
@@ -126,6 +128,34 @@ class FakeHighLevelMcp:
         self.calls.clear()
         self.refused.clear()
         self.tokens = {TOKEN}
+
+
+async def create_highlevel(
+    store: McpServerStore, fake: FakeHighLevelMcp, user_id: str, *, bearer_token: str = TOKEN
+) -> StoredServer:
+    """The fake stored as an operator stores HighLevel's MCP server: the private token, and the
+    broker's own CRM location in the `locationId` header."""
+    return await store.create(
+        name="HighLevel",
+        url=fake.url,
+        enabled=True,
+        bearer_token=bearer_token,
+        headers={"locationId": "{crmLocationId}"},
+        user_id=user_id,
+    )
+
+
+@contextlib.asynccontextmanager
+async def stored_highlevel(
+    store: McpServerStore, fake: FakeHighLevelMcp, user_id: str, *, bearer_token: str = TOKEN
+) -> AsyncIterator[StoredServer]:
+    """`create_highlevel` in a running service's store, which forgets its servers afterwards:
+    the tables are emptied behind its back."""
+    created = await create_highlevel(store, fake, user_id, bearer_token=bearer_token)
+    try:
+        yield created
+    finally:
+        store.forget()
 
 
 def _tool(fake: FakeHighLevelMcp, name: str, parameters: tuple[str, ...]) -> Callable[..., Any]:

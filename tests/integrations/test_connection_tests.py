@@ -13,7 +13,7 @@ from controlcenter.tools.mcp_store import ServerChanges
 from tests.chat.helpers import set_settings
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.crm import FakeCrm
-from tests.fakes.highlevel_mcp import TOKEN, TOOLS, FakeHighLevelMcp
+from tests.fakes.highlevel_mcp import TOKEN, TOOLS, FakeHighLevelMcp, stored_highlevel
 from tests.fakes.llm import FakeAnthropic, FakeOpenAI
 from tests.fakes.mcp_server import FakeMcp
 
@@ -119,15 +119,7 @@ async def test_mcp_server_behind_a_token(
     """A stored server that needs a token and the broker's location: checked with the
     operator's own location; a wrong token is named by its status, never quoted."""
     store = server.app.state.mcp.stored
-    created = await store.create(
-        name="HighLevel",
-        url=fake_highlevel.url,
-        enabled=True,
-        bearer_token=WRONG_KEY,
-        headers={"locationId": "{crmLocationId}"},
-        user_id=admin.id,
-    )
-    try:
+    async with stored_highlevel(store, fake_highlevel, admin.id, bearer_token=WRONG_KEY) as created:
         ok, detail = await check(client, admin, "mcp", WRONG_KEY)
         assert not ok
         assert detail.startswith("HighLevel: its headers need a CRM location"), detail
@@ -137,8 +129,6 @@ async def test_mcp_server_behind_a_token(
         assert detail.startswith("HighLevel: ") and "401" in detail, detail
         await store.update(created.id, ServerChanges(bearer_token=TOKEN), admin.id)
         assert await check(client, admin, "mcp", TOKEN) == (True, f"HighLevel: {len(TOOLS)} tools")
-    finally:
-        store.forget()  # the tables are emptied behind its back
 
 
 async def test_an_unusable_credential_is_named_not_sent(

@@ -1,5 +1,5 @@
 """The loopback MCP servers (tests/fakes/mcp_server.py, tests/fakes/highlevel_mcp.py), each
-started once per test session."""
+started once per test session and emptied before every test that uses it."""
 
 from __future__ import annotations
 
@@ -20,31 +20,26 @@ def mcp_config() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def _fake_mcp_session() -> Iterator[FakeMcp]:
+def fake_mcp() -> Iterator[FakeMcp]:
     fake = build_fake_mcp()
     with fake.server:
         yield fake
 
 
-@pytest.fixture
-def fake_mcp(_fake_mcp_session: FakeMcp) -> FakeMcp:
-    """The running fake, its call log emptied for this test."""
-    _fake_mcp_session.reset()
-    return _fake_mcp_session
-
-
 @pytest.fixture(scope="session")
-def _fake_highlevel_session() -> Iterator[FakeHighLevelMcp]:
+def fake_highlevel() -> Iterator[FakeHighLevelMcp]:
+    """The running stand-in for HighLevel's MCP server."""
     fake = build_fake_highlevel_mcp()
     with fake.server:
         yield fake
 
 
-@pytest.fixture
-def fake_highlevel(_fake_highlevel_session: FakeHighLevelMcp) -> FakeHighLevelMcp:
-    """The running stand-in for HighLevel's MCP server, its call log emptied for this test."""
-    _fake_highlevel_session.reset()
-    return _fake_highlevel_session
+@pytest.fixture(autouse=True)
+def _reset_mcp_fakes(request: pytest.FixtureRequest) -> None:
+    """Each test that uses a fake starts with its call log emptied."""
+    for name in ("fake_mcp", "fake_highlevel"):
+        if name in request.fixturenames:
+            request.getfixturevalue(name).reset()
 
 
 @pytest.fixture
