@@ -1,5 +1,5 @@
-"""The loopback MCP servers (tests/fakes/mcp_server.py, tests/fakes/highlevel_mcp.py), each
-started once per test session."""
+"""The loopback MCP servers (tests/fakes/mcp_server.py, tests/fakes/highlevel_mcp.py,
+tests/fakes/oauth_mcp.py), each started once per test session."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from tests.fakes.highlevel_mcp import FakeHighLevelMcp, build_fake_highlevel_mcp
 from tests.fakes.mcp_server import FakeMcp, build_fake_mcp
+from tests.fakes.oauth_mcp import FakeOAuthMcp, build_fake_oauth_mcp
 
 
 @pytest.fixture(scope="session")
@@ -45,6 +46,21 @@ def fake_highlevel(_fake_highlevel_session: FakeHighLevelMcp) -> FakeHighLevelMc
     """The running stand-in for HighLevel's MCP server, its call log emptied for this test."""
     _fake_highlevel_session.reset()
     return _fake_highlevel_session
+
+
+@pytest.fixture(scope="session")
+def _fake_oauth_mcp_session() -> Iterator[FakeOAuthMcp]:
+    fake = build_fake_oauth_mcp()
+    with fake.server:
+        yield fake
+
+
+@pytest.fixture
+def fake_oauth_mcp(_fake_oauth_mcp_session: FakeOAuthMcp) -> FakeOAuthMcp:
+    """The running MCP server behind OAuth with its authorization server, reset for this test
+    (its tokens revoked)."""
+    _fake_oauth_mcp_session.reset()
+    return _fake_oauth_mcp_session
 
 
 @pytest.fixture
