@@ -56,6 +56,16 @@ def _credential(value: str) -> str:
     return value
 
 
+def _client_id(value: str) -> str:
+    if credential_problem(value) is not None:
+        raise PydanticCustomError("credential", "must be printable ASCII")
+    return value
+
+
+def _issuer(value: str) -> str:
+    return _url(value) if value else value
+
+
 def _headers(value: dict[str, str]) -> dict[str, str]:
     seen: set[str] = set()
     for name in value:
@@ -128,6 +138,21 @@ Credential = Annotated[
     ),
     AfterValidator(_credential),
 ]
+OAuthClientId = Annotated[
+    StoredStr,
+    _credential_field(_NEW_CREDENTIAL_PATTERN, 'printable ASCII; "" removes the credentials'),
+    AfterValidator(_client_id),
+]
+OAuthIssuer = Annotated[
+    StoredStr,
+    Field(
+        max_length=2000,
+        json_schema_extra={"pattern": f"^({_URL_PATTERN[1:-1]})?$"},
+        description='the authorization server\'s issuer URL (http:// or https://); "": the one '
+        "the MCP server names",
+    ),
+    AfterValidator(_issuer),
+]
 NewHeaders = Annotated[dict[str, NewCredential], _HEADERS_FIELD, AfterValidator(_headers)]
 Headers = Annotated[dict[str, Credential], _HEADERS_FIELD, AfterValidator(_headers)]
 
@@ -140,7 +165,9 @@ EXAMPLE_INPUT = {
 
 
 class McpServerCreate(BaseModel):
-    """A new server. `headers` values may use `{crmLocationId}` (the broker's CRM location)."""
+    """A new server. `headers` values may use `{crmLocationId}` (the broker's CRM location).
+    A server that requires OAuth gets `oauthClientId` and `oauthClientSecret` (and optionally
+    `oauthIssuer`) instead of a `bearerToken`: both at once are refused."""
 
     model_config = schema_extra(EXAMPLE_INPUT, strict=True, extra="forbid")
     name: ServerName
@@ -148,11 +175,15 @@ class McpServerCreate(BaseModel):
     enabled: bool = True
     bearerToken: NewCredential = ""
     headers: NewHeaders = Field(default_factory=dict)
+    oauthClientId: OAuthClientId = ""
+    oauthClientSecret: NewCredential = ""
+    oauthIssuer: OAuthIssuer = ""
 
 
 class McpServerPatch(BaseModel):
-    """Only the fields sent change. A masked `bearerToken` or header value (as GET shows it)
-    keeps the stored one; `bearerToken: ""` removes the token; `headers` replaces the set."""
+    """Only the fields sent change. A masked `bearerToken`, `oauthClientSecret` or header value
+    (as GET shows it) keeps the stored one; `bearerToken: ""` removes the token,
+    `oauthClientId: ""` the OAuth client credentials; `headers` replaces the set."""
 
     model_config = schema_extra({"enabled": False}, strict=True, extra="forbid")
     name: ServerName = None  # type: ignore[assignment]  # absent is fine, null is not
@@ -160,6 +191,9 @@ class McpServerPatch(BaseModel):
     enabled: bool = None  # type: ignore[assignment]
     bearerToken: Credential = None  # type: ignore[assignment]
     headers: Headers = None  # type: ignore[assignment]
+    oauthClientId: OAuthClientId = None  # type: ignore[assignment]
+    oauthClientSecret: Credential = None  # type: ignore[assignment]
+    oauthIssuer: OAuthIssuer = None  # type: ignore[assignment]
 
 
 # The answers, for the interface description.
@@ -171,6 +205,9 @@ SERVER_EXAMPLE: dict[str, Any] = {
     "enabled": True,
     "bearerToken": "••••56ef",
     "headers": {"locationId": "{crmLocationId}"},
+    "oauthClientId": "",
+    "oauthClientSecret": "",
+    "oauthIssuer": "",
     "createdAt": "2026-11-27T09:00:00.000Z",
     "updatedAt": "2026-11-27T09:00:00.000Z",
 }
@@ -184,6 +221,9 @@ class McpServerView(BaseModel):
     enabled: bool
     bearerToken: str
     headers: dict[str, str]
+    oauthClientId: str
+    oauthClientSecret: str
+    oauthIssuer: str
     createdAt: str
     updatedAt: str
 
