@@ -194,7 +194,10 @@ async def test_credentials_go_only_to_the_issuer_configured(fake_oauth_mcp: Fake
         [state] = await server_states(mcp, {}, timeout_s=5)
     finally:
         await mcp.aclose()
-    assert state.state == "failing"
+    assert (state.state, state.detail) == (
+        "failing",
+        "OAuth failed: Authorization server metadata issuer mismatch: <address> != <address>",
+    )
     assert fake_oauth_mcp.token_requests == []
     assert CLIENT_SECRET not in state.detail
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -46,6 +47,7 @@ import httpx2
 from cachetools import TTLCache
 from httpx_aiohttp.httpx2 import AiohttpTransport
 from mcp import Client
+from mcp.client.auth import OAuthFlowError, OAuthTokenError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.exceptions import MCPError
@@ -437,7 +439,12 @@ class _Session:
         self._stop.set()
 
     def explained(self, exc: Exception) -> Exception:
-        """`exc`, or the HTTP refusal behind it when the SDK's error does not say it."""
+        """`exc`, or the HTTP refusal behind it when the SDK's error does not say it. An OAuth
+        flow that stopped on its own (no refused request is its reason) is kept as it is; a
+        refused token request is explained by the authorization server's refusal."""
+        inner = _innermost(exc)
+        if isinstance(inner, OAuthFlowError) and not isinstance(inner, OAuthTokenError):
+            return inner
         generic = isinstance(exc, MCPError) and exc.message == _SDK_REFUSAL
         if self.refusals and (generic or not isinstance(exc, MCPError)):
             return RemoteRefusalError(self.refusals[-1])
@@ -471,6 +478,7 @@ _SDK_REFUSAL = "Server returned an error response"
 _CONNECT_FAILURES = (httpx2.ConnectError, httpx2.ConnectTimeout)
 CANNOT_CONNECT = "cannot connect to the server"
 _REFUSAL_CHARS = 300
+_ADDRESS = re.compile(r"\S+://\S+")  # an address in an error's text: it may carry credentials
 
 
 def _refusal_text(response: httpx2.Response) -> str:
@@ -490,10 +498,16 @@ def _refusal_text(response: httpx2.Response) -> str:
     return f"{status}: {text[:_REFUSAL_CHARS]}" if text else status
 
 
-def _session_gone(exc: BaseException) -> bool:
-    """Whether the request never reached a live session, so the server cannot have run it."""
+def _innermost(exc: BaseException) -> BaseException:
+    """The innermost error of anyio's exception groups."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _session_gone(exc: BaseException) -> bool:
+    """Whether the request never reached a live session, so the server cannot have run it."""
+    exc = _innermost(exc)
     if isinstance(exc, MCPError):
         return exc.message == "Session terminated"
     return isinstance(exc, _CONNECT_FAILURES)
@@ -514,14 +528,15 @@ def _result_value(result: CallToolResult) -> Any:
 
 def describe_failure(exc: BaseException) -> str:
     """A short reason: the innermost error of anyio's exception groups, without addresses."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
+    exc = _innermost(exc)
     if isinstance(exc, TimeoutError):
         return "timed out"
     if isinstance(exc, RemoteRefusalError):
         return str(exc)
     if isinstance(exc, _CONNECT_FAILURES):
         return CANNOT_CONNECT
+    if isinstance(exc, OAuthFlowError):
+        return "OAuth failed: " + _ADDRESS.sub("<address>", str(exc))
     return type(exc).__name__ + (f": {exc}" if str(exc) and "://" not in str(exc) else "")
 
 
