@@ -11,6 +11,7 @@ from tests.browser.conftest import PHONE, Browsing
 from tests.browser.test_layout import no_horizontal_scroll
 from tests.conftest import RunningServer, UserFactory
 from tests.fakes.highlevel_mcp import TOKEN, FakeHighLevelMcp
+from tests.fakes.oauth_mcp import CLIENT_ID, CLIENT_SECRET, FakeOAuthMcp
 
 
 @pytest.fixture(autouse=True)
@@ -62,6 +63,46 @@ async def test_an_operator_adds_checks_changes_and_deletes_a_server(
 
     await row.get_by_role("button", name="Delete HighLevel").click()
     await expect(page.locator("#servers-body tr", has_text="HighLevel")).to_have_count(0)
+
+
+async def test_an_operator_connects_a_server_that_requires_oauth(
+    browsing: Browsing, users: UserFactory, server: RunningServer, fake_oauth_mcp: FakeOAuthMcp
+) -> None:
+    admin = await users.create("super_admin")
+    page = await browsing.page(admin)
+    await page.goto("/admin/mcp")
+    form = page.locator("#server-form")
+    await expect(form.get_by_role("group", name="OAuth client credentials")).to_be_visible()
+    await form.get_by_label("Name").fill("Listings")
+    await form.get_by_label("Address").fill(fake_oauth_mcp.url)
+    await form.get_by_label("OAuth client id").fill(CLIENT_ID)
+    await form.get_by_label("OAuth client secret").fill(CLIENT_SECRET)
+    await form.get_by_label("OAuth issuer").fill(fake_oauth_mcp.issuer)
+    await page.get_by_role("button", name="Save").click()
+    await expect(page.locator("#mcp-status")).to_contain_text("Listings saved.")
+    row = page.locator("#servers-body tr", has_text="Listings")
+    await page.get_by_role("button", name="Check servers").click()
+    await expect(row).to_contain_text("working")
+    await expect(row).to_contain_text("2")
+
+    # Editing shows the secret masked; a bearer token beside it is refused beside the field.
+    await row.get_by_role("button", name="Edit Listings").click()
+    await expect(form.get_by_label("OAuth client id")).to_have_value(CLIENT_ID)
+    await expect(form.get_by_label("OAuth client secret")).to_have_value(
+        "••••" + CLIENT_SECRET[-4:]
+    )
+    await expect(form.get_by_label("OAuth issuer")).to_have_value(fake_oauth_mcp.issuer)
+    await form.get_by_label("Bearer token").fill("pit-1234567890abcdef")
+    await page.get_by_role("button", name="Save").click()
+    await expect(page.locator("#error-oauthClientId")).to_contain_text("either a bearer token")
+    await form.get_by_label("Bearer token").fill("")
+    await page.get_by_role("button", name="Save").click()
+    await expect(page.locator("#mcp-status")).to_contain_text("Listings saved.")
+    [stored] = await server.app.state.mcp.stored.all()
+    assert stored.server.oauth is not None
+    assert stored.server.oauth.client_secret == CLIENT_SECRET
+    assert stored.server.bearer_token == ""
+    assert CLIENT_SECRET not in await page.content()
 
 
 async def test_the_page_fits_a_phone(

@@ -1,6 +1,7 @@
-"""Chats using a stored MCP server whose headers carry each broker's CRM location: the stand-in
-for HighLevel's MCP server (tests/fakes/highlevel_mcp.py) sees every call with the location of
-the broker whose chat made it."""
+"""Chats using stored MCP servers: the stand-in for HighLevel's MCP server
+(tests/fakes/highlevel_mcp.py), whose headers carry each broker's CRM location, sees every call
+with the location of the broker whose chat made it; a server behind OAuth
+(tests/fakes/oauth_mcp.py) is reached with a token obtained by client credentials."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from sqlalchemy import update
 from structlog.testing import capture_logs
 
 from controlcenter.auth.models import UserRecord
+from controlcenter.tools.mcp_store import OAuthChanges
 from tests.chat.helpers import Llm, set_settings, stream_chat, types
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.highlevel_mcp import TOOLS, FakeHighLevelMcp, stored_highlevel
 from tests.fakes.llm import Reply, ToolUse
+from tests.fakes.oauth_mcp import CLIENT_ID, CLIENT_SECRET, FakeOAuthMcp
 
 
 @pytest.fixture
@@ -103,3 +106,84 @@ async def test_the_tools_listed_are_the_server_tools_the_brokers_chat_is_offered
     listed = await client.get("/api/v1/control-center/tools", headers=unlinked.headers)
     assert listed.status_code == 200
     assert listed.json()["tools"] == []
+
+
+async def store_oauth_server(
+    server: RunningServer, users: UserFactory, fake: FakeOAuthMcp, name: str, secret: str
+) -> None:
+    admin = await users.create("super_admin")
+    await server.app.state.mcp.stored.create(
+        name=name,
+        url=fake.url,
+        enabled=True,
+        bearer_token="",
+        headers={},
+        user_id=admin.id,
+        oauth=OAuthChanges(CLIENT_ID, secret, fake.issuer),
+    )
+
+
+async def test_chats_reach_a_server_behind_oauth_with_one_token(
+    client: httpx.AsyncClient,
+    server: RunningServer,
+    users: UserFactory,
+    llm: Llm,
+    fake_oauth_mcp: FakeOAuthMcp,
+) -> None:
+    await store_oauth_server(server, users, fake_oauth_mcp, "Listings", CLIENT_SECRET)
+    try:
+        ana = await broker(server, users, llm, None)
+        for number in ("M-1", "M-2"):
+            llm.fake.script(
+                Reply(
+                    text="Looking.",
+                    tool_uses=[ToolUse("lookup_listing", {"mls_number": number}, id="t1")],
+                ),
+                Reply(text=" Found."),
+            )
+            _, events = await stream_chat(client, ana, {"message": "which?", "provider": llm.name})
+            assert types(events)[-1] == "message_complete"
+            [result] = [e["toolResult"] for e in events if e["type"] == "tool_result"]
+            assert result["success"] is True
+            assert result["result"] == {"mlsNumber": number, "status": "active"}
+    finally:
+        server.app.state.mcp.stored.forget()  # the tables are emptied behind its back
+    assert {"lookup_listing", "archive_listing"} <= set(llm.offered_tools(llm.fake.requests[0]))
+    assert fake_oauth_mcp.calls == [
+        ("lookup_listing", {"mls_number": "M-1"}),
+        ("lookup_listing", {"mls_number": "M-2"}),
+    ]
+    # One token for both chats, obtained with the client credentials grant.
+    assert [r["grant_type"] for r in fake_oauth_mcp.token_requests] == ["client_credentials"]
+    assert fake_oauth_mcp.refused == []
+
+
+async def test_a_wrong_client_secret_leaves_the_chat_without_its_tools(
+    client: httpx.AsyncClient,
+    server: RunningServer,
+    users: UserFactory,
+    llm: Llm,
+    fake_oauth_mcp: FakeOAuthMcp,
+) -> None:
+    wrong = "cs-wrong-00000000000000000"
+    name = f"Refused {llm.name}"  # a server of its own: another one's failure is logged already
+    await store_oauth_server(server, users, fake_oauth_mcp, name, wrong)
+    try:
+        ana = await broker(server, users, llm, None)
+        llm.fake.script(Reply(text="Hello."))
+        with capture_logs() as logs:
+            _, events = await stream_chat(client, ana, {"message": "hi", "provider": llm.name})
+    finally:
+        server.app.state.mcp.stored.forget()  # the tables are emptied behind its back
+    assert types(events) == ["message_start", "content_delta", "message_complete"]
+    assert llm.offered_tools(llm.fake.requests[0]) == []
+    lines = [e for e in logs if "MCP server" in e["event"]]
+    assert [(e["event"], e["server"], e["error"]) for e in lines] == [
+        (
+            "MCP server unavailable; offering none of its tools",
+            name,
+            "HTTP 401 Unauthorized: client authentication failed",
+        )
+    ]
+    assert wrong not in repr(logs)
+    assert fake_oauth_mcp.refused == [(401, "invalid_client")]

@@ -4,18 +4,20 @@ secret in the answer."""
 
 from __future__ import annotations
 
+import logging
 import re
 
 import httpx
 import pytest
 
-from controlcenter.tools.mcp_store import ServerChanges
+from controlcenter.tools.mcp_store import OAuthChanges, ServerChanges
 from tests.chat.helpers import set_settings
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.crm import FakeCrm
 from tests.fakes.highlevel_mcp import TOKEN, TOOLS, FakeHighLevelMcp, stored_highlevel
 from tests.fakes.llm import FakeAnthropic, FakeOpenAI
 from tests.fakes.mcp_server import FakeMcp
+from tests.fakes.oauth_mcp import CLIENT_ID, CLIENT_SECRET, FakeOAuthMcp
 
 WRONG_KEY = "sk-wrong-0123456789abcdefWXYZ"
 
@@ -129,6 +131,47 @@ async def test_mcp_server_behind_a_token(
         assert detail.startswith("HighLevel: ") and "401" in detail, detail
         await store.update(created.id, ServerChanges(bearer_token=TOKEN), admin.id)
         assert await check(client, admin, "mcp", TOKEN) == (True, f"HighLevel: {len(TOOLS)} tools")
+
+
+async def test_mcp_server_behind_oauth(
+    client: httpx.AsyncClient,
+    server: RunningServer,
+    admin: AppUser,
+    fake_oauth_mcp: FakeOAuthMcp,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A stored server that requires OAuth: a wrong client secret is answered with the
+    authorization server's refusal, never the secret, in the test and in the servers' states."""
+    store = server.app.state.mcp.stored
+    created = await store.create(
+        name="Listings",
+        url=fake_oauth_mcp.url,
+        enabled=True,
+        bearer_token="",
+        headers={},
+        user_id=admin.id,
+        oauth=OAuthChanges(CLIENT_ID, WRONG_KEY, fake_oauth_mcp.issuer),
+    )
+    refusal = "Listings: HTTP 401 Unauthorized: client authentication failed"
+    try:
+        with caplog.at_level(logging.DEBUG):
+            assert await check(client, admin, "mcp", WRONG_KEY) == (False, refusal)
+        states = await client.get("/api/v1/admin/mcp-servers/status", headers=admin.headers)
+        assert states.json()["servers"] == [
+            {"name": "Listings", "state": "failing", "toolCount": 0, "ok": False,
+             "detail": refusal.removeprefix("Listings: ")}
+        ]  # fmt: skip
+        assert WRONG_KEY not in states.text and WRONG_KEY[-4:] not in states.text
+        await store.update(
+            created.id, ServerChanges(oauth=OAuthChanges(client_secret=CLIENT_SECRET)), admin.id
+        )
+        assert await check(client, admin, "mcp", CLIENT_SECRET) == (True, "Listings: 2 tools")
+    finally:
+        store.forget()  # the tables are emptied behind its back
+    # The SDK's OAuth flow does not log each failure beside the service's own line.
+    assert [r for r in caplog.records if r.name.startswith("mcp.client.auth")] == []
+    assert WRONG_KEY not in caplog.text
+    assert fake_oauth_mcp.refused == [(401, "invalid_client"), (401, "invalid_client")]
 
 
 async def test_an_unusable_credential_is_named_not_sent(

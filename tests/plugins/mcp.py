@@ -1,5 +1,6 @@
-"""The loopback MCP servers (tests/fakes/mcp_server.py, tests/fakes/highlevel_mcp.py), each
-started once per test session and emptied before every test that uses it."""
+"""The loopback MCP servers (tests/fakes/mcp_server.py, tests/fakes/highlevel_mcp.py,
+tests/fakes/oauth_mcp.py), each started once per test session and emptied before every test
+that uses it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from tests.fakes.highlevel_mcp import FakeHighLevelMcp, build_fake_highlevel_mcp
 from tests.fakes.mcp_server import FakeMcp, build_fake_mcp
+from tests.fakes.oauth_mcp import FakeOAuthMcp, build_fake_oauth_mcp
 
 
 @pytest.fixture(scope="session")
@@ -34,10 +36,19 @@ def fake_highlevel() -> Iterator[FakeHighLevelMcp]:
         yield fake
 
 
+@pytest.fixture(scope="session")
+def fake_oauth_mcp() -> Iterator[FakeOAuthMcp]:
+    """The running MCP server behind OAuth with its authorization server."""
+    fake = build_fake_oauth_mcp()
+    with fake.server:
+        yield fake
+
+
 @pytest.fixture(autouse=True)
 def _reset_mcp_fakes(request: pytest.FixtureRequest) -> None:
-    """Each test that uses a fake starts with its call log emptied."""
-    for name in ("fake_mcp", "fake_highlevel"):
+    """Each test that uses a fake starts with its call log emptied (and, behind OAuth, its
+    tokens revoked)."""
+    for name in ("fake_mcp", "fake_highlevel", "fake_oauth_mcp"):
         if name in request.fixturenames:
             request.getfixturevalue(name).reset()
 

@@ -19,6 +19,7 @@ from controlcenter.tools.mcp_store import McpServerStore, StoredServer
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.highlevel_mcp import TOKEN, FakeHighLevelMcp
 from tests.fakes.mcp_server import FakeMcp
+from tests.fakes.oauth_mcp import CLIENT_ID, CLIENT_SECRET, FakeOAuthMcp
 
 URL = "/api/v1/admin/mcp-servers"
 
@@ -108,6 +109,16 @@ async def test_masked_values_sent_back_keep_the_stored_ones(
         ({"bearerToken": "tök"}, "bearerToken"),
         ({"enabled": "yes"}, "enabled"),
         ({"unknown": 1}, "unknown"),
+        ({"oauthClientId": "id", "oauthClientSecret": "s-1"}, "oauthClientId"),  # and a token
+        ({"bearerToken": "", "oauthClientId": "id"}, "oauthClientSecret"),
+        ({"bearerToken": "", "oauthClientSecret": "s-1"}, "oauthClientSecret"),
+        ({"bearerToken": "", "oauthIssuer": "https://auth.example.com"}, "oauthIssuer"),
+        (
+            {"bearerToken": "", "oauthClientId": "id", "oauthClientSecret": "••••"},
+            "oauthClientSecret",
+        ),
+        ({"bearerToken": "", "oauthClientId": "ïd", "oauthClientSecret": "s-1"}, "oauthClientId"),
+        ({"oauthIssuer": "auth.example.com"}, "oauthIssuer"),
     ],
 )
 async def test_invalid_bodies_are_refused_naming_the_field(
@@ -172,7 +183,11 @@ async def test_a_refusal_other_than_the_name_is_not_reported_as_a_taken_name(
         )
 
 
-@pytest.mark.parametrize("field", ["name", "url", "enabled", "bearerToken", "headers"])
+@pytest.mark.parametrize(
+    "field",
+    ["name", "url", "enabled", "bearerToken", "headers", "oauthClientId", "oauthClientSecret",
+     "oauthIssuer"],
+)  # fmt: skip
 async def test_a_change_refuses_null_and_keeps_the_server(
     client: httpx.AsyncClient, admin: AppUser, fake_highlevel: FakeHighLevelMcp, field: str
 ) -> None:
@@ -279,3 +294,92 @@ async def test_the_settings_get_keeps_its_exact_shape(
     settings = (await client.get("/api/v1/admin/settings", headers=admin.headers)).json()
     assert len(settings["settings"]) == 21
     assert settings["settings"]["mcpServerUrl"] == ""
+
+
+def oauth_body(fake: FakeOAuthMcp, **changes: Any) -> dict[str, Any]:
+    return {
+        "name": "Listings",
+        "url": fake.url,
+        "oauthClientId": CLIENT_ID,
+        "oauthClientSecret": CLIENT_SECRET,
+        "oauthIssuer": fake.issuer,
+    } | changes
+
+
+async def test_oauth_client_credentials_are_stored_masked_and_kept(
+    client: httpx.AsyncClient,
+    server: RunningServer,
+    admin: AppUser,
+    fake_oauth_mcp: FakeOAuthMcp,
+) -> None:
+    created = await client.post(URL, json=oauth_body(fake_oauth_mcp), headers=admin.headers)
+    assert created.status_code == 201, created.text
+    view = created.json()["server"]
+    assert view["bearerToken"] == ""
+    assert view["oauthClientId"] == CLIENT_ID
+    assert view["oauthClientSecret"] == "••••" + CLIENT_SECRET[-4:]
+    assert view["oauthIssuer"] == fake_oauth_mcp.issuer
+    assert CLIENT_SECRET not in created.text
+    async with server.db.read() as db:
+        row = (await db.scalars(select(McpServerRow))).one()
+    assert CLIENT_SECRET not in row.credentials_encrypted
+    assert CLIENT_ID not in row.credentials_encrypted
+    # The page sends back what GET showed: the secret is kept.
+    listed = (await client.get(URL, headers=admin.headers)).json()["servers"]
+    assert listed == [view]
+    sent = {k: view[k] for k in ("name", "url", "bearerToken", "headers", "oauthClientId",
+                                 "oauthClientSecret", "oauthIssuer")}  # fmt: skip
+    changed = await client.patch(
+        f"{URL}/{view['id']}", json=sent | {"enabled": False}, headers=admin.headers
+    )
+    assert changed.status_code == 200, changed.text
+    [stored] = await server.app.state.mcp.stored.all()
+    assert stored.server.oauth is not None
+    assert stored.server.oauth.client_secret == CLIENT_SECRET
+    # A bearer token beside them is refused, naming it; the server is unchanged.
+    both = await client.patch(
+        f"{URL}/{view['id']}", json={"bearerToken": "pit-1234567890"}, headers=admin.headers
+    )
+    assert both.status_code == 400
+    assert both.json()["error"] == "Validation failed"
+    assert both.json()["details"][0]["path"] == ["bearerToken"]
+    assert (
+        "either a bearer token or OAuth client credentials" in both.json()["details"][0]["message"]
+    )
+    # Switching to a bearer token: the client id "" removes the credentials.
+    switched = await client.patch(
+        f"{URL}/{view['id']}",
+        json={"bearerToken": "pit-1234567890", "oauthClientId": "", "oauthClientSecret": "••••"},
+        headers=admin.headers,
+    )
+    assert switched.status_code == 200, switched.text
+    after = switched.json()["server"]
+    assert (after["oauthClientId"], after["oauthClientSecret"], after["oauthIssuer"]) == (
+        "",
+        "",
+        "",
+    )
+    assert after["bearerToken"] == "••••7890"
+    [stored] = await server.app.state.mcp.stored.all()
+    assert stored.server.oauth is None
+
+
+async def test_status_names_the_authorization_servers_refusal_never_the_secret(
+    client: httpx.AsyncClient, admin: AppUser, fake_oauth_mcp: FakeOAuthMcp
+) -> None:
+    wrong = "cs-wrong-00000000000000000"
+    await client.post(
+        URL, json=oauth_body(fake_oauth_mcp, oauthClientSecret=wrong), headers=admin.headers
+    )
+    await client.post(URL, json=oauth_body(fake_oauth_mcp, name="Right"), headers=admin.headers)
+    answer = await client.get(f"{URL}/status", headers=admin.headers)
+    assert answer.status_code == 200
+    assert answer.json() == {
+        "servers": [
+            {"name": "Listings", "state": "failing", "toolCount": 0, "ok": False,
+             "detail": "HTTP 401 Unauthorized: client authentication failed"},
+            {"name": "Right", "state": "working", "toolCount": 2, "ok": True,
+             "detail": "2 tools"},
+        ]
+    }  # fmt: skip
+    assert wrong not in answer.text and wrong[-4:] not in answer.text

@@ -114,6 +114,9 @@ def configure_logging(level: str = "INFO", fmt: str = "console") -> None:
     # httpx and the SDKs log every request at INFO: kept for DEBUG only.
     for name in ("httpx", "httpcore", "anthropic", "openai", "mcp"):
         logging.getLogger(name).setLevel(max(numeric, logging.WARNING))
+    # The MCP client's OAuth flow logs every failed attempt with its traceback; the MCP source
+    # logs a server that fails once while it fails, naming the authorization server's refusal.
+    logging.getLogger("mcp.client.auth").setLevel(logging.CRITICAL)
     # aiosqlite logs every exception its thread hands back, at DEBUG, with the driver's text;
     # the service logs the failures that matter itself.
     logging.getLogger("aiosqlite").setLevel(logging.WARNING)

@@ -5,6 +5,10 @@ A header value may contain the placeholder `{crmLocationId}`: it is replaced by 
 location linked to the broker the chat is for (`controlcenter users set-crm`, or the users
 page). A server with such a header serves a broker only when he has a location; for a broker
 without one it offers nothing. The placeholder is the only one; any other text is sent as it is.
+
+A server's requests carry at most one credential in `Authorization`: its bearer token, or an
+access token the service obtains with its OAuth client credentials (the client credentials
+grant, through the `mcp` SDK's provider); never both.
 """
 
 from __future__ import annotations
@@ -20,6 +24,26 @@ LOCATION_PLACEHOLDER = "{crmLocationId}"
 SETTING_SERVER = MCP_SERVER_URL
 
 
+@dataclass(frozen=True)
+class OAuthClient:
+    """OAuth client credentials for a server that requires OAuth: a token is obtained from the
+    authorization server with the client credentials grant, for the scope the MCP server asks
+    for. `issuer` "" takes the authorization server the MCP server names."""
+
+    client_id: str
+    client_secret: str = field(repr=False)  # kept out of the repr like every credential
+    issuer: str = ""
+
+    def problem(self) -> str | None:
+        """Why the credentials cannot be used (never quoting a value), or None."""
+        for label, value in (("client id", self.client_id), ("client secret", self.client_secret)):
+            if not value or credential_problem(value) is not None:
+                return f"its OAuth {label} cannot be sent (a credential must be printable ASCII)"
+        if self.issuer and url_problem(self.issuer) is not None:
+            return f"its OAuth issuer cannot be used ({url_problem(self.issuer)})"
+        return None
+
+
 class NeedsLocationError(Exception):
     """The server's headers carry the broker's CRM location and the broker has none."""
 
@@ -31,6 +55,7 @@ class McpServer:
     # Credentials: kept out of the repr, so a logged or raised server never shows them.
     bearer_token: str = field(default="", repr=False)
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # (name, template)
+    oauth: OAuthClient | None = field(default=None, repr=False)
 
     def problem(self) -> str | None:
         """Why the server cannot be used as configured (never quoting a value), or None."""
@@ -42,6 +67,8 @@ class McpServer:
                 return f"its header {name} cannot be sent (a header value must be printable ASCII)"
         if self.bearer_token and credential_problem(self.bearer_token) is not None:
             return "its bearer token cannot be sent (a credential must be printable ASCII)"
+        if self.oauth is not None:
+            return self.oauth.problem()
         return None
 
     def request_headers(self, location_id: str | None) -> tuple[tuple[str, str], ...]:
@@ -56,8 +83,10 @@ class McpServer:
                     raise NeedsLocationError(self.name)
                 value = value.replace(LOCATION_PLACEHOLDER, location)
             sent.append((name, value))
-        if self.bearer_token:
-            # The bearer token is the Authorization header, whatever `headers` says.
+        if self.bearer_token or self.oauth is not None:
+            # The bearer token (or the OAuth access token, which the transport's auth sets) is
+            # the Authorization header, whatever `headers` says.
             sent = [(n, v) for n, v in sent if n.lower() != "authorization"]
+        if self.bearer_token:
             sent.append(("Authorization", f"Bearer {self.bearer_token}"))
         return tuple(sent)

@@ -44,6 +44,19 @@ def _masked_unknown(exc: mcp_store.MaskedUnknownError) -> ApiError:
     return ApiError(400, "Validation failed", details=[issue])
 
 
+def _credentials_refused(exc: mcp_store.CredentialsError) -> ApiError:
+    issue = {"path": [exc.field], "message": exc.message, "type": "credentials"}
+    return ApiError(400, "Validation failed", details=[issue])
+
+
+def _oauth_changes(body: McpServerCreate | McpServerPatch) -> mcp_store.OAuthChanges:
+    return mcp_store.OAuthChanges(
+        client_id=body.oauthClientId,
+        client_secret=body.oauthClientSecret,
+        issuer=body.oauthIssuer,
+    )
+
+
 @router.get("", **answers(McpServerList, 403, 500, example={"servers": [SERVER_EXAMPLE]}))
 async def list_servers(principal: SuperAdmin, store: McpStoreDep) -> dict[str, Any]:
     """Every stored server by name, credentials masked."""
@@ -82,11 +95,14 @@ async def create_server(
             bearer_token=body.bearerToken,
             headers=body.headers,
             user_id=principal.user.id,
+            oauth=_oauth_changes(body),
         )
     except mcp_store.NameTakenError as exc:
         raise ApiError(409, NAME_TAKEN) from exc
     except mcp_store.MaskedUnknownError as exc:
         raise _masked_unknown(exc) from exc
+    except mcp_store.CredentialsError as exc:
+        raise _credentials_refused(exc) from exc
     log.info("MCP server added", server=stored.server.name, user_id=principal.user.id)
     return JSONResponse({"server": mcp_store.server_view(stored)}, status_code=201)
 
@@ -143,6 +159,7 @@ async def update_server(
         enabled=body.enabled,
         bearer_token=body.bearerToken,
         headers=body.headers,
+        oauth=_oauth_changes(body),
     )
     try:
         stored = await store.update(server_id, changes, principal.user.id)
@@ -152,6 +169,8 @@ async def update_server(
         raise ApiError(409, NAME_TAKEN) from exc
     except mcp_store.MaskedUnknownError as exc:
         raise _masked_unknown(exc) from exc
+    except mcp_store.CredentialsError as exc:
+        raise _credentials_refused(exc) from exc
     log.info("MCP server changed", server=stored.server.name, user_id=principal.user.id)
     return {"server": mcp_store.server_view(stored)}
 

@@ -9,6 +9,7 @@ import re
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
 from controlcenter.admin_settings.names import is_mask
@@ -56,6 +57,16 @@ def _credential(value: str) -> str:
     return value
 
 
+def _client_id(value: str) -> str:
+    if credential_problem(value) is not None:
+        raise PydanticCustomError("credential", "must be printable ASCII")
+    return value
+
+
+def _issuer(value: str) -> str:
+    return _url(value) if value else value
+
+
 def _headers(value: dict[str, str]) -> dict[str, str]:
     seen: set[str] = set()
     for name in value:
@@ -78,6 +89,7 @@ _EDGE = "[^\\s\\u0000-\\u0020\\u007f-\\u00a0]"  # no space, control or NUL
 _NAME_PATTERN = f"^{_EDGE}([^\\u0000]*{_EDGE})?$"
 _URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9._~%!$&'()*+,;=-]+(:[0-9]{0,5})?([/?#][!-~]*)?$"
 _NEW_CREDENTIAL_PATTERN = "^[ -~]*$"
+_SENT_VALUE_PATTERN = "^[ -~]+$"  # a value sent, not empty nor the masked form
 _CREDENTIAL_PATTERN = f"^([ -~]*|{MASK}(.{{4}})?)$"
 
 ServerName = Annotated[
@@ -128,6 +140,21 @@ Credential = Annotated[
     ),
     AfterValidator(_credential),
 ]
+OAuthClientId = Annotated[
+    StoredStr,
+    _credential_field(_NEW_CREDENTIAL_PATTERN, 'printable ASCII; "" removes the credentials'),
+    AfterValidator(_client_id),
+]
+OAuthIssuer = Annotated[
+    StoredStr,
+    Field(
+        max_length=2000,
+        json_schema_extra={"pattern": f"^({_URL_PATTERN[1:-1]})?$"},
+        description='the authorization server\'s issuer URL (http:// or https://); "": the one '
+        "the MCP server names",
+    ),
+    AfterValidator(_issuer),
+]
 NewHeaders = Annotated[dict[str, NewCredential], _HEADERS_FIELD, AfterValidator(_headers)]
 Headers = Annotated[dict[str, Credential], _HEADERS_FIELD, AfterValidator(_headers)]
 
@@ -139,27 +166,74 @@ EXAMPLE_INPUT = {
 }
 
 
-class McpServerCreate(BaseModel):
-    """A new server. `headers` values may use `{crmLocationId}` (the broker's CRM location)."""
+def _given(*names: str, value: JsonDict | None = None) -> JsonDict:
+    """JSON Schema: each of `names` is sent and not empty (or matches `value`)."""
+    each = value or {"minLength": 1}
+    return {"required": list(names), "properties": {n: each for n in names}}
 
-    model_config = schema_extra(EXAMPLE_INPUT, strict=True, extra="forbid")
+
+# A server has either a bearer token or OAuth client credentials; a client secret or an issuer
+# goes with a client id (a new server's client id with a secret).
+_EITHER: JsonDict = {"not": _given("bearerToken", "oauthClientId")}
+CREATE_RULES: JsonDict = {
+    "allOf": [
+        _EITHER,
+        {
+            "if": _given("oauthClientId"),
+            "then": _given("oauthClientSecret"),
+            "else": {"not": {"anyOf": [_given("oauthClientSecret"), _given("oauthIssuer")]}},
+        },
+    ]
+}
+# A change is judged with what is stored; these it refuses whatever is stored: a bearer token
+# with a client id, a new secret or an issuer beside the client id "" that removes them.
+PATCH_RULES: JsonDict = {
+    "allOf": [
+        _EITHER,
+        {
+            "not": {
+                "required": ["oauthClientId"],
+                "properties": {"oauthClientId": {"maxLength": 0}},
+                "anyOf": [
+                    _given("oauthClientSecret", value={"pattern": _SENT_VALUE_PATTERN}),
+                    _given("oauthIssuer"),
+                ],
+            }
+        },
+    ]
+}
+
+
+class McpServerCreate(BaseModel):
+    """A new server. `headers` values may use `{crmLocationId}` (the broker's CRM location).
+    A server that requires OAuth gets `oauthClientId` and `oauthClientSecret` (and optionally
+    `oauthIssuer`) instead of a `bearerToken`: both at once are refused."""
+
+    model_config = schema_extra(EXAMPLE_INPUT, rules=CREATE_RULES, strict=True, extra="forbid")
     name: ServerName
     url: ServerUrl
     enabled: bool = True
     bearerToken: NewCredential = ""
     headers: NewHeaders = Field(default_factory=dict)
+    oauthClientId: OAuthClientId = ""
+    oauthClientSecret: NewCredential = ""
+    oauthIssuer: OAuthIssuer = ""
 
 
 class McpServerPatch(BaseModel):
-    """Only the fields sent change. A masked `bearerToken` or header value (as GET shows it)
-    keeps the stored one; `bearerToken: ""` removes the token; `headers` replaces the set."""
+    """Only the fields sent change. A masked `bearerToken`, `oauthClientSecret` or header value
+    (as GET shows it) keeps the stored one; `bearerToken: ""` removes the token,
+    `oauthClientId: ""` the OAuth client credentials; `headers` replaces the set."""
 
-    model_config = schema_extra({"enabled": False}, strict=True, extra="forbid")
+    model_config = schema_extra({"enabled": False}, rules=PATCH_RULES, strict=True, extra="forbid")
     name: ServerName = None  # type: ignore[assignment]  # absent is fine, null is not
     url: ServerUrl = None  # type: ignore[assignment]
     enabled: bool = None  # type: ignore[assignment]
     bearerToken: Credential = None  # type: ignore[assignment]
     headers: Headers = None  # type: ignore[assignment]
+    oauthClientId: OAuthClientId = None  # type: ignore[assignment]
+    oauthClientSecret: Credential = None  # type: ignore[assignment]
+    oauthIssuer: OAuthIssuer = None  # type: ignore[assignment]
 
 
 # The answers, for the interface description.
@@ -171,6 +245,9 @@ SERVER_EXAMPLE: dict[str, Any] = {
     "enabled": True,
     "bearerToken": "••••56ef",
     "headers": {"locationId": "{crmLocationId}"},
+    "oauthClientId": "",
+    "oauthClientSecret": "",
+    "oauthIssuer": "",
     "createdAt": "2026-11-27T09:00:00.000Z",
     "updatedAt": "2026-11-27T09:00:00.000Z",
 }
@@ -184,6 +261,9 @@ class McpServerView(BaseModel):
     enabled: bool
     bearerToken: str
     headers: dict[str, str]
+    oauthClientId: str
+    oauthClientSecret: str
+    oauthIssuer: str
     createdAt: str
     updatedAt: str
 

@@ -5,35 +5,38 @@ operator stored (`mcp_store.py`), in that order, the stored ones by name. When a
 offered twice, the first keeps it (the built-in CRM catalogue comes before every MCP server)
 and the later server's tool is offered as `<server>_<tool>` (`tools.router`).
 
-Each server's list is cached for `mcp_cache_ttl_s` per address and request headers (so per
-broker location for a server whose headers carry it), failures included, so a server that is
-down or slow costs one attempt per TTL instead of one per chat. The servers are listed
-concurrently. A server that cannot be reached means "none of its tools", never a failed chat: one
-log line when it starts failing, one when it answers again. A failed call is a ToolError, which
-the router turns into a failed ToolOutcome the model can read. A list fetched again and found
-the same as the last one is answered with the last one's objects: the memos kept by identity
-downstream (the metrics wrapper, the router's toolbox with its offered schemas and validators,
-the providers' request bodies) then hold, where a new list cost a worker ~50 ms of CPU every TTL.
+Each server's list is cached for `mcp_cache_ttl_s` per server, address, request headers and
+OAuth client (so per broker location for a server whose headers carry it), failures included,
+so a server that is down or slow costs one attempt per TTL instead of one per chat. The servers
+are listed concurrently. A server that cannot be reached means "none of its tools", never a
+failed chat: one log line when it starts failing, one when it answers again. A failed call is
+a ToolError, which the router turns into a failed ToolOutcome the model can read. A list fetched
+again and found the same as the last one is answered with the last one's objects: the memos
+kept by identity downstream (the metrics wrapper, the router's toolbox with its offered schemas
+and validators, the providers' request bodies) then hold, where a new list cost a worker ~50 ms
+of CPU every TTL.
 
 All MCP traffic goes through one connection pool, below an httpx2 client per address and
 headers handed to the SDK's `streamable_http_client`, as its documentation says for headers and
-credentials. The pool is one aiohttp transport for httpx2 (`httpx-aiohttp`, the transport the
-Anthropic and OpenAI SDKs ship as their `DefaultAioHttpClient`): per tool call it costs the
-service 15% less CPU than httpx2's own transport one call at a time and 35% less with twenty
-at once (measured against the fake MCP server in a process of its own). Building it once also
-loads the CA bundle once, which dominated the event loop under load. One MCP session per
-address and headers (at most `MAX_SESSIONS`, the
-least recently used closed first), shared by concurrent calls, so a call costs one request
-instead of a connection plus a handshake. A session that fails is dropped and the next call
-opens a fresh one; a call that fails because its session was gone before the request ran
-(connect error, "Session terminated") is retried once on a fresh session, since the server
-cannot have run it.
+credentials. A server that requires OAuth gets the SDK's client credentials provider as that
+client's auth (`mcp_oauth.py`): one provider a server, so its token serves every session.
+The pool is one aiohttp transport for httpx2 (`httpx-aiohttp`, the transport the Anthropic and
+OpenAI SDKs ship as their `DefaultAioHttpClient`): per tool call it costs the service 15% less
+CPU than httpx2's own transport one call at a time and 35% less with twenty at once (measured
+against the fake MCP server in a process of its own). Building it once also loads the CA bundle
+once, which dominated the event loop under load. One MCP session per server, address and
+headers (at most `MAX_SESSIONS`, the least recently used closed first), shared by concurrent
+calls, so a call costs one request instead of a connection plus a handshake. A session that
+fails is dropped and the next call opens a fresh one; a call that fails because its session was
+gone before the request ran (connect error, "Session terminated") is retried once on a fresh
+session, since the server cannot have run it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -44,6 +47,7 @@ import httpx2
 from cachetools import TTLCache
 from httpx_aiohttp.httpx2 import AiohttpTransport
 from mcp import Client
+from mcp.client.auth import OAuthFlowError, OAuthTokenError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.exceptions import MCPError
@@ -53,7 +57,13 @@ from controlcenter.admin_settings.names import MCP_SERVER_URL
 from controlcenter.admin_settings.usable import OnceReporter, UnusableSettingError, url_problem
 from controlcenter.common.logs import get_logger
 from controlcenter.tools.base import Settings, Tool, ToolContext, ToolError
-from controlcenter.tools.mcp_config import SETTING_SERVER, McpServer, NeedsLocationError
+from controlcenter.tools.mcp_config import (
+    SETTING_SERVER,
+    McpServer,
+    NeedsLocationError,
+    OAuthClient,
+)
+from controlcenter.tools.mcp_oauth import OAuthProviders
 from controlcenter.tools.mcp_store import StoredServer
 
 log = get_logger(__name__)
@@ -74,10 +84,18 @@ class StoredServers(Protocol):
 
 
 class _Endpoint(NamedTuple):
-    """Where a request goes and the headers it carries (credentials included: never logged)."""
+    """Which server a request is for, where it goes and the headers it carries, and the OAuth
+    client credentials it gets its token with (credentials included: never logged)."""
 
+    server: str
     url: str
     headers: tuple[tuple[str, str], ...]
+    oauth: OAuthClient | None
+
+
+def _endpoint(server: McpServer, location_id: str | None) -> _Endpoint:
+    """Raises NeedsLocationError (`McpServer.request_headers`)."""
+    return _Endpoint(server.name, server.url, server.request_headers(location_id), server.oauth)
 
 
 @dataclass(frozen=True)
@@ -115,6 +133,7 @@ class McpSource:
         self._config_errors = OnceReporter()
         self._problems: dict[str, str] = {}  # stored server -> its configuration problem
         self._failing: set[tuple[str, str | None]] = set()  # (server, location) not answering
+        self._oauth = OAuthProviders()
 
     async def aclose(self) -> None:
         """Close the sessions and the connection pool (at shutdown)."""
@@ -162,7 +181,7 @@ class McpSource:
         problem = server.problem()
         if problem is not None:
             raise ToolError(_problem_text(server, problem))
-        endpoint = _Endpoint(server.url, server.request_headers(location_id))
+        endpoint = _endpoint(server, location_id)
         tools = await self._with_session(endpoint, lambda c: self._list_all(server.name, c))
         return len(tools)
 
@@ -170,7 +189,7 @@ class McpSource:
         if not self._usable(server):
             return ()
         try:
-            endpoint = _Endpoint(server.url, server.request_headers(location_id))
+            endpoint = _endpoint(server, location_id)
         except NeedsLocationError:
             log.info(
                 "MCP server needs the broker's CRM location and none is linked; "
@@ -299,10 +318,10 @@ class McpSource:
         return session
 
     def _client(self, endpoint: _Endpoint, refusals: list[str]) -> httpx2.AsyncClient:
-        """An HTTP client with the endpoint's headers over the one shared pool, noting each
-        refusal's status and message in `refusals` (the SDK answers them all as "Server returned
-        an error response"). It is never closed on its own: closing it would close the pool the
-        others use."""
+        """An HTTP client with the endpoint's headers (and its server's OAuth provider) over the
+        one shared pool, noting each refusal's status and message in `refusals` (the SDK answers
+        them all as "Server returned an error response"), the authorization server's included.
+        It is never closed on its own: closing it would close the pool the others use."""
         if self._transport is None:
             self._transport = AiohttpTransport(
                 limits=httpx2.Limits(max_connections=100, max_keepalive_connections=100)
@@ -319,6 +338,7 @@ class McpSource:
             timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
             transport=self._transport,
             event_hooks={"response": [note_refusal]},
+            auth=self._oauth.provider(endpoint.server, endpoint.url, endpoint.oauth),
         )
 
     def _drop(self, endpoint: _Endpoint, session: _Session) -> None:
@@ -359,7 +379,7 @@ class McpSource:
         if problem is not None:
             raise ToolError(_problem_text(server, problem))
         try:
-            endpoint = _Endpoint(server.url, server.request_headers(context.location_id))
+            endpoint = _endpoint(server, context.location_id)
         except NeedsLocationError as exc:
             raise ToolError(
                 f"The MCP server {server.name} needs your CRM location, and none is linked"
@@ -419,7 +439,12 @@ class _Session:
         self._stop.set()
 
     def explained(self, exc: Exception) -> Exception:
-        """`exc`, or the HTTP refusal behind it when the SDK's error does not say it."""
+        """`exc`, or the HTTP refusal behind it when the SDK's error does not say it. An OAuth
+        flow that stopped on its own (no refused request is its reason) is kept as it is; a
+        refused token request is explained by the authorization server's refusal."""
+        inner = _innermost(exc)
+        if isinstance(inner, OAuthFlowError) and not isinstance(inner, OAuthTokenError):
+            return inner
         generic = isinstance(exc, MCPError) and exc.message == _SDK_REFUSAL
         if self.refusals and (generic or not isinstance(exc, MCPError)):
             return RemoteRefusalError(self.refusals[-1])
@@ -453,6 +478,7 @@ _SDK_REFUSAL = "Server returned an error response"
 _CONNECT_FAILURES = (httpx2.ConnectError, httpx2.ConnectTimeout)
 CANNOT_CONNECT = "cannot connect to the server"
 _REFUSAL_CHARS = 300
+_ADDRESS = re.compile(r"\S+://\S+")  # an address in an error's text: it may carry credentials
 
 
 def _refusal_text(response: httpx2.Response) -> str:
@@ -472,10 +498,16 @@ def _refusal_text(response: httpx2.Response) -> str:
     return f"{status}: {text[:_REFUSAL_CHARS]}" if text else status
 
 
-def _session_gone(exc: BaseException) -> bool:
-    """Whether the request never reached a live session, so the server cannot have run it."""
+def _innermost(exc: BaseException) -> BaseException:
+    """The innermost error of anyio's exception groups."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _session_gone(exc: BaseException) -> bool:
+    """Whether the request never reached a live session, so the server cannot have run it."""
+    exc = _innermost(exc)
     if isinstance(exc, MCPError):
         return exc.message == "Session terminated"
     return isinstance(exc, _CONNECT_FAILURES)
@@ -496,14 +528,15 @@ def _result_value(result: CallToolResult) -> Any:
 
 def describe_failure(exc: BaseException) -> str:
     """A short reason: the innermost error of anyio's exception groups, without addresses."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
+    exc = _innermost(exc)
     if isinstance(exc, TimeoutError):
         return "timed out"
     if isinstance(exc, RemoteRefusalError):
         return str(exc)
     if isinstance(exc, _CONNECT_FAILURES):
         return CANNOT_CONNECT
+    if isinstance(exc, OAuthFlowError):
+        return "OAuth failed: " + _ADDRESS.sub("<address>", str(exc))
     return type(exc).__name__ + (f": {exc}" if str(exc) and "://" not in str(exc) else "")
 
 

@@ -1,10 +1,12 @@
 """The configured MCP servers: stored, read, changed and shown.
 
-Credentials (the bearer token and the custom headers) are encrypted by the service's one cipher
-(`admin_settings.cipher`) and shown masked by its one rule (`admin_settings.names.mask_secret`),
-the bearer token and every header value alike, except a value that is exactly the placeholder
-`{crmLocationId}` (it holds nothing secret, and the operator needs to see it). A masked value
-sent back keeps the stored one.
+Credentials (the bearer token, the custom headers and the OAuth client credentials) are
+encrypted by the service's one cipher (`admin_settings.cipher`) and shown masked by its one rule
+(`admin_settings.names.mask_secret`), the bearer token, the OAuth client secret and every header
+value alike, except a value that is exactly the placeholder `{crmLocationId}` (it holds nothing
+secret, and the operator needs to see it). A masked value sent back keeps the stored one. The
+OAuth client id and issuer are shown as they are. A server has either a bearer token or OAuth
+client credentials.
 
 Chats read the enabled servers through `enabled()`, kept for the tool cache's TTL (chats that
 find it stale at once share one read): a change made through this process is seen at once, one
@@ -28,7 +30,12 @@ from controlcenter.admin_settings.cipher import Cipher
 from controlcenter.admin_settings.names import is_mask, mask_secret
 from controlcenter.common.times import iso
 from controlcenter.db import Database, utcnow
-from controlcenter.tools.mcp_config import LOCATION_PLACEHOLDER, SETTING_SERVER, McpServer
+from controlcenter.tools.mcp_config import (
+    LOCATION_PLACEHOLDER,
+    SETTING_SERVER,
+    McpServer,
+    OAuthClient,
+)
 from controlcenter.tools.mcp_models import McpServerRow
 
 
@@ -48,6 +55,28 @@ class MaskedUnknownError(Exception):
         super().__init__("/".join(path))
 
 
+class CredentialsError(Exception):
+    """The credentials sent do not go together; `field` names the field, `message` says why."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
+
+
+BOTH_CREDENTIALS = "a server has either a bearer token or OAuth client credentials, not both"
+
+
+@dataclass(frozen=True)
+class OAuthChanges:
+    """OAuth client credentials as a body sends them: None leaves a field as it is. A masked
+    `client_secret` keeps the stored one; `client_id` "" removes the credentials."""
+
+    client_id: str | None = None
+    client_secret: str | None = None
+    issuer: str | None = None
+
+
 @dataclass(frozen=True)
 class ServerChanges:
     """A PATCH: None leaves a field as it is. `bearer_token` "" removes the token; `headers`
@@ -58,6 +87,7 @@ class ServerChanges:
     enabled: bool | None = None
     bearer_token: str | None = None
     headers: Mapping[str, str] | None = None
+    oauth: OAuthChanges = OAuthChanges()
 
 
 @dataclass(frozen=True)
@@ -77,6 +107,7 @@ def shown(value: str) -> str:
 def server_view(stored: StoredServer) -> dict[str, Any]:
     """The JSON of one server, credentials masked."""
     server = stored.server
+    oauth = server.oauth
     return {
         "id": stored.id,
         "name": server.name,
@@ -84,6 +115,9 @@ def server_view(stored: StoredServer) -> dict[str, Any]:
         "enabled": stored.enabled,
         "bearerToken": shown(server.bearer_token),
         "headers": {name: shown(value) for name, value in server.headers},
+        "oauthClientId": oauth.client_id if oauth else "",
+        "oauthClientSecret": shown(oauth.client_secret) if oauth else "",
+        "oauthIssuer": oauth.issuer if oauth else "",
         "createdAt": iso(stored.created_at),
         "updatedAt": iso(stored.updated_at),
     }
@@ -146,6 +180,7 @@ class McpServerStore:
         bearer_token: str,
         headers: Mapping[str, str],
         user_id: str,
+        oauth: OAuthChanges = OAuthChanges(),
     ) -> StoredServer:
         _check_name(name)
         if is_mask(bearer_token):
@@ -153,11 +188,12 @@ class McpServerStore:
         for header, value in headers.items():
             if is_mask(value):
                 raise MaskedUnknownError("headers", header)
+        client = _oauth_client(bearer_token, None, oauth)
         row = McpServerRow(
             name=name,
             url=url,
             enabled=enabled,
-            credentials_encrypted=self._credentials(bearer_token, list(headers.items())),
+            credentials_encrypted=self._credentials(bearer_token, list(headers.items()), client),
             updated_by=user_id,
         )
         try:
@@ -189,7 +225,8 @@ class McpServerStore:
                 headers = list(current.headers)
                 if changes.headers is not None:
                     headers = _kept_headers(current.headers, changes.headers)
-                row.credentials_encrypted = self._credentials(token, headers)
+                client = _oauth_client(token, current.oauth, changes.oauth)
+                row.credentials_encrypted = self._credentials(token, headers, client)
                 row.updated_by = user_id
                 row.updated_at = utcnow()
         except IntegrityError as exc:
@@ -218,8 +255,19 @@ class McpServerStore:
             await session.delete(row)
         self.forget()
 
-    def _credentials(self, bearer_token: str, headers: Sequence[tuple[str, str]]) -> str:
-        plain = {"bearerToken": bearer_token, "headers": [list(pair) for pair in headers]}
+    def _credentials(
+        self, bearer_token: str, headers: Sequence[tuple[str, str]], oauth: OAuthClient | None
+    ) -> str:
+        plain: dict[str, Any] = {
+            "bearerToken": bearer_token,
+            "headers": [list(pair) for pair in headers],
+        }
+        if oauth is not None:
+            plain["oauth"] = {
+                "clientId": oauth.client_id,
+                "clientSecret": oauth.client_secret,
+                "issuer": oauth.issuer,
+            }
         return self._cipher.encrypt(json.dumps(plain, separators=(",", ":")))
 
     def _stored(self, row: McpServerRow) -> StoredServer:
@@ -231,6 +279,7 @@ class McpServerStore:
             url=row.url,
             bearer_token=plain.get("bearerToken", ""),
             headers=tuple((str(n), str(v)) for n, v in plain.get("headers", [])),
+            oauth=_stored_oauth(plain.get("oauth")),
         )
         return StoredServer(row.id, row.enabled, server, row.created_at, row.updated_at)
 
@@ -238,6 +287,49 @@ class McpServerStore:
 def _check_name(name: str) -> None:
     if name == SETTING_SERVER:
         raise NameTakenError(name)  # the name of the server at the setting `mcpServerUrl`
+
+
+def _stored_oauth(plain: Any) -> OAuthClient | None:
+    if not isinstance(plain, dict):
+        return None
+    return OAuthClient(
+        client_id=str(plain["clientId"]),
+        client_secret=str(plain["clientSecret"]),
+        issuer=str(plain.get("issuer", "")),
+    )
+
+
+def _oauth_client(
+    bearer_token: str, stored: OAuthClient | None, sent: OAuthChanges
+) -> OAuthClient | None:
+    """The OAuth client credentials after `sent` (None: none), refused when they are
+    incomplete or come with a bearer token."""
+    before = stored or OAuthClient("", "")
+    client_id = before.client_id if sent.client_id is None else sent.client_id
+    secret = before.client_secret
+    if sent.client_secret is not None and is_mask(sent.client_secret):
+        if not before.client_secret:
+            raise MaskedUnknownError("oauthClientSecret")
+    elif sent.client_secret is not None:
+        secret = sent.client_secret
+    issuer = before.issuer if sent.issuer is None else sent.issuer
+    if not client_id:
+        # Removing the client id removes the credentials; a new value without it is refused.
+        given = (
+            ("oauthClientSecret", sent.client_secret and not is_mask(sent.client_secret)),
+            ("oauthIssuer", sent.issuer),
+        )
+        for field, value in given:
+            if value:
+                raise CredentialsError(field, "needs oauthClientId")
+        return None
+    if not secret:
+        raise CredentialsError("oauthClientSecret", "is required with oauthClientId")
+    if bearer_token:
+        raise CredentialsError(
+            "oauthClientId" if sent.client_id else "bearerToken", BOTH_CREDENTIALS
+        )
+    return OAuthClient(client_id, secret, issuer)
 
 
 def _kept_headers(

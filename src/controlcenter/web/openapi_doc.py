@@ -34,9 +34,10 @@ _STATUS_TEXT = {
 _OTHER_REFUSALS = "Any other refusal (for example a query parameter out of range), same body"
 
 
-def schema_extra(example: Any, **config: Any) -> ConfigDict:
-    """A model's config (`config`) carrying its example into the document."""
-    return cast(ConfigDict, {"json_schema_extra": {"example": example}, **config})
+def schema_extra(example: Any, *, rules: JsonDict | None = None, **config: Any) -> ConfigDict:
+    """A model's config (`config`) carrying its example into the document, and `rules`: JSON
+    Schema keywords for what no single field can say (`allOf` of fields that go together)."""
+    return cast(ConfigDict, {"json_schema_extra": {"example": example, **(rules or {})}, **config})
 
 
 def _no_null_default(schema: JsonDict) -> None:

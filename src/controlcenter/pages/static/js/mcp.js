@@ -14,6 +14,9 @@ document.addEventListener("DOMContentLoaded", () => {
     url: document.getElementById("mcp-url"),
     bearerToken: document.getElementById("mcp-token"),
     headers: document.getElementById("mcp-headers"),
+    oauthClientId: document.getElementById("mcp-oauth-client-id"),
+    oauthClientSecret: document.getElementById("mcp-oauth-client-secret"),
+    oauthIssuer: document.getElementById("mcp-oauth-issuer"),
     enabled: document.getElementById("mcp-enabled"),
   };
   let servers = [];
@@ -96,6 +99,9 @@ document.addEventListener("DOMContentLoaded", () => {
     fields.url.value = server.url;
     fields.bearerToken.value = server.bearerToken;
     fields.headers.value = headersText(server.headers);
+    fields.oauthClientId.value = server.oauthClientId;
+    fields.oauthClientSecret.value = server.oauthClientSecret;
+    fields.oauthIssuer.value = server.oauthIssuer;
     fields.enabled.checked = server.enabled;
     cancel.hidden = false;
     fields.name.focus();
@@ -133,6 +139,9 @@ document.addEventListener("DOMContentLoaded", () => {
       url: fields.url.value.trim(),
       bearerToken: fields.bearerToken.value.trim(),
       headers,
+      oauthClientId: fields.oauthClientId.value.trim(),
+      oauthClientSecret: fields.oauthClientSecret.value.trim(),
+      oauthIssuer: fields.oauthIssuer.value.trim(),
       enabled: fields.enabled.checked,
     };
     const result = editing
