@@ -32,6 +32,7 @@ lint: setup
 # Each run has its own base directory: pytest prunes the numbered ones of other runs.
 test-sqlite: setup
 	@./scripts/ensure-node.sh
+	@./scripts/ensure-conformance.sh
 	@./scripts/ensure-mcp1.sh
 	@./scripts/ensure-nginx.sh
 	@mkdir -p .tmp
@@ -50,11 +51,13 @@ test-browser: setup
 	@mkdir -p .tmp
 	$(UV) run pytest --basetemp=.tmp/pytest-browser tests/browser $(PYTEST_ARGS)
 
-# The database suites one after the other, the browser tests beside them (Chromium, Node.js and
-# nginx are installed first: two apt-get runs at once would fight over dpkg's lock).
+# The database suites one after the other, the browser tests beside them (Chromium, Node.js, the
+# MCP conformance suite and nginx are installed first: two apt-get runs at once would fight over
+# dpkg's lock).
 test: lint
 	@./scripts/ensure-chromium.sh
 	@./scripts/ensure-node.sh
+	@./scripts/ensure-conformance.sh
 	@./scripts/ensure-mcp1.sh
 	@./scripts/ensure-nginx.sh
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-db test-browser

@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from controlcenter.auth.models import UserRecord
 from controlcenter.cli import database as where
 from controlcenter.cli.accounts import register as register_account_commands
+from controlcenter.cli.mcp import app as mcp_app
 from controlcenter.cli.metrics_dir import shared_metrics
 from controlcenter.cli.proxies import proxy_options
 from controlcenter.cli.support import opened_config, with_db
@@ -38,6 +39,7 @@ app.add_typer(db_app, name="db")
 app.add_typer(users_app, name="users")
 app.add_typer(tokens_app, name="tokens")
 app.add_typer(tools_app, name="tools")
+app.add_typer(mcp_app, name="mcp")
 
 
 @db_app.command("upgrade")

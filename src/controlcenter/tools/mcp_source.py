@@ -175,15 +175,15 @@ class McpSource:
         url = await self._url(settings)
         return McpServer(name=SETTING_SERVER, url=url) if url else None
 
-    async def probe(self, server: McpServer, location_id: str | None) -> int:
-        """How many tools the server lists now (no cache). Raises what the listing raised:
-        NeedsLocationError, ToolError for a configuration problem, the client's errors."""
+    async def list_now(self, server: McpServer, location_id: str | None) -> tuple[Tool, ...]:
+        """The tools the server lists now (no cache), callable like the chat's. Raises what
+        the listing raised: NeedsLocationError, ToolError for a configuration problem, the
+        client's errors."""
         problem = server.problem()
         if problem is not None:
             raise ToolError(_problem_text(server, problem))
         endpoint = _endpoint(server, location_id)
-        tools = await self._with_session(endpoint, lambda c: self._list_all(server.name, c))
-        return len(tools)
+        return await self._with_session(endpoint, lambda c: self._list_all(server.name, c))
 
     async def _server_tools(self, server: McpServer, location_id: str | None) -> tuple[Tool, ...]:
         if not self._usable(server):

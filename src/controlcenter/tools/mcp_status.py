@@ -78,7 +78,7 @@ async def _state(
         return ServerState(server.name, "disabled", 0, True, "disabled")
     try:
         async with asyncio.timeout(timeout_s):
-            count = await source.probe(server, location)
+            count = len(await source.list_now(server, location))
     except NeedsLocationError:
         detail = "its headers need a CRM location: set crmOwnerLocationId to check it"
         return ServerState(server.name, "failing", 0, False, detail)

@@ -1,0 +1,54 @@
+"""`controlcenter mcp conformance-client` through the installed entry point: what it says when a
+scenario cannot run. The scenarios themselves run against the conformance suite's servers in
+tests/tools/test_mcp_conformance.py."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import Cli
+from tests.fakes.mcp_server import FakeMcp
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture
+def no_db_cli(tmp_path: Path) -> Cli:
+    """The command opens no database: none is made."""
+    return Cli(workdir=tmp_path, db_path=tmp_path / "var" / "none.db")
+
+
+def test_the_initialize_scenario_against_a_server_of_the_current_protocol(
+    no_db_cli: Cli, fake_mcp: FakeMcp
+) -> None:
+    fake_mcp.reset()
+    run = no_db_cli.run("mcp", "conformance-client", fake_mcp.url, "--scenario", "initialize")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == ""
+    assert "tools/list" in fake_mcp.methods
+    assert not (no_db_cli.workdir / "var").exists()
+
+
+def test_an_unknown_scenario_is_a_usage_error(no_db_cli: Cli) -> None:
+    run = no_db_cli.run(
+        "mcp", "conformance-client", "http://127.0.0.1:9/mcp", "--scenario", "resources-list"
+    )
+    assert run.returncode == 2
+    assert run.stderr.strip() == (
+        "error: unknown scenario 'resources-list'; known: initialize, tools_call, sse-retry"
+    )
+
+
+def test_a_server_that_does_not_answer_fails_with_its_reason(no_db_cli: Cli) -> None:
+    with socket.socket() as sock:  # a port nobody listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    run = no_db_cli.run(
+        "mcp", "conformance-client", f"http://127.0.0.1:{port}/mcp", "--scenario", "initialize"
+    )
+    assert run.returncode == 1
+    assert run.stderr.splitlines()[-1] == "error: cannot connect to the server"
+    assert run.stdout == ""
