@@ -170,6 +170,8 @@ async def test_mcp_server_behind_oauth(
         store.forget()  # the tables are emptied behind its back
     # The SDK's OAuth flow does not log each failure beside the service's own line.
     assert [r for r in caplog.records if r.name.startswith("mcp.client.auth")] == []
+    # Nor does its HTTP client log each request with its address (kept for DEBUG).
+    assert [r for r in caplog.records if r.name.startswith(("httpx2", "httpcore2"))] == []
     assert WRONG_KEY not in caplog.text
     assert fake_oauth_mcp.refused == [(401, "invalid_client"), (401, "invalid_client")]
 

@@ -111,8 +111,9 @@ def configure_logging(level: str = "INFO", fmt: str = "console") -> None:
         library.handlers.clear()
         library.propagate = True
         library.setLevel(logging.NOTSET)
-    # httpx and the SDKs log every request at INFO: kept for DEBUG only.
-    for name in ("httpx", "httpcore", "anthropic", "openai", "mcp"):
+    # httpx (and httpx2, the MCP client's) and the SDKs log every request, with its address, at
+    # INFO: kept for DEBUG only.
+    for name in ("httpx", "httpcore", "httpx2", "httpcore2", "anthropic", "openai", "mcp"):
         logging.getLogger(name).setLevel(max(numeric, logging.WARNING))
     # The MCP client's OAuth flow logs every failed attempt with its traceback; the MCP source
     # logs a server that fails once while it fails, naming the authorization server's refusal.
