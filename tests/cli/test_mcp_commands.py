@@ -42,7 +42,8 @@ def test_an_unknown_scenario_is_a_usage_error(no_db_cli: Cli) -> None:
     )
     assert run.returncode == 2
     assert run.stderr.strip() == (
-        "error: unknown scenario 'resources-list'; known: initialize, tools_call, sse-retry"
+        "error: unknown scenario 'resources-list'; known: initialize, tools_call, sse-retry, "
+        "auth/client-credentials-basic, auth/pre-registration"
     )
 
 

@@ -42,6 +42,8 @@ SCENARIOS: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = {
     "initialize": (),
     "tools_call": (("add_numbers", {"a": 2, "b": 3}),),
     "sse-retry": (("test_reconnection", {}),),
+    "auth/client-credentials-basic": (("test-tool", {}),),
+    "auth/pre-registration": (("test-tool", {}),),
 }
 
 
