@@ -4,6 +4,7 @@ tests/tools/test_mcp_conformance.py."""
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
@@ -11,6 +12,9 @@ import pytest
 
 from tests.cli.conftest import Cli
 from tests.fakes.mcp_server import FakeMcp
+from tests.fakes.oauth_mcp import CLIENT_ID, CLIENT_SECRET, FakeOAuthMcp
+
+WRONG_SECRET = "cs-wrong-00000000000000000"
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -38,7 +42,8 @@ def test_an_unknown_scenario_is_a_usage_error(no_db_cli: Cli) -> None:
     )
     assert run.returncode == 2
     assert run.stderr.strip() == (
-        "error: unknown scenario 'resources-list'; known: initialize, tools_call, sse-retry"
+        "error: unknown scenario 'resources-list'; known: initialize, tools_call, sse-retry, "
+        "auth/client-credentials-basic, auth/pre-registration"
     )
 
 
@@ -52,3 +57,69 @@ def test_a_server_that_does_not_answer_fails_with_its_reason(no_db_cli: Cli) -> 
     assert run.returncode == 1
     assert run.stderr.splitlines()[-1] == "error: cannot connect to the server"
     assert run.stdout == ""
+
+
+def context(fake: FakeOAuthMcp, secret: str) -> str:
+    return json.dumps({"client_id": CLIENT_ID, "client_secret": secret, "issuer": fake.issuer})
+
+
+def test_client_credentials_in_the_context_reach_a_server_behind_oauth(
+    no_db_cli: Cli, fake_oauth_mcp: FakeOAuthMcp
+) -> None:
+    run = no_db_cli.run(
+        "mcp",
+        "conformance-client",
+        fake_oauth_mcp.url,
+        "--scenario",
+        "initialize",
+        "--context",
+        context(fake_oauth_mcp, CLIENT_SECRET),
+    )
+    assert run.returncode == 0, run.stderr
+    [request] = fake_oauth_mcp.token_requests
+    assert request["grant_type"] == "client_credentials"
+    assert CLIENT_SECRET not in run.stdout + run.stderr
+
+
+def test_a_refused_client_secret_fails_with_the_authorization_servers_reason(
+    no_db_cli: Cli, fake_oauth_mcp: FakeOAuthMcp
+) -> None:
+    run = no_db_cli.run(
+        "mcp",
+        "conformance-client",
+        fake_oauth_mcp.url,
+        "--scenario",
+        "initialize",
+        "--context",
+        context(fake_oauth_mcp, WRONG_SECRET),
+    )
+    assert run.returncode == 1
+    assert run.stderr.splitlines()[-1] == (
+        "error: HTTP 401 Unauthorized: client authentication failed"
+    )
+    assert WRONG_SECRET not in run.stdout + run.stderr
+    assert fake_oauth_mcp.refused == [(401, "invalid_client")]
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("{client_id", "it is not JSON"),
+        ('["a", "b"]', "it is not a JSON object"),
+        ('{"client_id": "a", "client_secret": 7}', "client_secret is not a string"),
+    ],
+)
+def test_a_context_that_cannot_be_read_is_a_usage_error(
+    no_db_cli: Cli, value: str, reason: str
+) -> None:
+    run = no_db_cli.run(
+        "mcp",
+        "conformance-client",
+        "http://127.0.0.1:9/mcp",
+        "--scenario",
+        "initialize",
+        "--context",
+        value,
+    )
+    assert run.returncode == 2
+    assert run.stderr.strip() == f"error: the scenario's context cannot be read: {reason}"

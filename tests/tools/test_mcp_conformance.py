@@ -32,6 +32,15 @@ SUITE = INSTALLED / "@modelcontextprotocol" / "conformance" / "dist" / "index.js
 CLIENT_TIMEOUT_MS = 180_000
 RUN_TIMEOUT_S = 300
 
+# The checks of a scenario behind OAuth that must succeed: the protected resource metadata and
+# the authorization server's metadata found, a token requested, and every MCP request carrying it.
+OAUTH_CHECKS = {
+    "prm-pathbased-requested",
+    "authorization-server-metadata",
+    "token-request",
+    "valid-bearer-token",
+}
+TEST_TOOL = [{"tool": "test-tool", "result": "test"}]
 # Per scenario: the checks that must succeed, and what the command prints (one JSON line per
 # tool called).
 EXPECTED: dict[str, tuple[set[str], list[dict[str, Any]]]] = {
@@ -44,11 +53,17 @@ EXPECTED: dict[str, tuple[set[str], list[dict[str, Any]]]] = {
         {"client-sse-graceful-reconnect", "client-sse-last-event-id"},
         [{"tool": "test_reconnection", "result": "Reconnection test completed successfully"}],
     ),
+    # The client credentials grant, the client authenticated with HTTP Basic.
+    "auth/client-credentials-basic": (OAUTH_CHECKS | {"client-credentials-basic-auth"}, TEST_TOOL),
+    # The client id and secret registered beforehand, sent with HTTP Basic, no registration.
+    "auth/pre-registration": (OAUTH_CHECKS | {"pre-registration-auth"}, TEST_TOOL),
 }
 # The suite also judges how late a reconnection comes (a warning past 700 ms, a failure past
 # 1 s after the stream closed), which measures the machine's load as much as the client; only
 # its lower bound, that the client waited the `retry` the server gave, is asserted.
 RETRY_TIMING = "client-sse-retry-timing"
+# The grant the client's token requests use: the only one the service offers.
+TOKEN_REQUEST = "token-request"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -102,6 +117,8 @@ def test_client_scenario_passes(scenario: str, tmp_path: Path) -> None:
             assert details["actualDelayMs"] >= details["minAcceptableMs"], check
         else:
             assert check["status"] in ("SUCCESS", "INFO"), check
+        if check["id"] == TOKEN_REQUEST:
+            assert check["details"]["grantType"] == "client_credentials", check
     lines = (result / "stdout.txt").read_text().splitlines()
     assert [json.loads(line) for line in lines] == printed
 
@@ -116,4 +133,7 @@ def test_every_client_scenario_of_the_suite_is_run_or_documented(tmp_path: Path)
     rows = dict(re.findall(r"^\| `([^`]+)` \| (.+?) \|$", section, re.MULTILINE))
     assert set(rows) == set(scenarios)
     for name, what in rows.items():
-        assert what.startswith("runs:") == (name in SCENARIOS), (name, what)
+        if name in SCENARIOS:
+            assert what.startswith("runs: "), (name, what)
+        else:
+            assert what.startswith("does not apply: "), (name, what)
