@@ -6,6 +6,7 @@ with the location of the broker whose chat made it; a server behind OAuth
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -42,6 +43,16 @@ async def broker(
     return created
 
 
+async def one_tool_call(client: httpx.AsyncClient, user: AppUser, llm: Llm, call: ToolUse) -> Any:
+    """A chat of `user` in which the model makes `call`; the call's result, which succeeded."""
+    llm.fake.script(Reply(text="Looking.", tool_uses=[call]), Reply(text=" Found."))
+    _, events = await stream_chat(client, user, {"message": "which?", "provider": llm.name})
+    assert types(events)[-1] == "message_complete"
+    [result] = [e["toolResult"] for e in events if e["type"] == "tool_result"]
+    assert result["success"] is True
+    return result["result"]
+
+
 @pytest.mark.usefixtures("highlevel_server")
 async def test_two_brokers_reach_the_server_each_with_his_own_location(
     client: httpx.AsyncClient,
@@ -53,18 +64,10 @@ async def test_two_brokers_reach_the_server_each_with_his_own_location(
     ana = await broker(server, users, llm, "LOC-ANA")
     ben = await broker(server, users, llm, "LOC-BEN")
     for who, contact, location in ((ana, "C-1", "LOC-ANA"), (ben, "C-2", "LOC-BEN")):
-        llm.fake.script(
-            Reply(
-                text="Looking.",
-                tool_uses=[ToolUse("contacts_get-contact", {"contactId": contact}, id="t1")],
-            ),
-            Reply(text=" Found."),
+        result = await one_tool_call(
+            client, who, llm, ToolUse("contacts_get-contact", {"contactId": contact}, id="t1")
         )
-        _, events = await stream_chat(client, who, {"message": "who?", "provider": llm.name})
-        assert types(events)[-1] == "message_complete"
-        [result] = [e["toolResult"] for e in events if e["type"] == "tool_result"]
-        assert result["success"] is True
-        assert result["result"]["locationId"] == location
+        assert result["locationId"] == location
     assert sorted(llm.offered_tools(llm.fake.requests[0])) == sorted(TOOLS)
     assert fake_highlevel.calls == [
         ("contacts_get-contact", "LOC-ANA", {"contactId": "C-1"}),
@@ -134,18 +137,10 @@ async def test_chats_reach_a_server_behind_oauth_with_one_token(
     try:
         ana = await broker(server, users, llm, None)
         for number in ("M-1", "M-2"):
-            llm.fake.script(
-                Reply(
-                    text="Looking.",
-                    tool_uses=[ToolUse("lookup_listing", {"mls_number": number}, id="t1")],
-                ),
-                Reply(text=" Found."),
+            result = await one_tool_call(
+                client, ana, llm, ToolUse("lookup_listing", {"mls_number": number}, id="t1")
             )
-            _, events = await stream_chat(client, ana, {"message": "which?", "provider": llm.name})
-            assert types(events)[-1] == "message_complete"
-            [result] = [e["toolResult"] for e in events if e["type"] == "tool_result"]
-            assert result["success"] is True
-            assert result["result"] == {"mlsNumber": number, "status": "active"}
+            assert result == {"mlsNumber": number, "status": "active"}
     finally:
         server.app.state.mcp.stored.forget()  # the tables are emptied behind its back
     assert {"lookup_listing", "archive_listing"} <= set(llm.offered_tools(llm.fake.requests[0]))

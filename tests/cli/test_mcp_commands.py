@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,11 +26,17 @@ def no_db_cli(tmp_path: Path) -> Cli:
     return Cli(workdir=tmp_path, db_path=tmp_path / "var" / "none.db")
 
 
+def initialize(cli: Cli, url: str, *context: str) -> subprocess.CompletedProcess[str]:
+    """The `initialize` scenario against `url`, with `--context` when one is given."""
+    extra = ["--context", *context] if context else []
+    return cli.run("mcp", "conformance-client", url, "--scenario", "initialize", *extra)
+
+
 def test_the_initialize_scenario_against_a_server_of_the_current_protocol(
     no_db_cli: Cli, fake_mcp: FakeMcp
 ) -> None:
     fake_mcp.reset()
-    run = no_db_cli.run("mcp", "conformance-client", fake_mcp.url, "--scenario", "initialize")
+    run = initialize(no_db_cli, fake_mcp.url)
     assert run.returncode == 0, run.stderr
     assert run.stdout == ""
     assert "tools/list" in fake_mcp.methods
@@ -51,9 +58,7 @@ def test_a_server_that_does_not_answer_fails_with_its_reason(no_db_cli: Cli) -> 
     with socket.socket() as sock:  # a port nobody listens on once closed
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    run = no_db_cli.run(
-        "mcp", "conformance-client", f"http://127.0.0.1:{port}/mcp", "--scenario", "initialize"
-    )
+    run = initialize(no_db_cli, f"http://127.0.0.1:{port}/mcp")
     assert run.returncode == 1
     assert run.stderr.splitlines()[-1] == "error: cannot connect to the server"
     assert run.stdout == ""
@@ -66,15 +71,7 @@ def context(fake: FakeOAuthMcp, secret: str) -> str:
 def test_client_credentials_in_the_context_reach_a_server_behind_oauth(
     no_db_cli: Cli, fake_oauth_mcp: FakeOAuthMcp
 ) -> None:
-    run = no_db_cli.run(
-        "mcp",
-        "conformance-client",
-        fake_oauth_mcp.url,
-        "--scenario",
-        "initialize",
-        "--context",
-        context(fake_oauth_mcp, CLIENT_SECRET),
-    )
+    run = initialize(no_db_cli, fake_oauth_mcp.url, context(fake_oauth_mcp, CLIENT_SECRET))
     assert run.returncode == 0, run.stderr
     [request] = fake_oauth_mcp.token_requests
     assert request["grant_type"] == "client_credentials"
@@ -84,15 +81,7 @@ def test_client_credentials_in_the_context_reach_a_server_behind_oauth(
 def test_a_refused_client_secret_fails_with_the_authorization_servers_reason(
     no_db_cli: Cli, fake_oauth_mcp: FakeOAuthMcp
 ) -> None:
-    run = no_db_cli.run(
-        "mcp",
-        "conformance-client",
-        fake_oauth_mcp.url,
-        "--scenario",
-        "initialize",
-        "--context",
-        context(fake_oauth_mcp, WRONG_SECRET),
-    )
+    run = initialize(no_db_cli, fake_oauth_mcp.url, context(fake_oauth_mcp, WRONG_SECRET))
     assert run.returncode == 1
     assert run.stderr.splitlines()[-1] == (
         "error: HTTP 401 Unauthorized: client authentication failed"
@@ -112,14 +101,6 @@ def test_a_refused_client_secret_fails_with_the_authorization_servers_reason(
 def test_a_context_that_cannot_be_read_is_a_usage_error(
     no_db_cli: Cli, value: str, reason: str
 ) -> None:
-    run = no_db_cli.run(
-        "mcp",
-        "conformance-client",
-        "http://127.0.0.1:9/mcp",
-        "--scenario",
-        "initialize",
-        "--context",
-        value,
-    )
+    run = initialize(no_db_cli, "http://127.0.0.1:9/mcp", value)
     assert run.returncode == 2
     assert run.stderr.strip() == f"error: the scenario's context cannot be read: {reason}"
