@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
@@ -200,6 +201,9 @@ def fuzz(base_url: str, token: str) -> tuple[set[tuple[str, str]], int, list[str
     return exercised, sent, problems
 
 
+# Thousands of requests: the suite's per-test guard against a hang is sized for one request's
+# test, not for this one on a loaded machine.
+@pytest.mark.timeout(900)
 async def test_schemathesis_runs_every_check_on_every_operation(
     server: RunningServer, users: UserFactory
 ) -> None:
