@@ -14,12 +14,11 @@ from sqlalchemy import update
 from structlog.testing import capture_logs
 
 from controlcenter.auth.models import UserRecord
-from controlcenter.tools.mcp_store import OAuthChanges
 from tests.chat.helpers import Llm, set_settings, stream_chat, types
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.highlevel_mcp import TOOLS, FakeHighLevelMcp, stored_highlevel
 from tests.fakes.llm import Reply, ToolUse
-from tests.fakes.oauth_mcp import CLIENT_ID, CLIENT_SECRET, FakeOAuthMcp
+from tests.fakes.oauth_mcp import CLIENT_SECRET, FakeOAuthMcp, stored_oauth
 
 
 @pytest.fixture
@@ -111,21 +110,6 @@ async def test_the_tools_listed_are_the_server_tools_the_brokers_chat_is_offered
     assert listed.json()["tools"] == []
 
 
-async def store_oauth_server(
-    server: RunningServer, users: UserFactory, fake: FakeOAuthMcp, name: str, secret: str
-) -> None:
-    admin = await users.create("super_admin")
-    await server.app.state.mcp.stored.create(
-        name=name,
-        url=fake.url,
-        enabled=True,
-        bearer_token="",
-        headers={},
-        user_id=admin.id,
-        oauth=OAuthChanges(CLIENT_ID, secret, fake.issuer),
-    )
-
-
 async def test_chats_reach_a_server_behind_oauth_with_one_token(
     client: httpx.AsyncClient,
     server: RunningServer,
@@ -133,16 +117,15 @@ async def test_chats_reach_a_server_behind_oauth_with_one_token(
     llm: Llm,
     fake_oauth_mcp: FakeOAuthMcp,
 ) -> None:
-    await store_oauth_server(server, users, fake_oauth_mcp, "Listings", CLIENT_SECRET)
-    try:
+    admin = await users.create("super_admin")
+    store = server.app.state.mcp.stored
+    async with stored_oauth(store, fake_oauth_mcp, admin.id, "Listings", CLIENT_SECRET):
         ana = await broker(server, users, llm, None)
         for number in ("M-1", "M-2"):
             result = await one_tool_call(
                 client, ana, llm, ToolUse("lookup_listing", {"mls_number": number}, id="t1")
             )
             assert result == {"mlsNumber": number, "status": "active"}
-    finally:
-        server.app.state.mcp.stored.forget()  # the tables are emptied behind its back
     assert {"lookup_listing", "archive_listing"} <= set(llm.offered_tools(llm.fake.requests[0]))
     assert fake_oauth_mcp.calls == [
         ("lookup_listing", {"mls_number": "M-1"}),
@@ -162,14 +145,12 @@ async def test_a_wrong_client_secret_leaves_the_chat_without_its_tools(
 ) -> None:
     wrong = "cs-wrong-00000000000000000"
     name = f"Refused {llm.name}"  # a server of its own: another one's failure is logged already
-    await store_oauth_server(server, users, fake_oauth_mcp, name, wrong)
-    try:
+    admin = await users.create("super_admin")
+    async with stored_oauth(server.app.state.mcp.stored, fake_oauth_mcp, admin.id, name, wrong):
         ana = await broker(server, users, llm, None)
         llm.fake.script(Reply(text="Hello."))
         with capture_logs() as logs:
             _, events = await stream_chat(client, ana, {"message": "hi", "provider": llm.name})
-    finally:
-        server.app.state.mcp.stored.forget()  # the tables are emptied behind its back
     assert types(events) == ["message_start", "content_delta", "message_complete"]
     assert llm.offered_tools(llm.fake.requests[0]) == []
     lines = [e for e in logs if "MCP server" in e["event"]]

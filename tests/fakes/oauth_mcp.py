@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import secrets
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -47,6 +49,7 @@ from pydantic import AnyHttpUrl
 from starlette.requests import Request
 from starlette.responses import Response
 
+from controlcenter.tools.mcp_store import McpServerStore, OAuthChanges, StoredServer
 from tests.fakes.server import LoopbackServer
 
 MCP_PATH = "/mcp"
@@ -219,3 +222,25 @@ async def _token(fake: FakeOAuthMcp, request: Request) -> Response:
 
 async def _placeholder(scope: Any, receive: Any, send: Any) -> None:
     raise RuntimeError("replaced before start")
+
+
+@contextlib.asynccontextmanager
+async def stored_oauth(
+    store: McpServerStore, fake: FakeOAuthMcp, user_id: str, name: str, secret: str
+) -> AsyncIterator[StoredServer]:
+    """This fake stored as a server behind OAuth (client credentials with `secret`) in a
+    running service's store, which forgets its servers afterwards: the tables are emptied
+    behind its back."""
+    created = await store.create(
+        name=name,
+        url=fake.url,
+        enabled=True,
+        bearer_token="",
+        headers={},
+        user_id=user_id,
+        oauth=OAuthChanges(CLIENT_ID, secret, fake.issuer),
+    )
+    try:
+        yield created
+    finally:
+        store.forget()

@@ -17,7 +17,7 @@ from tests.fakes.crm import FakeCrm
 from tests.fakes.highlevel_mcp import TOKEN, TOOLS, FakeHighLevelMcp, stored_highlevel
 from tests.fakes.llm import FakeAnthropic, FakeOpenAI
 from tests.fakes.mcp_server import FakeMcp
-from tests.fakes.oauth_mcp import CLIENT_ID, CLIENT_SECRET, FakeOAuthMcp
+from tests.fakes.oauth_mcp import CLIENT_SECRET, FakeOAuthMcp, stored_oauth
 
 WRONG_KEY = "sk-wrong-0123456789abcdefWXYZ"
 
@@ -143,17 +143,8 @@ async def test_mcp_server_behind_oauth(
     """A stored server that requires OAuth: a wrong client secret is answered with the
     authorization server's refusal, never the secret, in the test and in the servers' states."""
     store = server.app.state.mcp.stored
-    created = await store.create(
-        name="Listings",
-        url=fake_oauth_mcp.url,
-        enabled=True,
-        bearer_token="",
-        headers={},
-        user_id=admin.id,
-        oauth=OAuthChanges(CLIENT_ID, WRONG_KEY, fake_oauth_mcp.issuer),
-    )
     refusal = "Listings: HTTP 401 Unauthorized: client authentication failed"
-    try:
+    async with stored_oauth(store, fake_oauth_mcp, admin.id, "Listings", WRONG_KEY) as created:
         with caplog.at_level(logging.DEBUG):
             assert await check(client, admin, "mcp", WRONG_KEY) == (False, refusal)
         states = await client.get("/api/v1/admin/mcp-servers/status", headers=admin.headers)
@@ -166,8 +157,6 @@ async def test_mcp_server_behind_oauth(
             created.id, ServerChanges(oauth=OAuthChanges(client_secret=CLIENT_SECRET)), admin.id
         )
         assert await check(client, admin, "mcp", CLIENT_SECRET) == (True, "Listings: 2 tools")
-    finally:
-        store.forget()  # the tables are emptied behind its back
     # The SDK's OAuth flow does not log each failure beside the service's own line.
     assert [r for r in caplog.records if r.name.startswith("mcp.client.auth")] == []
     # Nor does its HTTP client log each request with its address (kept for DEBUG).
