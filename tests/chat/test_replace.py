@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from controlcenter.chat.models import ConversationRow, RunningMessage
+from controlcenter.chat.store import FAILED, run_owner_status
 from tests.chat.helpers import (
     CHAT,
     CONVERSATIONS,
@@ -108,14 +109,19 @@ async def test_edit_replaces_the_last_message_and_its_answer(
 
 @pytest.mark.parametrize("llm", ["provider_a"], indirect=True)
 async def test_regenerate_answers_a_message_whose_answer_failed(
-    client: httpx.AsyncClient, llm: Llm, user: AppUser
+    client: httpx.AsyncClient, server: RunningServer, llm: Llm, user: AppUser
 ) -> None:
+    """The error reaches the client once the failed run's end is stored: a Regenerate sent
+    the moment it arrives is never refused as "still running"."""
     llm.fake.script(ErrorReply(529, "Overloaded"))
     failed = await turn(client, user, llm, message="Show my pipeline")
     assert types(failed)[-1] == "error"
+    status = await run_owner_status(server.db, str(failed[0]["messageId"]))
+    assert status == (user.id, FAILED)
     conversation_id = str(failed[0]["conversationId"])
     llm.fake.script(Reply(text="Three deals."))
-    await turn(client, user, llm, conversationId=conversation_id, replace="lastAnswer")
+    again = await turn(client, user, llm, conversationId=conversation_id, replace="lastAnswer")
+    assert types(again)[-1] == "message_complete"
     assert llm.turns(llm.fake.requests[-1]) == [("user", "Show my pipeline")]
     assert await stored(client, user, conversation_id) == [
         ("user", "Show my pipeline"),

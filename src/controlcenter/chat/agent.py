@@ -139,15 +139,21 @@ async def run_chat(
         failure = events.error(events.ANSWER_INTERRUPTED)
         raise
     finally:
-        if failure is not None:
-            (channel.send if run is None else run.send)(failure)
-        channel.close()
-        if run is not None:
+        if run is None:
+            if failure is not None:
+                channel.send(failure)
+        else:
             runs.forget(run)
             try:
-                await run.finish(status)  # at once when the answer's write ended it already
+                # The failure reaches the client once the run's end is stored: a client that
+                # reads it may at once answer the message again, and is never told that this
+                # answer still runs. At once when the answer's write ended the run already.
+                await run.finish(status, failure)
             except Exception as exc:
                 log.error("chat run's end not stored", error=redact(str(exc)))
+                if failure is not None:
+                    channel.send(failure)  # live only: the stream still ends with its error
+        channel.close()
 
 
 async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run: RunRecord) -> None:
