@@ -262,6 +262,17 @@ async def test_a_run_cancelled_at_shutdown_ends_its_stream_as_interrupted(
     async with server.db.read() as session:
         run = await session.get(ChatRun, message_id)
     assert run is not None and run.status == INTERRUPTED
+    # The liveness task still runs (the server goes on): an answer that ends now has its row
+    # deleted, the interrupted one keeps its own for another process.
+    llm.fake.script(Reply(text="done"))
+    ended = await read_frames(client, "POST", f"{CHAT}?ids=1", user, body=body)
+    ended_id = ended[0][1]["messageId"]
+    assert ended[-1][1]["type"] == "message_complete"
+
+    async def deleted() -> bool:
+        return await _running_row(server.db, ended_id) is None
+
+    await wait_until(deleted, within=30)
     assert await _running_row(server.db, message_id) is not None
 
 

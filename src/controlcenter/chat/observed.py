@@ -11,7 +11,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from controlcenter.chat.channel import EventChannel
-from controlcenter.chat.events import Event
+from controlcenter.chat.events import ANSWER_INTERRUPTED, Event
 from controlcenter.chat.liveness import Liveness, RunningAnswer
 from controlcenter.observability import tracing
 from controlcenter.observability.metrics import CHATS
@@ -41,7 +41,10 @@ class ObservedChannel(EventChannel):
             answer.apply(event)
         if kind == "message_complete" or kind == "error":
             self.outcome = COMPLETED if kind == "message_complete" else FAILED
-            if answer is not None and self._liveness is not None:
+            # An answer interrupted at shutdown keeps its row: another process (or the next
+            # start) saves the answer so far, whenever this one's liveness task stops.
+            interrupted = event.get("error") == ANSWER_INTERRUPTED
+            if answer is not None and self._liveness is not None and not interrupted:
                 self._liveness.finished(answer)
 
 
