@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, event, select, text
 from sqlalchemy.exc import IntegrityError
+from structlog.testing import capture_logs
 
 from controlcenter.chat import store
 from controlcenter.chat.channel import EventChannel
@@ -165,6 +166,33 @@ async def test_a_run_whose_write_fails_loses_nothing_of_the_others(
     # The failed run's end was not stored, and its caller was told so.
     assert await store.run_owner_status(db, bad.message_id) == (user.id, store.RUNNING)
     await writer.close(0.01)  # the refused event is tried again meanwhile, and still refused
+
+
+async def test_the_events_of_a_run_deleted_with_its_user_are_dropped(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    """A run's row deleted while it runs (its user deleted): its events can never be stored,
+    so they are dropped after the refusal instead of being tried again for the process's
+    whole life; another run's events are stored."""
+    db, signals = parts
+    user = await users.create()
+    writer = EventWriter(db, signals, window_s=0.01)
+    gone, kept = await _started(db, signals, writer, user.id, "gone", 2)
+    async with db.write() as session:
+        await session.execute(delete(ChatRun).where(ChatRun.message_id == gone.message_id))
+    with capture_logs() as logs:
+        gone.send(_delta("nowhere to go"))
+        kept.send(_delta("kept"))
+        results = await asyncio.gather(
+            kept.finish(store.DONE), gone.finish(store.DONE), return_exceptions=True
+        )
+        await writer.close(30.0)  # returns as soon as nothing is pending
+    assert results[0] is None
+    assert isinstance(results[1], IntegrityError)
+    assert await _numbers(db, kept.message_id) == [1, 2]
+    events = [entry["event"] for entry in logs]
+    assert "chat events dropped: their run was deleted" in events
+    assert "chat events not stored at shutdown" not in events
 
 
 async def test_pending_events_are_written_at_shutdown(

@@ -400,6 +400,8 @@ class EventWriter:
                 self._last_write = asyncio.get_running_loop().time()
                 batch, self._pending = self._pending, _Pending()
                 failed = await self._write(batch)
+                if failed:
+                    failed = await _without_deleted_runs(self._db, failed)
                 for message_id, kept in failed.items():  # tried again, before newer events
                     self._pending.events[message_id] = kept + self._pending.events.get(
                         message_id, []
@@ -446,6 +448,22 @@ class EventWriter:
         for ending in batch.ends.values():
             _fail(ending.done, exc)
         return {message_id: kept for message_id, kept in batch.events.items() if kept}
+
+
+async def _without_deleted_runs(
+    db: Database, failed: dict[str, list[StoredEvent]]
+) -> dict[str, list[StoredEvent]]:
+    """`failed` without the runs whose row is gone (deleted with their user): their events
+    can never be stored, and trying again would go on for the process's whole life."""
+    try:
+        async with db.read() as session:
+            found = select(ChatRun.message_id).where(ChatRun.message_id.in_(list(failed)))
+            present = set((await session.scalars(found)).all())
+    except Exception:
+        return failed  # the database is down: everything is tried again
+    if len(present) < len(failed):
+        log.warning("chat events dropped: their run was deleted", runs=len(failed) - len(present))
+    return {message_id: kept for message_id, kept in failed.items() if message_id in present}
 
 
 def _fail(future: asyncio.Future[None], exc: BaseException) -> None:
