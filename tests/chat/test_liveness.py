@@ -13,6 +13,7 @@ from datetime import timedelta
 import httpx
 from sqlalchemy import select, update
 
+from controlcenter.chat.conversations import delete_conversation
 from controlcenter.chat.liveness import STALE_INTERVALS, Liveness
 from controlcenter.chat.models import ChatRun, Message, RunningMessage
 from controlcenter.chat.resume import tail
@@ -232,6 +233,31 @@ async def test_a_run_cut_before_its_first_event_after_message_start_is_closed(
         "error": "The answer was interrupted",
     }
     assert len(frames) == 2  # message_start, then the error
+    assert await request_stop(db, answer_id, run.user_id) == StopAnswer.NOT_RUNNING
+
+
+async def test_a_run_whose_conversation_was_deleted_before_its_process_died_is_closed(
+    db: Database, users: UserFactory
+) -> None:
+    """The conversation deleted while its answer ran (a stop asked), then the process died
+    before it ended the run: the liveness row outlives the conversation, so another process
+    still closes the run, and its stream ends with the interrupted error."""
+    dead = Liveness(db, INTERVAL_S)  # never runs: its process died
+    conversation_id, answer_id = await _answer_started(db, users, dead.owner)
+    async with db.read() as session:
+        run = await session.get(ChatRun, answer_id)
+    assert run is not None
+    assert await delete_conversation(db, run.user_id, conversation_id)
+    later = utcnow() + 2 * STALE
+    assert await Liveness(db, INTERVAL_S, now=lambda: later).close_stale() == 1
+    assert await _running_row(db, answer_id) is None
+    async with db.read() as session:
+        run = await session.get(ChatRun, answer_id)
+        saved = await session.scalar(select(Message).where(Message.id == answer_id))
+    assert run is not None and run.status == INTERRUPTED
+    assert saved is None  # there is no conversation to save it in
+    stored = await events_after(db, answer_id, 0)
+    assert json.loads(stored[-1][1]) == {"type": "error", "error": "The answer was interrupted"}
     assert await request_stop(db, answer_id, run.user_id) == StopAnswer.NOT_RUNNING
 
 

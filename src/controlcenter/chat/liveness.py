@@ -175,7 +175,8 @@ class Liveness:
             )
 
     async def close_stale(self) -> int:
-        """Close the answers whose process stopped beating; how many."""
+        """Close the answers whose process stopped beating (their conversation deleted
+        meanwhile or not); how many."""
         limit = self._now() - timedelta(seconds=self._interval_s * STALE_INTERVALS)
         stale_rows = (RunningMessage.heartbeat_at < limit, RunningMessage.owner != self.owner)
         # Nearly every beat finds nothing: looked for in a read first, so that the beat holds
@@ -192,16 +193,21 @@ class Liveness:
         closed = 0
         async with self._db.write() as session:
             for row in (await session.scalars(query)).all():
-                conversation = await session.get(ConversationRow, row.conversation_id)
+                conversation = (
+                    None
+                    if row.conversation_id is None  # deleted while the answer ran
+                    else await session.get(ConversationRow, row.conversation_id)
+                )
                 already = await session.scalar(
                     select(Message.id).where(Message.id == row.message_id)
                 )
-                if conversation is not None and already is None:
+                saved = conversation is not None and already is None
+                if conversation is not None and saved:
                     now = self._now()
                     session.add(
                         Message(
                             id=row.message_id,
-                            conversation_id=row.conversation_id,
+                            conversation_id=conversation.id,
                             role=ASSISTANT,
                             content=row.content,
                             tool_calls=row.tool_calls,
@@ -211,12 +217,13 @@ class Liveness:
                         )
                     )
                     conversation.updated_at = now
-                    closed += 1
                 await session.delete(row)
                 # Its stored event stream (what the events endpoint reads) ends in the same
                 # transaction, so that a client resuming it from any process reads the error
                 # and stops waiting, and a stop asked from now on is answered `Not running`.
-                await store.close_run(session, row.message_id, final, store.INTERRUPTED)
+                ended = await store.close_run(session, row.message_id, final, store.INTERRUPTED)
+                if saved or ended:
+                    closed += 1
         if closed:
             log.warning("chat answers interrupted by a stopped process were closed", count=closed)
         return closed

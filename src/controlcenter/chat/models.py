@@ -110,8 +110,10 @@ class RunningMessage(Base):
     __tablename__ = "running_messages"
 
     message_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    conversation_id: Mapped[str] = mapped_column(
-        ForeignKey("conversations.id", ondelete="CASCADE"), index=True
+    # Outlives its conversation (set to NULL when it is deleted): the row is how another
+    # process learns that the run's own process died, deleted while the answer ran or not.
+    conversation_id: Mapped[str | None] = mapped_column(
+        ForeignKey("conversations.id", ondelete="SET NULL"), index=True
     )
     owner: Mapped[str] = mapped_column(String(32), index=True)
     heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
