@@ -191,7 +191,7 @@ async def test_the_events_of_a_run_deleted_with_its_user_are_dropped(
     assert isinstance(results[1], IntegrityError)
     assert await _numbers(db, kept.message_id) == [1, 2]
     events = [entry["event"] for entry in logs]
-    assert "chat events dropped: their run was deleted" in events
+    assert "chat events dropped: their run no longer runs" in events
     assert "chat events not stored at shutdown" not in events
 
 

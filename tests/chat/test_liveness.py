@@ -11,7 +11,7 @@ import time
 from datetime import timedelta
 
 import httpx
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from controlcenter.chat.conversations import delete_conversation
 from controlcenter.chat.liveness import STALE_INTERVALS, Liveness
@@ -259,6 +259,39 @@ async def test_a_run_whose_conversation_was_deleted_before_its_process_died_is_c
     stored = await events_after(db, answer_id, 0)
     assert json.loads(stored[-1][1]) == {"type": "error", "error": "The answer was interrupted"}
     assert await request_stop(db, answer_id, run.user_id) == StopAnswer.NOT_RUNNING
+
+
+async def test_a_run_still_marked_running_without_its_liveness_row_is_closed(
+    db: Database, users: UserFactory
+) -> None:
+    """A run left `running` with no liveness row (its end could not be stored, or it began
+    before runs had a row) is closed once past the stale limit, by any process, its own
+    included: its stream ends with the interrupted error. A younger one is left alone."""
+    own = Liveness(db, 60.0, now=utcnow)
+    _, old_id = await _answer_started(db, users, own.owner)
+    _, young_id = await _answer_started(db, users, own.owner)
+    async with db.write() as session:
+        await session.execute(
+            delete(RunningMessage).where(RunningMessage.message_id.in_([old_id, young_id]))
+        )
+        await session.execute(
+            update(ChatRun)
+            .where(ChatRun.message_id == old_id)
+            .values(created_at=utcnow() - timedelta(hours=1))
+        )
+    now = utcnow()
+    closer = Liveness(db, 60.0, now=lambda: now)
+    closer.owner = own.owner  # the run's own process
+    assert await closer.close_stale() >= 1
+    assert await closer.close_stale() == 0  # closed once
+    async with db.read() as session:
+        old = await session.get(ChatRun, old_id)
+        young = await session.get(ChatRun, young_id)
+    assert old is not None and old.status == INTERRUPTED
+    assert young is not None and young.status == RUNNING
+    stored = await events_after(db, old_id, 0)
+    assert json.loads(stored[-1][1]) == {"type": "error", "error": "The answer was interrupted"}
+    assert await request_stop(db, old_id, old.user_id) == StopAnswer.NOT_RUNNING
 
 
 async def test_a_live_run_is_not_closed(db: Database, users: UserFactory) -> None:

@@ -10,9 +10,10 @@ same interval, so that a busy event loop is not taken for a dead process. The ta
 rows of other processes whose heartbeat is older than `STALE_INTERVALS` intervals: the
 assistant message is saved with what it had and `interrupted: true`, the run is marked
 interrupted and its event stream ends with the `The answer was interrupted` error, all in the
-transaction that deletes the row, so one process closes it once. With the default 5 s
-interval a dead process's answers are closed within 20 s by any other process, or by the next
-one to start.
+transaction that deletes the row, so one process closes it once. A run still marked running
+that has no row (its end could not be stored) is closed the same way by any process, its own
+included, with no answer to save. With the default 5 s interval a dead process's answers are
+closed within 20 s by any other process, or by the next one to start.
 
 What is lost: at most the last interval's text (saved by the heartbeat, not per event).
 """
@@ -26,12 +27,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, delete, select, update
+from sqlalchemy import ColumnElement, Select, Table, bindparam, delete, exists, select, text, update
 
 from controlcenter.chat import events, store
 from controlcenter.chat.events import event_data
 from controlcenter.chat.heartbeat import Heartbeat
-from controlcenter.chat.models import ConversationRow, Message, RunningMessage
+from controlcenter.chat.models import RUNNING_NOW, ChatRun, ConversationRow, Message, RunningMessage
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database, utcnow
 
@@ -41,6 +42,7 @@ ASSISTANT = "assistant"
 FLUSH_DELAY_S = 1.0
 STALE_INTERVALS = 3
 _RUNNING = cast(Table, RunningMessage.__table__)
+_FINAL = event_data(events.error(events.ANSWER_INTERRUPTED))  # a closed run's last event
 # One statement for every answer that changed (an update built per answer cost more than
 # running it, with thousands of answers under way).
 _SAVE_PROGRESS = (
@@ -176,7 +178,7 @@ class Liveness:
 
     async def close_stale(self) -> int:
         """Close the answers whose process stopped beating (their conversation deleted
-        meanwhile or not); how many."""
+        meanwhile or not), and the runs still marked running that lost their row; how many."""
         limit = self._now() - timedelta(seconds=self._interval_s * STALE_INTERVALS)
         stale_rows = (RunningMessage.heartbeat_at < limit, RunningMessage.owner != self.owner)
         # Nearly every beat finds nothing: looked for in a read first, so that the beat holds
@@ -184,12 +186,22 @@ class Liveness:
         # the loop is blocked, it kept this process's own heartbeat thread from writing.
         async with self._db.read() as session:
             anything = select(RunningMessage.message_id).where(*stale_rows).limit(1)
-            if await session.scalar(anything) is None:
-                return 0
+            stale = await session.scalar(anything)
+            rowless = list((await session.scalars(_runs_without_row(limit))).all())
+        closed = 0
+        if stale is not None:
+            closed += await self._close_rows(stale_rows)
+        if rowless:
+            closed += await self._close_rowless(rowless)
+        if closed:
+            log.warning("chat answers interrupted by a stopped process were closed", count=closed)
+        return closed
+
+    async def _close_rows(self, stale_rows: tuple[ColumnElement[bool], ...]) -> int:
+        """Each stale row's answer saved as interrupted, its run ended, the row deleted."""
         query = select(RunningMessage).where(*stale_rows)
         if not self._db.is_sqlite:
             query = query.with_for_update(skip_locked=True)
-        final = event_data(events.error(events.ANSWER_INTERRUPTED))
         closed = 0
         async with self._db.write() as session:
             for row in (await session.scalars(query)).all():
@@ -221,9 +233,27 @@ class Liveness:
                 # Its stored event stream (what the events endpoint reads) ends in the same
                 # transaction, so that a client resuming it from any process reads the error
                 # and stops waiting, and a stop asked from now on is answered `Not running`.
-                ended = await store.close_run(session, row.message_id, final, store.INTERRUPTED)
+                ended = await store.close_run(session, row.message_id, _FINAL, store.INTERRUPTED)
                 if saved or ended:
                     closed += 1
-        if closed:
-            log.warning("chat answers interrupted by a stopped process were closed", count=closed)
         return closed
+
+    async def _close_rowless(self, message_ids: list[str]) -> int:
+        """Runs still marked running with no liveness row, older than the stale limit: their
+        end could not be stored (the database refused it) or they began before runs had a
+        row. Nothing else would ever end them; what their answer had is not known."""
+        closed = 0
+        async with self._db.write() as session:
+            for message_id in message_ids:  # closed once: only a run still running is
+                if await store.close_run(session, message_id, _FINAL, store.INTERRUPTED):
+                    closed += 1
+        return closed
+
+
+def _runs_without_row(limit: datetime) -> Select[str]:
+    """The runs still marked running, begun before `limit`, that have no liveness row."""
+    return select(ChatRun.message_id).where(
+        text(RUNNING_NOW),  # as the partial index's condition is written
+        ChatRun.created_at < limit,
+        ~exists().where(RunningMessage.message_id == ChatRun.message_id),
+    )

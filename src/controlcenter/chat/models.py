@@ -47,6 +47,8 @@ RUNNING = "running"  # a run's status while it runs
 # The condition of `ix_chat_runs_stops_asked`, written the same in the poll's query: SQLite uses
 # a partial index only for a query whose WHERE holds the index's terms as written.
 STOPS_ASKED = "stop_requested AND status = 'running'"
+# The condition of `ix_chat_runs_running`, written the same in `chat.liveness`'s query.
+RUNNING_NOW = "status = 'running'"
 
 
 class ChatRun(Base):
@@ -63,6 +65,14 @@ class ChatRun(Base):
             "message_id",
             sqlite_where=text(STOPS_ASKED),
             postgresql_where=text(STOPS_ASKED),
+        ),
+        # The few runs that run now, by age: every process looks through them each beat
+        # for runs that lost their liveness row (the table keeps every run, for usage).
+        Index(
+            "ix_chat_runs_running",
+            "created_at",
+            sqlite_where=text(RUNNING_NOW),
+            postgresql_where=text(RUNNING_NOW),
         ),
     )
 

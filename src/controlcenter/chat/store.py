@@ -401,7 +401,7 @@ class EventWriter:
                 batch, self._pending = self._pending, _Pending()
                 failed = await self._write(batch)
                 if failed:
-                    failed = await _without_deleted_runs(self._db, failed)
+                    failed = await _still_running(self._db, failed)
                 for message_id, kept in failed.items():  # tried again, before newer events
                     self._pending.events[message_id] = kept + self._pending.events.get(
                         message_id, []
@@ -450,20 +450,25 @@ class EventWriter:
         return {message_id: kept for message_id, kept in batch.events.items() if kept}
 
 
-async def _without_deleted_runs(
+async def _still_running(
     db: Database, failed: dict[str, list[StoredEvent]]
 ) -> dict[str, list[StoredEvent]]:
-    """`failed` without the runs whose row is gone (deleted with their user): their events
-    can never be stored, and trying again would go on for the process's whole life."""
+    """`failed` without the runs that no longer run: deleted with their user, or closed as
+    interrupted by a process that took this one for dead. Their events can never be stored
+    (nor in order), and trying again would go on for the process's whole life."""
     try:
         async with db.read() as session:
-            found = select(ChatRun.message_id).where(ChatRun.message_id.in_(list(failed)))
-            present = set((await session.scalars(found)).all())
+            found = select(ChatRun.message_id).where(
+                ChatRun.message_id.in_(list(failed)), ChatRun.status == RUNNING
+            )
+            running = set((await session.scalars(found)).all())
     except Exception:
         return failed  # the database is down: everything is tried again
-    if len(present) < len(failed):
-        log.warning("chat events dropped: their run was deleted", runs=len(failed) - len(present))
-    return {message_id: kept for message_id, kept in failed.items() if message_id in present}
+    if len(running) < len(failed):
+        log.warning(
+            "chat events dropped: their run no longer runs", runs=len(failed) - len(running)
+        )
+    return {message_id: kept for message_id, kept in failed.items() if message_id in running}
 
 
 def _fail(future: asyncio.Future[None], exc: BaseException) -> None:
