@@ -77,6 +77,6 @@ bench: setup
 
 # Memory and latency over a long run (bench/soak.py): two instances on a throwaway PostgreSQL,
 # mixed load at half the chat capacity, 20 minutes unless SOAK_ARGS says otherwise
-# (SOAK_ARGS="--seconds 180 --rate 9.5"). Never part of `make test`.
+# (SOAK_ARGS="--seconds 180 --rate 12.5 --onboarding-rate 1"). Never part of `make test`.
 soak: setup
 	./scripts/with-postgres.sh $(UV) run python -m bench.soak $(SOAK_ARGS)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
 import tempfile
 import time
@@ -168,7 +169,10 @@ def _litellm(work: Path, url: str, key: str) -> Iterator[_Proxy]:
     path = work / "litellm.json"  # YAML is a superset of JSON
     path.write_text(json.dumps(config))
     port = free_port()
-    argv = ["python3", "-m", "uv", "tool", "run", "--from", LITELLM, "litellm"]
+    # `uv run` names itself in `UV`; on PATH, `python3` is then the project's environment's,
+    # which has no uv of its own.
+    uv = [os.environ["UV"]] if os.environ.get("UV") else ["python3", "-m", "uv"]
+    argv = [*uv, "tool", "run", "--from", LITELLM, "litellm"]
     argv += ["--config", str(path), "--host", "127.0.0.1", "--port", str(port)]
     argv += ["--num_workers", "1"]
     # It refuses to start without a master key (every request would be let in); it checks the
