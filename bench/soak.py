@@ -1,7 +1,7 @@
 """The soak: a long run of mixed load against two instances on PostgreSQL, to show that memory
 stays flat and latency does not drift (never part of `make test`; `make soak`).
 
-    scripts/with-postgres.sh python -m bench.soak [--seconds 1200] [--rate 9.5]
+    scripts/with-postgres.sh python -m bench.soak [--seconds S] [--rate R] [--onboarding-rate R]
 
 Two `controlcenter serve` instances share one PostgreSQL database and the fakes of `make
 bench` (provider, MCP server, CRM). Load arrives open-loop, alternating the instances:
