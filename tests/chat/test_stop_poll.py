@@ -9,12 +9,14 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+from sqlalchemy import Select
 from sqlalchemy.dialects import sqlite
 
 from controlcenter.chat import store
 from controlcenter.chat.channel import EventChannel
+from controlcenter.chat.liveness import _runs_without_row
 from controlcenter.chat.stream import ChatRuns
-from controlcenter.db import Database
+from controlcenter.db import Database, utcnow
 from controlcenter.db.migrate import upgrade
 from tests.conftest import RunningServer, UserFactory
 
@@ -48,10 +50,19 @@ async def test_a_stop_asked_elsewhere_stops_the_run_here_and_no_other(
         await there_db.dispose()
 
 
+def _plan(path: Path, query: Select[str], *params: object) -> list[str]:
+    """SQLite's plan of `query` on the migrated database at `path`."""
+    compiled = query.compile(dialect=sqlite.dialect())
+    with closing(sqlite3.connect(path)) as connection:
+        rows = connection.execute(f"EXPLAIN QUERY PLAN {compiled}", params).fetchall()
+    return [row[3] for row in rows]
+
+
 def test_sqlites_poll_reads_the_partial_index_only(tmp_path: Path) -> None:
     path = tmp_path / "poll.db"
     upgrade(f"sqlite+aiosqlite:///{path}")
-    compiled = store._STOPS_ASKED.compile(dialect=sqlite.dialect())
-    with closing(sqlite3.connect(path)) as connection:
-        plan = connection.execute(f"EXPLAIN QUERY PLAN {compiled}").fetchall()
-    assert [row[3] for row in plan] == ["SCAN chat_runs USING INDEX ix_chat_runs_stops_asked"]
+    plan = _plan(path, store._STOPS_ASKED)
+    assert plan == ["SCAN chat_runs USING INDEX ix_chat_runs_stops_asked"]
+    # The liveness task's look for running runs without a row reads its own partial index.
+    later = _plan(path, _runs_without_row(utcnow()), utcnow().isoformat())
+    assert later[0] == "SEARCH chat_runs USING INDEX ix_chat_runs_running (created_at<?)"

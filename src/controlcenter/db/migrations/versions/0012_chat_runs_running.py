@@ -15,7 +15,7 @@ down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-RUNNING_NOW = "status = 'running'"  # as in chat/models.py, when written
+RUNNING_NOW = "status = 'running' AND created_at IS NOT NULL"  # as in chat/models.py, when written
 
 
 def upgrade() -> None:
