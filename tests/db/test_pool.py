@@ -1,0 +1,72 @@
+"""The PostgreSQL pool replaces a connection the server closed, without a round trip at
+checkout."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from sqlalchemy import text
+
+from controlcenter.db import Database
+
+pytestmark = pytest.mark.postgresql_only
+
+
+async def _backend_pid(db: Database) -> int:
+    async with db.read() as session:
+        pid = await session.scalar(text("SELECT pg_backend_pid()"))
+    assert isinstance(pid, int)
+    return pid
+
+
+async def _terminated(url: str, pid: int) -> None:
+    """The backend ended by another process's connection, and gone from the server's list."""
+    other = Database(url)
+    try:
+        async with other.write() as session:
+            assert await session.scalar(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        while True:
+            async with other.read() as session:
+                left = await session.scalar(
+                    text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}
+                )
+            if left == 0:
+                return
+            await asyncio.sleep(0.01)
+    finally:
+        await other.dispose()
+
+
+async def test_a_connection_the_server_closed_is_replaced_at_checkout(
+    database_url: str,
+) -> None:
+    db = Database(database_url)
+    try:
+        old = await _backend_pid(db)
+        await _terminated(database_url, old)
+        # The next unit of work gets a fresh connection instead of the closed one's error.
+        new = await _backend_pid(db)
+        assert new != old
+        async with db.write() as session:
+            assert await session.scalar(text("SELECT 1")) == 1
+    finally:
+        await db.dispose()
+
+
+async def test_a_checkout_sends_nothing_to_the_server(database_url: str) -> None:
+    """A unit of work on a pooled connection sends its own statements only: no ping first
+    (asyncpg logs the statements it sends unprepared: a transaction's BEGIN and ROLLBACK, and
+    the ping's `;` in a transaction of its own)."""
+    db = Database(database_url)
+    try:
+        async with db.read() as session:  # the pool's one open connection, watched
+            raw = await (await session.connection()).get_raw_connection()
+            sent: list[str] = []
+            assert raw.driver_connection is not None
+            raw.driver_connection.add_query_logger(lambda record: sent.append(record.query))
+        sent.clear()
+        await _backend_pid(db)
+        assert sent == ["BEGIN;", "ROLLBACK;"]
+    finally:
+        await db.dispose()
