@@ -22,6 +22,19 @@ the other from this process, after `WARM_CALLS` unmeasured ones:
   provider call, (x1's p50 total - ideal) / provider calls: everything the service adds to a
   chat (its tool calls and storage included), charged to its provider calls.
 
+The floor under the service's CPU per chat step, from the same libraries the service calls the
+way it calls them, each alone in this process (CPU per call, after `WARM_CALLS`):
+
+- a provider call: the SDK's low-level `post` of the request's prepared bytes, the reply read
+  as JSON (the service's whole-answer call, providers/anthropic.py);
+- a tool call: `call_tool` of the `mcp` client over streamable HTTP on the aiohttp transport
+  the service's MCP pool uses, against the fake MCP server (`bench.fakes mcp`);
+- a unit of work: one SQLAlchemy write transaction of one insert through the service's
+  `Database` on the run's database (a table of its own, dropped after).
+
+"the SDKs per step" is (3 provider calls + 2 tool calls) / 5, a chat's steps: what a step
+costs before the service stores, streams or checks anything.
+
 The targets: the service's added latency per provider call below LiteLLM's.
 """
 
@@ -86,17 +99,25 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
     calls = CALLS[options.quick]
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
         work = Path(tmp)
-        llm = FakeProc("llm", work)
-        with running(llm):
+        llm, mcp = FakeProc("llm", work), FakeProc("mcp", work)
+        with running(llm, mcp):
             url, key = llm.info["url"], llm.info["api_key"]
             body = request()
             direct = asyncio.run(_posted(url + "/v1/messages", key, body, calls))
             sdk = asyncio.run(_sdk(url, key, body, calls))
+            floor = Floor(
+                asyncio.run(_sdk_post(url, key, body, calls)).cpu_s,
+                asyncio.run(_tool_call(mcp.info["url"], calls)).cpu_s,
+                asyncio.run(_unit_of_work(deployment.database_url, calls)).cpu_s,
+            )
             with _litellm(work, url, key) as proxy:
                 through = asyncio.run(
                     _posted(proxy.url + "/v1/messages", proxy.key, body, calls, proxy)
                 )
-    return _rows(deployment.db_kind, calls, direct, sdk, through)
+    return [
+        *_rows(deployment.db_kind, calls, direct, sdk, through),
+        *_floor_rows(deployment.db_kind, calls, floor),
+    ]
 
 
 async def _timed(call: Callable[[], Awaitable[None]], calls: int, pid: int | None) -> Way:
@@ -149,6 +170,98 @@ async def _sdk(url: str, key: str, body: dict[str, Any], calls: int) -> Way:
 
         with step(f"{calls} calls through the bare SDK"):
             return await _timed(call, calls, None)
+
+
+async def _sdk_post(url: str, key: str, body: dict[str, Any], calls: int) -> Way:
+    """The SDK's low-level `post` of the prepared bytes, as the service's provider calls it."""
+    import anthropic
+    import httpx2
+
+    data = json.dumps(body, separators=(",", ":")).encode()
+    options: Any = {"headers": {"content-type": "application/json"}}
+    async with anthropic.AsyncAnthropic(
+        api_key=key, base_url=url, max_retries=0, http_client=anthropic.DefaultAioHttpClient()
+    ) as client:
+
+        async def call() -> None:
+            raw = await client.post(
+                "/v1/messages", cast_to=httpx2.Response, content=data, options=options
+            )
+            raw.json()
+
+        with step(f"{calls} calls through the SDK's post of prepared bytes"):
+            return await _timed(call, calls, None)
+
+
+async def _tool_call(url: str, calls: int) -> Way:
+    """`call_tool` of the mcp client on the service's MCP transport (aiohttp under httpx2)."""
+    import httpx2
+    from httpx_aiohttp.httpx2 import AiohttpTransport
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        httpx2.AsyncClient(transport=AiohttpTransport()) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+
+        async def call() -> None:
+            await client.call_tool("echo_text", {"text": "Find the Smiths"})
+
+        with step(f"{calls} MCP tool calls"):
+            return await _timed(call, calls, None)
+
+
+async def _unit_of_work(url: str, calls: int) -> Way:
+    """One write transaction of one insert through the service's `Database`."""
+    from sqlalchemy import text
+
+    from controlcenter.db import Database
+
+    db = Database(url)
+    try:
+        async with db.write() as session:
+            await session.execute(text("CREATE TABLE bench_unit (n INTEGER NOT NULL)"))
+
+        async def call() -> None:
+            async with db.write() as session:
+                await session.execute(text("INSERT INTO bench_unit (n) VALUES (1)"))
+
+        with step(f"{calls} write transactions"):
+            return await _timed(call, calls, None)
+    finally:
+        async with db.write() as session:
+            await session.execute(text("DROP TABLE IF EXISTS bench_unit"))
+        await db.dispose()
+
+
+@dataclass(frozen=True)
+class Floor:
+    """CPU per call of what a chat step is built on, each alone."""
+
+    provider_s: float
+    tool_s: float
+    unit_s: float
+
+    @property
+    def step_s(self) -> float:
+        steps = chat.PROVIDER_CALLS + chat.TOOL_CALLS
+        return (chat.PROVIDER_CALLS * self.provider_s + chat.TOOL_CALLS * self.tool_s) / steps
+
+
+def _floor_rows(db: str, calls: int, floor: Floor) -> list[Row]:
+    of = f"{calls} sequential calls each"
+    return [
+        Row(
+            db,
+            "floor: the SDKs per chat step",
+            f"{ms(floor.step_s)} CPU",
+            baseline=f"provider post {ms(floor.provider_s)}, MCP tool call {ms(floor.tool_s)}",
+            target=f"service <= {ms(chat.TARGET_STEP_CPU_S)} per step",
+            note=f"{of}; (3 provider + 2 tool calls) / 5",
+        ),
+        Row(db, "floor: one write transaction", f"{ms(floor.unit_s)} CPU", note=of),
+    ]
 
 
 @dataclass(frozen=True)
