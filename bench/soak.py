@@ -14,7 +14,11 @@ bench` (provider, MCP server, CRM). Load arrives open-loop, alternating the inst
   the other instance) at a quarter of the chat rate;
 - onboarding saves at `--onboarding-rate` (1 a second): each queues two or three CRM jobs
   of ~2.5 requests, which the outbox delivers within HighLevel's 10 requests/s for the
-  agency's one location; a faster rate only grows the queue, minute after minute.
+  agency's one location; a faster rate only grows the queue, minute after minute;
+- the host's baseline: the index's path on a bare Starlette app (`bench.bare`, its own
+  processes beside the instances) at the index's rate, kind `bare`. It does no work of its
+  own, so its p99 per minute moves only with the host (the load's CPU on the same cores,
+  the VM's neighbours): a minute where it rises with the others is the host's.
 
 It prints the RSS of every process of both instances at the start and at the end, then one line
 per minute: requests, p99 by kind, errors; then, per kind, how far the minutes' p99 strays
@@ -40,7 +44,7 @@ import httpx
 from httpx_sse import EventSource, aconnect_sse
 
 from bench.chat_client import CHAT_PATH, EXPECTED_TOOL_CALLS
-from bench.deploy import Deployment
+from bench.deploy import Deployment, bare_app
 from bench.fakes import FakeProc, running
 from bench.procs import Proc, process_tree, rss_kib
 from bench.seed import Account, seed_service
@@ -150,9 +154,16 @@ async def index(http: httpx.AsyncClient, url: str, user: Account) -> str | None:
     return None if response.status_code == 200 else f"index HTTP {response.status_code}"
 
 
-async def load(soak: Soak, seconds: float, rate: float, onboarding_rate: float) -> None:
-    """Open loop: one chat and one index every 1/rate s, every fourth tick also a resumed
-    stream; onboarding saves at `onboarding_rate` a second."""
+async def bare(http: httpx.AsyncClient, url: str) -> str | None:
+    response = await http.get(url + INDEX_PATH, headers={"OCS-APIRequest": "true"})
+    return None if response.status_code == 200 else f"bare HTTP {response.status_code}"
+
+
+async def load(
+    soak: Soak, seconds: float, rate: float, onboarding_rate: float, bare_url: str
+) -> None:
+    """Open loop: one chat, one index and one bare GET every 1/rate s, every fourth tick also
+    a resumed stream; onboarding saves at `onboarding_rate` a second."""
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=200)
     async with httpx.AsyncClient(timeout=120, limits=limits) as http:
         tasks: set[asyncio.Task[None]] = set()
@@ -162,6 +173,7 @@ async def load(soak: Soak, seconds: float, rate: float, onboarding_rate: float) 
             jobs: list[tuple[str, Awaitable[str | None]]] = [
                 ("chat", chat(http, url, user)),
                 ("index", index(http, other, user)),
+                ("bare", bare(http, bare_url)),
             ]
             if tick % 4 == 0:
                 jobs.append(("resumed", resumed(http, url, other, user)))
@@ -213,23 +225,41 @@ def report(soak: Soak, start: list[tuple[str, int, int]], end: list[tuple[str, i
         errors = sum(1 for s in rows if s.error)
         print(f"soak:   {minute + 1:3d}  {len(rows):6d}  {p99s}  errors {errors}")
     print("soak: p99 per minute by kind: median, range, farthest from the median")
-    for kind in kinds:
-        minutes = [
-            p99([s.seconds for s in rows if s.kind == kind]) * 1000
-            for rows in by_minute.values()
+    p99s_by_kind = {
+        kind: {
+            minute: p99([s.seconds for s in rows if s.kind == kind]) * 1000
+            for minute, rows in sorted(by_minute.items())
             if any(s.kind == kind for s in rows)
-        ]
-        middle = statistics.median(minutes)
-        farthest = max(abs(m - middle) for m in minutes) / middle
+        }
+        for kind in kinds
+    }
+    for kind, minutes in p99s_by_kind.items():
+        middle = statistics.median(minutes.values())
+        farthest = max(abs(m - middle) for m in minutes.values()) / middle
         print(
-            f"soak:   {kind}: {middle:.0f} ms, {min(minutes):.0f}-{max(minutes):.0f} ms, "
-            f"{farthest:.0%} ({len([s for s in soak.samples if s.kind == kind]) // len(minutes)}"
+            f"soak:   {kind}: {middle:.0f} ms, {min(minutes.values()):.0f}-"
+            f"{max(minutes.values()):.0f} ms, {farthest:.0%} "
+            f"({len([s for s in soak.samples if s.kind == kind]) // len(minutes)}"
             " requests a minute)"
         )
+    host = set(_strays(p99s_by_kind.get("bare", {})))
+    print("soak: minutes whose p99 strays beyond 20% of the kind's median (* the bare app's too)")
+    for kind, minutes in p99s_by_kind.items():
+        if kind != "bare":
+            marked = [f"{m + 1}{'*' if m in host else ''}" for m in _strays(minutes)]
+            print(f"soak:   {kind}: {', '.join(marked) or 'none'}")
     counted = Counter(s.error for s in soak.samples if s.error)
     print(f"soak: {len(soak.samples)} requests, {sum(counted.values())} errors")
     for text, count in counted.most_common():
         print(f"soak:   {count} x {text}")
+
+
+def _strays(p99s: dict[int, float]) -> list[int]:
+    """The minutes whose p99 is more than 20% from the median minute's."""
+    if not p99s:
+        return []
+    middle = statistics.median(p99s.values())
+    return [minute for minute, value in p99s.items() if abs(value - middle) > 0.2 * middle]
 
 
 def main() -> None:
@@ -288,20 +318,30 @@ def soak(
         with instances[1]:
             with step("instance 2 answered"):
                 instances[1].wait_http(urls[1] + "/healthz")
-            run_load(instances, urls, accounts, args)
+            host, host_url = bare_app(INDEX_PATH, '{"ocs":{"meta":{"status":"ok"},"data":[]}}')
+            with host:
+                with step("bare app answered"):
+                    host.wait_http(host_url + "/healthz")
+                run_load(instances, urls, accounts, args, host_url)
 
 
 def run_load(
-    instances: list[Proc], urls: list[str], accounts: list[Account], args: argparse.Namespace
+    instances: list[Proc],
+    urls: list[str],
+    accounts: list[Account],
+    args: argparse.Namespace,
+    bare_url: str,
 ) -> None:
     """Warm-up, then the measured run between two RSS readings, then the report."""
     warm_up = Soak(urls, accounts)
     with step("warm-up (30 s at the rate)"):
-        asyncio.run(load(warm_up, min(30.0, args.seconds), args.rate, args.onboarding_rate))
+        asyncio.run(
+            load(warm_up, min(30.0, args.seconds), args.rate, args.onboarding_rate, bare_url)
+        )
     start = rss_by_process(instances)
     run = Soak(urls, accounts)
     print(f"soak: {args.seconds:g} s at {args.rate:g} chats/s on two instances", flush=True)
-    asyncio.run(load(run, args.seconds, args.rate, args.onboarding_rate))
+    asyncio.run(load(run, args.seconds, args.rate, args.onboarding_rate, bare_url))
     end = rss_by_process(instances)
     report(run, start, end)
 
