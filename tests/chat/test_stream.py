@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from controlcenter.chat.agent import SYSTEM_PROMPT
+from controlcenter.chat.store import RUNNING, run_owner_status
 from tests.chat.conftest import ToolLog, recording_tool
 from tests.chat.helpers import (
     CHAT,
@@ -26,6 +27,7 @@ from tests.chat.helpers import (
     wait_for,
 )
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import failing_insert
 from tests.fakes.llm import ErrorReply, Reply, ToolUse
 
 
@@ -295,6 +297,27 @@ async def test_provider_errors_carry_their_status_code(
         assert llm.fake.api_key not in json.dumps(events)
         stored = await stored_messages(server, events[0]["conversationId"])
         assert [m.role for m in stored] == ["user"]  # the user message is kept
+
+
+async def test_an_error_whose_run_end_cannot_be_stored_still_ends_the_stream(
+    client: httpx.AsyncClient,
+    server: RunningServer,
+    llm: Llm,
+    user: AppUser,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """The database refuses the failed run's end (its error event is stored with it): the
+    error still reaches the client, sent live, and the refusal is logged, not shown."""
+    llm.fake.script(ErrorReply(500, "Internal boom"))
+    async with failing_insert(server.db, "chat_events", "NEW.data LIKE '%Internal boom%'"):
+        response, events = await stream_chat(client, user, {"message": "hi", "provider": llm.name})
+    assert response.status_code == 200
+    assert types(events) == ["message_start", "error"]
+    assert events[1] == {"type": "error", "error": "Internal boom", "code": "500"}
+    # Not stored: the run is still marked running, for another process to close as stale.
+    assert await run_owner_status(server.db, str(events[0]["messageId"])) == (user.id, RUNNING)
+    logged = capfd.readouterr()
+    assert "chat run's end not stored" in logged.out + logged.err
 
 
 async def test_a_wrong_key_is_a_401_error_event_without_the_key(
