@@ -160,6 +160,24 @@ async def test_a_changed_configuration_drops_the_token(fake_oauth_mcp: FakeOAuth
     assert len(fake_oauth_mcp.issued) == 2
 
 
+async def test_a_removed_server_drops_its_token(fake_oauth_mcp: FakeOAuthMcp) -> None:
+    """Deleted (or disabled), a server's provider goes with its token: the same server
+    stored again gets a token of its own."""
+    stored = Servers(oauth_server(fake_oauth_mcp))
+    mcp = source(stored, ttl_s=0.0)
+    try:
+        await mcp.list_tools({})
+        stored.servers = []
+        assert await mcp.list_tools({}) == ()
+        stored.servers = [oauth_server(fake_oauth_mcp)]
+        tools = await mcp.list_tools({})
+    finally:
+        await mcp.aclose()
+    assert len(tools) == 2
+    assert len(fake_oauth_mcp.token_requests) == 2
+    assert fake_oauth_mcp.refused == []
+
+
 async def test_a_wrong_secret_offers_no_tools_and_is_logged_once(
     fake_oauth_mcp: FakeOAuthMcp,
 ) -> None:

@@ -15,7 +15,7 @@ the server's account.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from mcp.client.auth import TokenStorage
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
@@ -68,7 +68,8 @@ class ServerAuth:
 
 class OAuthProviders:
     """Each server's provider, by server name; replaced (its tokens dropped) when the server's
-    address or credentials change, dropped when it has no credentials any more."""
+    address or credentials change, dropped when it has no credentials any more or is no
+    longer in use (deleted or disabled: its secret and token leave the process's memory)."""
 
     def __init__(self) -> None:
         self._by_server: dict[str, ServerAuth] = {}
@@ -83,3 +84,8 @@ class OAuthProviders:
         if held is None or held.key != (url, client):
             held = self._by_server[server] = ServerAuth(url, client)
         return held.provider
+
+    def keep(self, servers: Collection[str]) -> None:
+        """Drops the providers of the servers not named."""
+        for name in self._by_server.keys() - set(servers):
+            del self._by_server[name]

@@ -26,10 +26,11 @@ CPU than httpx2's own transport one call at a time and 35% less with twenty at o
 against the fake MCP server in a process of its own). Building it once also loads the CA bundle
 once, which dominated the event loop under load. One MCP session per server, address and
 headers (at most `MAX_SESSIONS`, the least recently used closed first), shared by concurrent
-calls, so a call costs one request instead of a connection plus a handshake. A session that
-fails is dropped and the next call opens a fresh one; a call that fails because its session was
-gone before the request ran (connect error, "Session terminated") is retried once on a fresh
-session, since the server cannot have run it.
+calls, so a call costs one request instead of a connection plus a handshake; a server no
+longer in use (deleted or disabled) has its sessions closed and its OAuth provider dropped at
+the next listing. A session that fails is dropped and the next call opens a fresh one; a call
+that fails because its session was gone before the request ran (connect error, "Session
+terminated") is retried once on a fresh session, since the server cannot have run it.
 """
 
 from __future__ import annotations
@@ -151,6 +152,7 @@ class McpSource:
     ) -> Sequence[Tool]:
         """The tools of every configured server for a broker with `location_id`."""
         servers = await self.servers(settings)
+        self._close_unused({s.name for s in servers})
         if not servers:
             return ()
         lists = tuple(await asyncio.gather(*(self._server_tools(s, location_id) for s in servers)))
@@ -340,6 +342,14 @@ class McpSource:
             event_hooks={"response": [note_refusal]},
             auth=self._oauth.provider(endpoint.server, endpoint.url, endpoint.oauth),
         )
+
+    def _close_unused(self, in_use: set[str]) -> None:
+        """The sessions and OAuth providers of servers no longer in use (deleted or disabled)
+        are closed and dropped: their credentials and tokens leave the process's memory."""
+        for endpoint, session in list(self._sessions.items()):
+            if endpoint.server not in in_use:
+                self._drop(endpoint, session)
+        self._oauth.keep(in_use)
 
     def _drop(self, endpoint: _Endpoint, session: _Session) -> None:
         if self._sessions.get(endpoint) is session:
