@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import ColumnElement, Select, Table, bindparam, delete, exists, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat import events, store
 from controlcenter.chat.events import event_data
@@ -194,7 +195,8 @@ class Liveness:
         if rowless:
             closed += await self._close_rowless(rowless)
         if closed:
-            log.warning("chat answers interrupted by a stopped process were closed", count=closed)
+            # A stopped process's answers, and runs whose end was never stored.
+            log.warning("chat answers left running were closed as interrupted", count=closed)
         return closed
 
     async def _close_rows(self, stale_rows: tuple[ColumnElement[bool], ...]) -> int:
@@ -205,30 +207,7 @@ class Liveness:
         closed = 0
         async with self._db.write() as session:
             for row in (await session.scalars(query)).all():
-                conversation = (
-                    None
-                    if row.conversation_id is None  # deleted while the answer ran
-                    else await session.get(ConversationRow, row.conversation_id)
-                )
-                already = await session.scalar(
-                    select(Message.id).where(Message.id == row.message_id)
-                )
-                saved = conversation is not None and already is None
-                if conversation is not None and saved:
-                    now = self._now()
-                    session.add(
-                        Message(
-                            id=row.message_id,
-                            conversation_id=conversation.id,
-                            role=ASSISTANT,
-                            content=row.content,
-                            tool_calls=row.tool_calls,
-                            tool_results=row.tool_results,
-                            interrupted=True,
-                            created_at=now,
-                        )
-                    )
-                    conversation.updated_at = now
+                saved = await self._save_interrupted(session, row)
                 await session.delete(row)
                 # Its stored event stream (what the events endpoint reads) ends in the same
                 # transaction, so that a client resuming it from any process reads the error
@@ -237,6 +216,32 @@ class Liveness:
                 if saved or ended:
                     closed += 1
         return closed
+
+    async def _save_interrupted(self, session: AsyncSession, row: RunningMessage) -> bool:
+        """The row's answer so far saved as interrupted; not when its conversation was deleted
+        while it ran, nor when the answer is saved already. Whether it was saved."""
+        if row.conversation_id is None:
+            return False
+        conversation = await session.get(ConversationRow, row.conversation_id)
+        if conversation is None:
+            return False
+        if await session.scalar(select(Message.id).where(Message.id == row.message_id)):
+            return False
+        now = self._now()
+        session.add(
+            Message(
+                id=row.message_id,
+                conversation_id=conversation.id,
+                role=ASSISTANT,
+                content=row.content,
+                tool_calls=row.tool_calls,
+                tool_results=row.tool_results,
+                interrupted=True,
+                created_at=now,
+            )
+        )
+        conversation.updated_at = now
+        return True
 
     async def _close_rowless(self, message_ids: list[str]) -> int:
         """Runs still marked running with no liveness row, older than the stale limit: their
