@@ -4,6 +4,7 @@ provider, against the SDK's own server pieces on 127.0.0.1 (tests/fakes/oauth_mc
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -176,6 +177,34 @@ async def test_a_removed_server_drops_its_token(fake_oauth_mcp: FakeOAuthMcp) ->
     assert len(tools) == 2
     assert len(fake_oauth_mcp.token_requests) == 2
     assert fake_oauth_mcp.refused == []
+
+
+class _Unreadable(Servers):
+    """Stored servers whose read fails while `failing` is set."""
+
+    failing = False
+
+    async def enabled(self) -> Sequence[McpServer]:
+        if self.failing:
+            raise RuntimeError("database unavailable")
+        return await super().enabled()
+
+
+async def test_a_failed_read_of_the_servers_keeps_their_tokens(
+    fake_oauth_mcp: FakeOAuthMcp,
+) -> None:
+    stored = _Unreadable(oauth_server(fake_oauth_mcp))
+    mcp = source(stored, ttl_s=0.0)
+    try:
+        await mcp.list_tools({})
+        stored.failing = True
+        assert await mcp.list_tools({}) == ()
+        stored.failing = False
+        tools = await mcp.list_tools({})
+    finally:
+        await mcp.aclose()
+    assert len(tools) == 2
+    assert len(fake_oauth_mcp.token_requests) == 1  # the first token still serves
 
 
 async def test_a_wrong_secret_offers_no_tools_and_is_logged_once(

@@ -152,14 +152,15 @@ class McpSource:
     ) -> Sequence[Tool]:
         """The tools of every configured server for a broker with `location_id`."""
         servers = await self.servers(settings)
-        self._close_unused({s.name for s in servers})
         if not servers:
             return ()
         lists = tuple(await asyncio.gather(*(self._server_tools(s, location_id) for s in servers)))
         return self._merge(servers, lists)
 
     async def servers(self, settings: Settings | None = None) -> list[McpServer]:
-        """The servers to use, in order: the setting's, then the stored ones by name."""
+        """The servers to use, in order: the setting's, then the stored ones by name. Those
+        no longer in use lose their sessions and OAuth providers here, once the stored ones
+        were read (a failed read leaves them)."""
         setting = await self.setting_server(settings)
         servers = [setting] if setting is not None else []
         if self.stored is not None:
@@ -170,6 +171,8 @@ class McpSource:
                     "reading the MCP servers failed; offering none of their tools",
                     error=describe_failure(exc),
                 )
+                return servers
+        self._close_unused({s.name for s in servers})
         return servers
 
     async def setting_server(self, settings: Settings | None = None) -> McpServer | None:
