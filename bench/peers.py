@@ -104,9 +104,9 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
             url, key = llm.info["url"], llm.info["api_key"]
             body = request()
             direct = asyncio.run(_posted(url + "/v1/messages", key, body, calls))
-            sdk = asyncio.run(_sdk(url, key, body, calls))
+            sdk = asyncio.run(_sdk(url, key, body, calls, prepared=False))
             floor = Floor(
-                asyncio.run(_sdk_post(url, key, body, calls)).cpu_s,
+                asyncio.run(_sdk(url, key, body, calls, prepared=True)).cpu_s,
                 asyncio.run(_tool_call(mcp.info["url"], calls)).cpu_s,
                 asyncio.run(_unit_of_work(deployment.database_url, calls)).cpu_s,
             )
@@ -157,23 +157,10 @@ async def _posted(
             return await _timed(call, calls, proxy.pid if proxy else None)
 
 
-async def _sdk(url: str, key: str, body: dict[str, Any], calls: int) -> Way:
-    """`messages.create` of the official SDK over its aiohttp transport."""
-    import anthropic
-
-    async with anthropic.AsyncAnthropic(
-        api_key=key, base_url=url, max_retries=0, http_client=anthropic.DefaultAioHttpClient()
-    ) as client:
-
-        async def call() -> None:
-            await client.messages.create(**body)
-
-        with step(f"{calls} calls through the bare SDK"):
-            return await _timed(call, calls, None)
-
-
-async def _sdk_post(url: str, key: str, body: dict[str, Any], calls: int) -> Way:
-    """The SDK's low-level `post` of the prepared bytes, as the service's provider calls it."""
+async def _sdk(url: str, key: str, body: dict[str, Any], calls: int, *, prepared: bool) -> Way:
+    """The official SDK over its aiohttp transport: `messages.create`, as its README shows, or
+    (`prepared`) its low-level `post` of the request's prepared bytes, the reply read as JSON,
+    as the service's provider calls it."""
     import anthropic
     import httpx2
 
@@ -183,14 +170,18 @@ async def _sdk_post(url: str, key: str, body: dict[str, Any], calls: int) -> Way
         api_key=key, base_url=url, max_retries=0, http_client=anthropic.DefaultAioHttpClient()
     ) as client:
 
-        async def call() -> None:
+        async def create() -> None:
+            await client.messages.create(**body)
+
+        async def post() -> None:
             raw = await client.post(
                 "/v1/messages", cast_to=httpx2.Response, content=data, options=options
             )
             raw.json()
 
-        with step(f"{calls} calls through the SDK's post of prepared bytes"):
-            return await _timed(call, calls, None)
+        what = "the SDK's post of prepared bytes" if prepared else "the bare SDK"
+        with step(f"{calls} calls through {what}"):
+            return await _timed(post if prepared else create, calls, None)
 
 
 async def _tool_call(url: str, calls: int) -> Way:

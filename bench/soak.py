@@ -235,7 +235,7 @@ def report(soak: Soak, start: list[tuple[str, int, int]], end: list[tuple[str, i
     }
     for kind, minutes in p99s_by_kind.items():
         middle = statistics.median(minutes.values())
-        farthest = max(abs(m - middle) for m in minutes.values()) / middle
+        farthest = max(_off(m, middle) for m in minutes.values())
         print(
             f"soak:   {kind}: {middle:.0f} ms, {min(minutes.values()):.0f}-"
             f"{max(minutes.values()):.0f} ms, {farthest:.0%} "
@@ -254,12 +254,17 @@ def report(soak: Soak, start: list[tuple[str, int, int]], end: list[tuple[str, i
         print(f"soak:   {count} x {text}")
 
 
+def _off(value: float, middle: float) -> float:
+    """How far a minute's p99 is from the median minute's, as a fraction of it."""
+    return abs(value - middle) / middle
+
+
 def _strays(p99s: dict[int, float]) -> list[int]:
     """The minutes whose p99 is more than 20% from the median minute's."""
     if not p99s:
         return []
     middle = statistics.median(p99s.values())
-    return [minute for minute, value in p99s.items() if abs(value - middle) > 0.2 * middle]
+    return [minute for minute, value in p99s.items() if _off(value, middle) > 0.2]
 
 
 def main() -> None:
