@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure the MCP conformance suite (`@modelcontextprotocol/conformance`) and the Node.js 22
-# it needs are installed in tests/conformance for tests/tools/test_mcp_conformance.py: `npm ci`
+# it needs are installed in tests/conformance for tests/tools/mcp/test_conformance.py: `npm ci`
 # from the lock file with Debian's npm (installed when missing). Node 22 is npm's `node`
 # package, whose install step fetches the same version's binary from the npm registry. Only
 # when the lock file changed since the last install, so the tests themselves never need a

@@ -46,9 +46,9 @@ from controlcenter.outbox.worker import Handler
 from controlcenter.pages import mount_pages
 from controlcenter.providers.observed import observed
 from controlcenter.providers.registry import build_providers, close_providers
-from controlcenter.tools.mcp_router import router as mcp_servers_router
-from controlcenter.tools.mcp_source import MCP_SERVER_URL_SETTING, McpSource
-from controlcenter.tools.mcp_store import McpServerStore
+from controlcenter.tools.mcp.api import router as mcp_servers_router
+from controlcenter.tools.mcp.source import MCP_SERVER_URL_SETTING, McpSource
+from controlcenter.tools.mcp.store import McpServerStore
 from controlcenter.tools.observed import ObservedSource
 from controlcenter.tools.router import StaticSource, ToolRouter
 from controlcenter.web import api_docs, health, metrics, openapi_doc

@@ -17,7 +17,7 @@ from controlcenter.crm.rate_limit import CrmRateBucket
 from controlcenter.db import Base
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import OutboxJob
-from controlcenter.tools.mcp_models import McpServerRow
+from controlcenter.tools.mcp.models import McpServerRow
 
 __all__ = [
     "ApiTokenRecord",

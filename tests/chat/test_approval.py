@@ -17,7 +17,7 @@ from httpx_sse import aconnect_sse
 from controlcenter.crm.tools import crm_tools
 from controlcenter.crm.tools.access import READS, WRITES
 from controlcenter.tools.base import Tool, ToolContext
-from controlcenter.tools.mcp_source import McpSource
+from controlcenter.tools.mcp.source import McpSource
 from tests.chat.helpers import CHAT, Llm, types
 from tests.chat.test_resume import Frame, events_url, read_frames
 from tests.conftest import AppUser, RunningServer, UserFactory

@@ -1,6 +1,6 @@
 """`controlcenter mcp conformance-client` through the installed entry point: what it says when a
 scenario cannot run. The scenarios themselves run against the conformance suite's servers in
-tests/tools/test_mcp_conformance.py."""
+tests/tools/mcp/test_conformance.py."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from controlcenter.auth.service import create_user, get_user_by_email
 from controlcenter.crm.tools import NOT_CONNECTED, crm_tools
 from controlcenter.db import Database
 from controlcenter.db.migrate import upgrade
-from controlcenter.tools.mcp_store import McpServerStore
+from controlcenter.tools.mcp.store import McpServerStore
 from controlcenter.tools.router import StaticSource, ToolRouter
 from tests.cli.conftest import Cli
 from tests.fakes.crm import FakeCrm

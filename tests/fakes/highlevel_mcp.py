@@ -26,7 +26,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 
-from controlcenter.tools.mcp_store import McpServerStore, StoredServer
+from controlcenter.tools.mcp.store import McpServerStore, StoredServer
 from tests.fakes.server import LoopbackServer
 
 MCP_PATH = "/mcp/"

@@ -49,7 +49,7 @@ from pydantic import AnyHttpUrl
 from starlette.requests import Request
 from starlette.responses import Response
 
-from controlcenter.tools.mcp_store import McpServerStore, OAuthChanges, StoredServer
+from controlcenter.tools.mcp.store import McpServerStore, OAuthChanges, StoredServer
 from tests.fakes.server import LoopbackServer
 
 MCP_PATH = "/mcp"

@@ -10,7 +10,7 @@ import re
 import httpx
 import pytest
 
-from controlcenter.tools.mcp_store import OAuthChanges, ServerChanges
+from controlcenter.tools.mcp.store import OAuthChanges, ServerChanges
 from tests.chat.helpers import set_settings
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.crm import FakeCrm

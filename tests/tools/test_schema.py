@@ -12,7 +12,7 @@ from structlog.testing import capture_logs
 from controlcenter.crm.tools import crm_tools
 from controlcenter.llm.types import ToolInvocation
 from controlcenter.tools.base import Settings, Tool, ToolContext
-from controlcenter.tools.mcp_source import McpSource
+from controlcenter.tools.mcp.source import McpSource
 from controlcenter.tools.router import MAX_TOOLS, StaticSource, Toolbox, ToolRouter
 from controlcenter.tools.schema import offends, offered_schema
 from tests.fakes.llm import Invalid, _validate_anthropic_tools, _validate_openai_tools

@@ -27,8 +27,8 @@ from controlcenter.common.logs import configure_logging
 from controlcenter.config import Config
 
 if TYPE_CHECKING:
-    from controlcenter.tools.mcp_config import McpServer, OAuthClient
-    from controlcenter.tools.mcp_store import StoredServer
+    from controlcenter.tools.mcp.server import McpServer, OAuthClient
+    from controlcenter.tools.mcp.store import StoredServer
 
 app = typer.Typer(no_args_is_help=True, help="The MCP client.")
 
@@ -83,7 +83,7 @@ def conformance_client(
         asyncio.run(_run(config, url, oauth, calls))
     except Exception as exc:
         from controlcenter.tools.base import ToolError
-        from controlcenter.tools.mcp_source import describe_failure
+        from controlcenter.tools.mcp.failures import describe_failure
 
         reason = str(exc) if isinstance(exc, ToolError) else describe_failure(exc)
         typer.echo(f"error: {reason}", err=True)
@@ -94,7 +94,7 @@ def _oauth_client(context: str) -> OAuthClient | None:
     """The OAuth client credentials the context hands over, None when it hands none.
 
     Raises ValueError (never quoting the secret) when it is not a JSON object of strings."""
-    from controlcenter.tools.mcp_config import OAuthClient
+    from controlcenter.tools.mcp.server import OAuthClient
 
     if not context.strip():
         return None
@@ -125,7 +125,7 @@ class _Stored:
     async def all(self) -> Sequence[StoredServer]:
         from datetime import UTC, datetime
 
-        from controlcenter.tools.mcp_store import StoredServer
+        from controlcenter.tools.mcp.store import StoredServer
 
         now = datetime.now(UTC)
         return (StoredServer(SERVER_NAME, True, self.server, now, now),)
@@ -138,8 +138,8 @@ async def _run(
     calls: tuple[tuple[str, dict[str, Any]], ...],
 ) -> None:
     from controlcenter.tools.base import Settings, ToolContext, ToolError
-    from controlcenter.tools.mcp_config import McpServer
-    from controlcenter.tools.mcp_source import McpSource
+    from controlcenter.tools.mcp.server import McpServer
+    from controlcenter.tools.mcp.source import McpSource
 
     # The settings a chat would read, without `mcpServerUrl`: the scenario's server is stored.
     settings: Settings = {}

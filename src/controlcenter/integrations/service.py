@@ -3,7 +3,7 @@
 Anthropic and OpenAI list their models through the SDKs' own `models.list()` (the provider's
 client for that key), the CRM answers `GET /locations/{crmOwnerLocationId}` with the private
 token through the service's CRM client, and every configured MCP server lists its tools
-(`tools.mcp_status`). A missing setting, a refusal or silence is an answer (`ok` false with
+(`tools.mcp.status`). A missing setting, a refusal or silence is an answer (`ok` false with
 the reason); every detail goes through `redact` or names no credential, so none reaches it.
 """
 
@@ -28,8 +28,8 @@ from controlcenter.crm.errors import CrmError
 from controlcenter.crm.transport import CrmTransport
 from controlcenter.providers.base import PROVIDER_A, PROVIDER_B, Provider, ProviderError
 from controlcenter.providers.sdk import SdkProvider
-from controlcenter.tools.mcp_source import McpSource
-from controlcenter.tools.mcp_status import STATUS_SETTINGS, server_states, summary
+from controlcenter.tools.mcp.source import McpSource
+from controlcenter.tools.mcp.status import STATUS_SETTINGS, server_states, summary
 
 CRM = "crm"
 MCP = "mcp"

@@ -17,13 +17,13 @@ from mcp import Client
 
 from controlcenter.llm.types import ToolInvocation
 from controlcenter.tools.base import ToolContext
-from controlcenter.tools.mcp_config import McpServer
-from controlcenter.tools.mcp_source import McpSource
+from controlcenter.tools.mcp.server import McpServer
+from controlcenter.tools.mcp.source import McpSource
 from controlcenter.tools.router import ToolRouter
 from tests.fakes.mcp_server import FakeMcp
-from tests.tools.test_mcp_servers import Servers
+from tests.tools.mcp.test_servers import Servers
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CONTEXT = ToolContext(user_id="u1", crm=None, settings={})
 
 

@@ -1,5 +1,5 @@
 """/api/v1/admin/mcp-servers: the MCP servers beside the setting `mcpServerUrl` (super
-administrators only). Credentials are answered masked (`mcp_store.server_view`)."""
+administrators only). Credentials are answered masked (`store.server_view`)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from fastapi.responses import JSONResponse
 from controlcenter.admin_settings.deps import SettingsDep
 from controlcenter.auth.deps import SuperAdmin
 from controlcenter.common.logs import get_logger
-from controlcenter.tools import mcp_store
-from controlcenter.tools.deps import McpSourceDep, McpStoreDep
-from controlcenter.tools.mcp_schemas import (
+from controlcenter.tools.mcp import store as mcp_store
+from controlcenter.tools.mcp.deps import McpSourceDep, McpStoreDep
+from controlcenter.tools.mcp.schemas import (
     SERVER_EXAMPLE,
     McpServerAnswer,
     McpServerCreate,
@@ -21,7 +21,7 @@ from controlcenter.tools.mcp_schemas import (
     McpServerPatch,
     McpServerStates,
 )
-from controlcenter.tools.mcp_status import STATUS_SETTINGS, server_states
+from controlcenter.tools.mcp.status import STATUS_SETTINGS, server_states
 from controlcenter.web.body import read_model
 from controlcenter.web.errors import ApiError, describe
 from controlcenter.web.openapi_doc import Success, answers, json_body

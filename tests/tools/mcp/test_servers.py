@@ -11,10 +11,10 @@ from structlog.testing import capture_logs
 
 from controlcenter.llm.types import ToolInvocation
 from controlcenter.tools.base import ToolContext
-from controlcenter.tools.mcp_config import McpServer
-from controlcenter.tools.mcp_source import McpSource
-from controlcenter.tools.mcp_status import server_states, summary
-from controlcenter.tools.mcp_store import StoredServer
+from controlcenter.tools.mcp.server import McpServer
+from controlcenter.tools.mcp.source import McpSource
+from controlcenter.tools.mcp.status import server_states, summary
+from controlcenter.tools.mcp.store import StoredServer
 from controlcenter.tools.router import StaticSource, ToolRouter
 from tests.fakes.highlevel_mcp import TOKEN, TOOLS, FakeHighLevelMcp
 from tests.fakes.mcp_server import FakeMcp
@@ -257,13 +257,13 @@ def test_titles_and_hints_come_from_the_listing() -> None:
     from mcp_types import Tool as McpTool
     from mcp_types import ToolAnnotations
 
-    from controlcenter.tools.mcp_source import _listed
+    from controlcenter.tools.mcp.listing import listed as listed_entry
 
     def listed(title: str | None, annotations: ToolAnnotations | None) -> tuple[str | None, bool]:
         tool = McpTool(
             name="t", input_schema={"type": "object"}, title=title, annotations=annotations
         )
-        entry = _listed(tool)
+        entry = listed_entry(tool)
         return entry.title, entry.read_only
 
     assert listed("Own", ToolAnnotations(title="Annotated")) == ("Own", False)

@@ -12,14 +12,14 @@ import pytest
 from structlog.testing import capture_logs
 
 from controlcenter.llm.types import ToolInvocation
-from controlcenter.tools.mcp_config import McpServer, OAuthClient
-from controlcenter.tools.mcp_oauth import MemoryTokens
-from controlcenter.tools.mcp_source import McpSource
-from controlcenter.tools.mcp_status import server_states
+from controlcenter.tools.mcp.oauth import MemoryTokens
+from controlcenter.tools.mcp.server import McpServer, OAuthClient
+from controlcenter.tools.mcp.source import McpSource
+from controlcenter.tools.mcp.status import server_states
 from controlcenter.tools.router import ToolRouter
 from tests.fakes.clock import ManualClock
 from tests.fakes.oauth_mcp import CLIENT_ID, CLIENT_SECRET, SCOPES, TOKEN_PATH, FakeOAuthMcp
-from tests.tools.test_mcp_servers import Servers, context
+from tests.tools.mcp.test_servers import Servers, context
 
 WRONG_SECRET = "cs-wrong-00000000000000000"
 NEW_SECRET = "cs-new-111111111111111111"

@@ -13,8 +13,9 @@ from typing import Any, Literal
 
 from controlcenter.admin_settings.names import MCP_SERVER_URL, OWNER_LOCATION_ID, SettingName
 from controlcenter.tools.base import Settings, ToolError
-from controlcenter.tools.mcp_config import McpServer, NeedsLocationError
-from controlcenter.tools.mcp_source import McpSource, describe_failure
+from controlcenter.tools.mcp.failures import describe_failure
+from controlcenter.tools.mcp.server import McpServer, NeedsLocationError
+from controlcenter.tools.mcp.source import McpSource
 
 # The settings `server_states` reads from the snapshot it is given.
 STATUS_SETTINGS: tuple[SettingName, ...] = (MCP_SERVER_URL, OWNER_LOCATION_ID)

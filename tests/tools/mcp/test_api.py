@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from controlcenter.tools.mcp_models import McpServerRow
-from controlcenter.tools.mcp_source import McpSource
-from controlcenter.tools.mcp_store import McpServerStore, StoredServer
+from controlcenter.tools.mcp.models import McpServerRow
+from controlcenter.tools.mcp.source import McpSource
+from controlcenter.tools.mcp.store import McpServerStore, StoredServer
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.highlevel_mcp import TOKEN, FakeHighLevelMcp
 from tests.fakes.mcp_server import FakeMcp

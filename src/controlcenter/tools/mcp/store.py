@@ -30,13 +30,13 @@ from controlcenter.admin_settings.cipher import Cipher
 from controlcenter.admin_settings.names import is_mask, mask_secret
 from controlcenter.common.times import iso
 from controlcenter.db import Database, utcnow
-from controlcenter.tools.mcp_config import (
+from controlcenter.tools.mcp.models import McpServerRow
+from controlcenter.tools.mcp.server import (
     LOCATION_PLACEHOLDER,
     SETTING_SERVER,
     McpServer,
     OAuthClient,
 )
-from controlcenter.tools.mcp_models import McpServerRow
 
 
 class NameTakenError(Exception):

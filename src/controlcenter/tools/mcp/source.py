@@ -1,7 +1,7 @@
 """Tools of the configured MCP servers, through the `mcp` client over streamable HTTP.
 
 The servers are the one at the setting `mcpServerUrl` (listed under that name) and the ones an
-operator stored (`mcp_store.py`), in that order, the stored ones by name. When a name is
+operator stored (`store.py`), in that order, the stored ones by name. When a name is
 offered twice, the first keeps it (the built-in CRM catalogue comes before every MCP server)
 and the later server's tool is offered as `<server>_<tool>` (`tools.router`).
 
@@ -19,7 +19,7 @@ of CPU every TTL.
 All MCP traffic goes through one connection pool, below an httpx2 client per address and
 headers handed to the SDK's `streamable_http_client`, as its documentation says for headers and
 credentials. A server that requires OAuth gets the SDK's client credentials provider as that
-client's auth (`mcp_oauth.py`): one provider a server, so its token serves every session.
+client's auth (`oauth.py`): one provider a server, so its token serves every session.
 The pool is one aiohttp transport for httpx2 (`httpx-aiohttp`, the transport the Anthropic and
 OpenAI SDKs ship as their `DefaultAioHttpClient`): per tool call it costs the service 15% less
 CPU than httpx2's own transport one call at a time and 35% less with twenty at once (measured
@@ -36,36 +36,29 @@ terminated") is retried once on a fresh session, since the server cannot have ru
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx2
 from cachetools import TTLCache
 from httpx_aiohttp.httpx2 import AiohttpTransport
 from mcp import Client
-from mcp.client.auth import OAuthFlowError, OAuthTokenError
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult
 
 from controlcenter.admin_settings.names import MCP_SERVER_URL
 from controlcenter.admin_settings.usable import OnceReporter, UnusableSettingError, url_problem
 from controlcenter.common.logs import get_logger
 from controlcenter.tools.base import Settings, Tool, ToolContext, ToolError
-from controlcenter.tools.mcp_config import (
-    SETTING_SERVER,
-    McpServer,
-    NeedsLocationError,
-    OAuthClient,
-)
-from controlcenter.tools.mcp_oauth import OAuthProviders
-from controlcenter.tools.mcp_store import StoredServer
+from controlcenter.tools.mcp.failures import describe_failure, refusal_text, session_gone
+from controlcenter.tools.mcp.listing import Listed, listed, result_value
+from controlcenter.tools.mcp.oauth import OAuthProviders
+from controlcenter.tools.mcp.server import SETTING_SERVER, McpServer, NeedsLocationError
+from controlcenter.tools.mcp.session import Endpoint, Session, endpoint_for
+from controlcenter.tools.mcp.store import StoredServer
 
 log = get_logger(__name__)
 
@@ -77,35 +70,11 @@ _T = TypeVar("_T")
 
 
 class StoredServers(Protocol):
-    """The servers the operator stored (`mcp_store.McpServerStore`)."""
+    """The servers the operator stored (`store.McpServerStore`)."""
 
     async def enabled(self) -> Sequence[McpServer]: ...
 
     async def all(self) -> Sequence[StoredServer]: ...
-
-
-class _Endpoint(NamedTuple):
-    """Which server a request is for, where it goes and the headers it carries, and the OAuth
-    client credentials it gets its token with (credentials included: never logged)."""
-
-    server: str
-    url: str
-    headers: tuple[tuple[str, str], ...]
-    oauth: OAuthClient | None
-
-
-def _endpoint(server: McpServer, location_id: str | None) -> _Endpoint:
-    """Raises NeedsLocationError (`McpServer.request_headers`)."""
-    return _Endpoint(server.name, server.url, server.request_headers(location_id), server.oauth)
-
-
-@dataclass(frozen=True)
-class _Listed:
-    name: str
-    title: str | None
-    description: str | None
-    schema: dict[str, Any]
-    read_only: bool
 
 
 class McpSource:
@@ -122,14 +91,14 @@ class McpSource:
         self._server_url = server_url
         self.stored = stored
         self._timeout_s = timeout_s
-        self._cached: TTLCache[_Endpoint, tuple[Tool, ...]] = TTLCache(
+        self._cached: TTLCache[Endpoint, tuple[Tool, ...]] = TTLCache(
             maxsize=MAX_LISTS, ttl=ttl_s, timer=time.monotonic
         )
         self._locks: dict[str, asyncio.Lock] = {}  # per server: one refresh at a time
-        self._last: dict[str, tuple[tuple[_Listed, ...], tuple[Tool, ...]]] = {}
+        self._last: dict[str, tuple[tuple[Listed, ...], tuple[Tool, ...]]] = {}
         self._merged: tuple[tuple[tuple[Tool, ...], ...], tuple[Tool, ...]] | None = None
         self._transport: AiohttpTransport | None = None
-        self._sessions: OrderedDict[_Endpoint, _Session] = OrderedDict()
+        self._sessions: OrderedDict[Endpoint, Session] = OrderedDict()
         self._closed = False
         self._config_errors = OnceReporter()
         self._problems: dict[str, str] = {}  # stored server -> its configuration problem
@@ -187,14 +156,14 @@ class McpSource:
         problem = server.problem()
         if problem is not None:
             raise ToolError(_problem_text(server, problem))
-        endpoint = _endpoint(server, location_id)
+        endpoint = endpoint_for(server, location_id)
         return await self._with_session(endpoint, lambda c: self._list_all(server.name, c))
 
     async def _server_tools(self, server: McpServer, location_id: str | None) -> tuple[Tool, ...]:
         if not self._usable(server):
             return ()
         try:
-            endpoint = _endpoint(server, location_id)
+            endpoint = endpoint_for(server, location_id)
         except NeedsLocationError:
             log.info(
                 "MCP server needs the broker's CRM location and none is linked; "
@@ -233,7 +202,7 @@ class McpSource:
         return True
 
     async def _fetch(
-        self, name: str, endpoint: _Endpoint, location_id: str | None
+        self, name: str, endpoint: Endpoint, location_id: str | None
     ) -> tuple[Tool, ...]:
         key = (name, location_id)
         try:
@@ -255,15 +224,15 @@ class McpSource:
         return tools
 
     async def _list_all(self, server: str, client: Client) -> tuple[Tool, ...]:
-        listed: list[_Listed] = []
+        entries: list[Listed] = []
         cursor: str | None = None
         while True:
             page = await client.list_tools(cursor=cursor)
-            listed.extend(_listed(t) for t in page.tools)
+            entries.extend(listed(t) for t in page.tools)
             cursor = page.next_cursor
             if not cursor:
                 break
-        listing = tuple(listed)
+        listing = tuple(entries)
         last = self._last.get(server)
         if last is not None and last[0] == listing:
             return last[1]
@@ -284,7 +253,7 @@ class McpSource:
         return result
 
     async def _with_session(
-        self, endpoint: _Endpoint, work: Callable[[Client], Awaitable[_T]]
+        self, endpoint: Endpoint, work: Callable[[Client], Awaitable[_T]]
     ) -> _T:
         """Run `work` on the shared session for `endpoint`, within the timeout."""
         async with asyncio.timeout(self._timeout_s):
@@ -293,10 +262,10 @@ class McpSource:
             try:
                 return await work(await session.client())
             except Exception as exc:
-                if isinstance(exc, MCPError) and not _session_gone(exc):
+                if isinstance(exc, MCPError) and not session_gone(exc):
                     raise session.explained(exc) from exc  # the server answered
                 self._drop(endpoint, session)
-                if not (reused and _session_gone(exc)):
+                if not (reused and session_gone(exc)):
                     raise session.explained(exc) from exc
             session = self._session_for(endpoint)
             try:
@@ -304,7 +273,7 @@ class McpSource:
             except Exception as exc:
                 raise session.explained(exc) from exc
 
-    def _session_for(self, endpoint: _Endpoint) -> _Session:
+    def _session_for(self, endpoint: Endpoint) -> Session:
         if self._closed:
             raise RuntimeError("the MCP source is closed")
         session = self._sessions.get(endpoint)
@@ -318,11 +287,11 @@ class McpSource:
             oldest.close_soon()
         refusals: list[str] = []
         http = self._client(endpoint, refusals)
-        session = _Session(endpoint.url, http, self._timeout_s, refusals)
+        session = Session(endpoint.url, http, self._timeout_s, refusals)
         self._sessions[endpoint] = session
         return session
 
-    def _client(self, endpoint: _Endpoint, refusals: list[str]) -> httpx2.AsyncClient:
+    def _client(self, endpoint: Endpoint, refusals: list[str]) -> httpx2.AsyncClient:
         """An HTTP client with the endpoint's headers (and its server's OAuth provider) over the
         one shared pool, noting each refusal's status and message in `refusals` (the SDK answers
         them all as "Server returned an error response"), the authorization server's included.
@@ -335,7 +304,7 @@ class McpSource:
         async def note_refusal(response: httpx2.Response) -> None:
             if response.status_code >= 400:
                 await response.aread()
-                refusals.append(_refusal_text(response))
+                refusals.append(refusal_text(response))
                 del refusals[:-1]
 
         return httpx2.AsyncClient(
@@ -354,12 +323,12 @@ class McpSource:
                 self._drop(endpoint, session)
         self._oauth.keep(in_use)
 
-    def _drop(self, endpoint: _Endpoint, session: _Session) -> None:
+    def _drop(self, endpoint: Endpoint, session: Session) -> None:
         if self._sessions.get(endpoint) is session:
             del self._sessions[endpoint]
         session.close_soon()
 
-    def _tool(self, server: str, listed: _Listed) -> Tool:
+    def _tool(self, server: str, listed: Listed) -> Tool:
         name = listed.name
 
         async def call(arguments: dict[str, Any], context: ToolContext) -> Any:
@@ -392,7 +361,7 @@ class McpSource:
         if problem is not None:
             raise ToolError(_problem_text(server, problem))
         try:
-            endpoint = _endpoint(server, context.location_id)
+            endpoint = endpoint_for(server, context.location_id)
         except NeedsLocationError as exc:
             raise ToolError(
                 f"The MCP server {server.name} needs your CRM location, and none is linked"
@@ -408,67 +377,7 @@ class McpSource:
                 "MCP tool call failed", tool=name, server=server_name, error=describe_failure(exc)
             )
             raise ToolError(f"MCP server error: {describe_failure(exc)}") from exc
-        return _result_value(result)
-
-
-class _Session:
-    """One MCP session, held open by a task of its own: anyio's cancel scopes inside the
-    client must be left by the task that entered them, while calls come from many chats."""
-
-    def __init__(
-        self, url: str, http: httpx2.AsyncClient, timeout_s: float, refusals: list[str]
-    ) -> None:
-        self.url = url
-        self.failed = False
-        self.refusals = refusals  # the last HTTP refusal, as its client noted it
-        self._ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
-        self._stop = asyncio.Event()
-        self._task = asyncio.create_task(self._run(http, timeout_s))
-
-    @property
-    def opened(self) -> bool:
-        return self._ready.done() and not self._ready.cancelled() and not self._ready.exception()
-
-    async def client(self) -> Client:
-        # Shielded: one caller's timeout must not cancel the connection the others wait for.
-        return await asyncio.shield(self._ready)
-
-    async def _run(self, http: httpx2.AsyncClient, timeout_s: float) -> None:
-        transport = streamable_http_client(self.url, http_client=http)
-        try:
-            async with Client(transport, read_timeout_seconds=timeout_s, cache=None) as client:
-                self._ready.set_result(client)
-                await self._stop.wait()
-        except Exception as exc:
-            if not self._ready.done():
-                self._ready.set_exception(exc)
-        finally:
-            self.failed = True
-            if not self._ready.done():
-                self._ready.cancel()
-
-    def close_soon(self) -> None:
-        self.failed = True
-        self._stop.set()
-
-    def explained(self, exc: Exception) -> Exception:
-        """`exc`, or the HTTP refusal behind it when the SDK's error does not say it. An OAuth
-        flow that stopped on its own (no refused request is its reason) is kept as it is; a
-        refused token request is explained by the authorization server's refusal."""
-        inner = _innermost(exc)
-        if isinstance(inner, OAuthFlowError) and not isinstance(inner, OAuthTokenError):
-            return inner
-        generic = isinstance(exc, MCPError) and exc.message == _SDK_REFUSAL
-        if self.refusals and (generic or not isinstance(exc, MCPError)):
-            return RemoteRefusalError(self.refusals[-1])
-        return exc
-
-    async def aclose(self) -> None:
-        self.close_soon()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(asyncio.shield(self._task), 5)
-        if not self._task.done():
-            self._task.cancel()
+        return result_value(result)
 
 
 def _same(old: Sequence[object], new: Sequence[object]) -> bool:
@@ -480,95 +389,3 @@ def _problem_text(server: McpServer, problem: str) -> str:
         reason = url_problem(server.url) or problem
         return str(UnusableSettingError(MCP_SERVER_URL_SETTING, reason))
     return f"Configuration error: the MCP server {server.name} cannot be used ({problem})"
-
-
-class RemoteRefusalError(Exception):
-    """The server refused with an HTTP error status; the message is its status and text."""
-
-
-_SDK_REFUSAL = "Server returned an error response"
-# No connection was made (the aiohttp transport reports a refused one as ConnectTimeout).
-_CONNECT_FAILURES = (httpx2.ConnectError, httpx2.ConnectTimeout)
-CANNOT_CONNECT = "cannot connect to the server"
-_REFUSAL_CHARS = 300
-_ADDRESS = re.compile(r"\S+://\S+")  # an address in an error's text: it may carry credentials
-
-
-def _refusal_text(response: httpx2.Response) -> str:
-    """`HTTP 401 Unauthorized: <the server's message>`, the message from a JSON body's
-    `message`, `error_description` or `error`, else the body's text (cut)."""
-    text = response.text.strip()
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict):
-        for key in ("message", "error_description", "error"):
-            if isinstance(body.get(key), str):
-                text = body[key]
-                break
-    status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
-    return f"{status}: {text[:_REFUSAL_CHARS]}" if text else status
-
-
-def _innermost(exc: BaseException) -> BaseException:
-    """The innermost error of anyio's exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _session_gone(exc: BaseException) -> bool:
-    """Whether the request never reached a live session, so the server cannot have run it."""
-    exc = _innermost(exc)
-    if isinstance(exc, MCPError):
-        return exc.message == "Session terminated"
-    return isinstance(exc, _CONNECT_FAILURES)
-
-
-def _result_value(result: CallToolResult) -> Any:
-    """What the model reads: the structured content when the tool returned it, else its text
-    (or its content blocks, when some are not text)."""
-    texts = [block.text for block in result.content if isinstance(block, TextContent)]
-    if result.is_error:
-        raise ToolError("\n".join(texts) or "The MCP tool reported an error")
-    if result.structured_content is not None:
-        return result.structured_content
-    if len(texts) == len(result.content):
-        return "\n".join(texts)
-    return [block.model_dump(mode="json", exclude_none=True) for block in result.content]
-
-
-def describe_failure(exc: BaseException) -> str:
-    """A short reason: the innermost error of anyio's exception groups, without addresses."""
-    exc = _innermost(exc)
-    if isinstance(exc, TimeoutError):
-        return "timed out"
-    if isinstance(exc, RemoteRefusalError):
-        return str(exc)
-    if isinstance(exc, _CONNECT_FAILURES):
-        return CANNOT_CONNECT
-    if isinstance(exc, OAuthFlowError):
-        return "OAuth failed: " + _ADDRESS.sub("<address>", str(exc))
-    return type(exc).__name__ + (f": {exc}" if str(exc) and "://" not in str(exc) else "")
-
-
-def _listed(tool: Any) -> _Listed:
-    annotations = getattr(tool, "annotations", None)
-    title = getattr(tool, "title", None) or getattr(annotations, "title", None)
-    return _Listed(
-        name=tool.name,
-        title=title or None,
-        description=tool.description,
-        schema=tool.input_schema,
-        read_only=_read_only(annotations),
-    )
-
-
-def _read_only(annotations: Any) -> bool:
-    """MCP's `readOnlyHint` (the SDK's `read_only_hint`): only a tool that says it reads only,
-    and does not also say it is destructive, is taken as reading only; every other tool asks
-    for approval under `toolApproval: "writes"`."""
-    if getattr(annotations, "read_only_hint", None) is not True:
-        return False
-    return getattr(annotations, "destructive_hint", None) is not True

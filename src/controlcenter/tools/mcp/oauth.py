@@ -21,7 +21,7 @@ from mcp.client.auth import TokenStorage
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-from controlcenter.tools.mcp_config import OAuthClient
+from controlcenter.tools.mcp.server import OAuthClient
 
 
 class MemoryTokens(TokenStorage):

@@ -24,7 +24,7 @@ from tests.cli.conftest import ENTRY_POINT
 
 pytestmark = pytest.mark.timeout(600)
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 INSTALLED = REPO / "tests" / "conformance" / "node_modules"
 NODE = INSTALLED / ".bin" / "node"
 SUITE = INSTALLED / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"

@@ -9,7 +9,7 @@ import pytest
 
 from controlcenter.llm.types import ToolInvocation
 from controlcenter.tools.base import ToolContext, ToolError
-from controlcenter.tools.mcp_source import McpSource
+from controlcenter.tools.mcp.source import McpSource
 from controlcenter.tools.router import StaticSource, ToolRouter
 from tests.fakes.mcp_server import FakeMcp
 from tests.tools.test_router import make_tool

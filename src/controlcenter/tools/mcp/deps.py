@@ -5,8 +5,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from controlcenter.tools.mcp_source import McpSource
-from controlcenter.tools.mcp_store import McpServerStore
+from controlcenter.tools.mcp.source import McpSource
+from controlcenter.tools.mcp.store import McpServerStore
 
 
 async def get_mcp_source(request: Request) -> McpSource:

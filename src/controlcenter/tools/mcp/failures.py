@@ -1,0 +1,69 @@
+"""Why a request to an MCP server failed, in a short reason that names no address: the HTTP
+refusal (status and the server's message), a timeout, no connection, an OAuth flow that
+stopped."""
+
+from __future__ import annotations
+
+import re
+
+import httpx2
+from mcp.client.auth import OAuthFlowError
+from mcp.shared.exceptions import MCPError
+
+
+class RemoteRefusalError(Exception):
+    """The server refused with an HTTP error status; the message is its status and text."""
+
+
+SDK_REFUSAL = "Server returned an error response"
+# No connection was made (the aiohttp transport reports a refused one as ConnectTimeout).
+CONNECT_FAILURES = (httpx2.ConnectError, httpx2.ConnectTimeout)
+CANNOT_CONNECT = "cannot connect to the server"
+_REFUSAL_CHARS = 300
+_ADDRESS = re.compile(r"\S+://\S+")  # an address in an error's text: it may carry credentials
+
+
+def refusal_text(response: httpx2.Response) -> str:
+    """`HTTP 401 Unauthorized: <the server's message>`, the message from a JSON body's
+    `message`, `error_description` or `error`, else the body's text (cut)."""
+    text = response.text.strip()
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        for key in ("message", "error_description", "error"):
+            if isinstance(body.get(key), str):
+                text = body[key]
+                break
+    status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+    return f"{status}: {text[:_REFUSAL_CHARS]}" if text else status
+
+
+def innermost(exc: BaseException) -> BaseException:
+    """The innermost error of anyio's exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def session_gone(exc: BaseException) -> bool:
+    """Whether the request never reached a live session, so the server cannot have run it."""
+    exc = innermost(exc)
+    if isinstance(exc, MCPError):
+        return exc.message == "Session terminated"
+    return isinstance(exc, CONNECT_FAILURES)
+
+
+def describe_failure(exc: BaseException) -> str:
+    """A short reason: the innermost error of anyio's exception groups, without addresses."""
+    exc = innermost(exc)
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, RemoteRefusalError):
+        return str(exc)
+    if isinstance(exc, CONNECT_FAILURES):
+        return CANNOT_CONNECT
+    if isinstance(exc, OAuthFlowError):
+        return "OAuth failed: " + _ADDRESS.sub("<address>", str(exc))
+    return type(exc).__name__ + (f": {exc}" if str(exc) and "://" not in str(exc) else "")
