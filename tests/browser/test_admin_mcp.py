@@ -7,10 +7,12 @@ from collections.abc import AsyncIterator
 import pytest
 from playwright.async_api import expect
 
+from controlcenter.tools.mcp.store import OAuthChanges
 from tests.browser.conftest import PHONE, Browsing
 from tests.browser.test_layout import no_horizontal_scroll
 from tests.conftest import RunningServer, UserFactory
 from tests.fakes.highlevel_mcp import TOKEN, FakeHighLevelMcp
+from tests.fakes.mcp_echo import FakeEchoMcp
 from tests.fakes.oauth_mcp import CLIENT_ID, CLIENT_SECRET, FakeOAuthMcp
 
 
@@ -103,6 +105,48 @@ async def test_an_operator_connects_a_server_that_requires_oauth(
     assert stored.server.oauth.client_secret == CLIENT_SECRET
     assert stored.server.bearer_token == ""
     assert CLIENT_SECRET not in await page.content()
+
+
+async def test_a_host_that_echoes_its_headers_shows_no_stored_secret(
+    browsing: Browsing, users: UserFactory, server: RunningServer, fake_echo_mcp: FakeEchoMcp
+) -> None:
+    """The page runs the check on load: each server's refusal is shown, its credentials are
+    not (a bearer token, a header value, an OAuth client secret, and the CRM key a host
+    somehow learnt)."""
+    admin = await users.create("super_admin")
+    secrets = {
+        "bearer": "mcp-bearer-SECRETPLAIN-0123456789",
+        "header": "hdr-SECRETPLAIN-abcdef012345",
+        "oauth": "oauth-SECRETPLAIN-9876543210",
+        "crm": "crm-SECRETPLAIN-77777777",
+    }
+    async with server.db.write() as db:
+        await server.settings.save(db, {"crmPrivateToken": secrets["crm"]}, admin.id)
+    fake_echo_mcp.also = secrets["crm"]
+    store = server.app.state.mcp.stored
+    common = {"url": fake_echo_mcp.url, "enabled": True, "user_id": admin.id}
+    await store.create(name="Bearer", bearer_token=secrets["bearer"], headers={}, **common)
+    await store.create(
+        name="Header", bearer_token="", headers={"X-Key": secrets["header"]}, **common
+    )
+    await store.create(
+        name="OAuth",
+        bearer_token="",
+        headers={},
+        oauth=OAuthChanges("echo-client", secrets["oauth"], fake_echo_mcp.base),
+        **common,
+    )
+    page = await browsing.page(admin)
+    await page.goto("/admin/mcp")
+    for name in ("Bearer", "Header", "OAuth"):
+        row = page.locator("#servers-body tr", has_text=name)
+        await expect(row).to_contain_text("failing: HTTP 401")
+        await expect(row).to_contain_text("echo")
+    content = await page.content()
+    assert "SECRETPLAIN" not in content
+    assert any(
+        secrets["oauth"] in repr(h) or "basic" in repr(h).lower() for _, h in fake_echo_mcp.seen
+    )
 
 
 async def test_the_page_fits_a_phone(

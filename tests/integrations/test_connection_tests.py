@@ -150,7 +150,7 @@ async def test_mcp_server_behind_oauth(
         states = await client.get("/api/v1/admin/mcp-servers/status", headers=admin.headers)
         assert states.json()["servers"] == [
             {"name": "Listings", "state": "failing", "toolCount": 0, "ok": False,
-             "detail": refusal.removeprefix("Listings: ")}
+             "detail": refusal.removeprefix("Listings: "), "warning": ""}
         ]  # fmt: skip
         assert WRONG_KEY not in states.text and WRONG_KEY[-4:] not in states.text
         await store.update(

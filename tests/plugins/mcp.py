@@ -1,6 +1,6 @@
 """The loopback MCP servers (tests/fakes/mcp_server.py, tests/fakes/highlevel_mcp.py,
-tests/fakes/oauth_mcp.py), each started once per test session and emptied before every test
-that uses it."""
+tests/fakes/oauth_mcp.py, tests/fakes/mcp_echo.py), each started once per test session and
+emptied before every test that uses it."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.highlevel_mcp import FakeHighLevelMcp, build_fake_highlevel_mcp
+from tests.fakes.mcp_echo import FakeEchoMcp, build_fake_echo_mcp
 from tests.fakes.mcp_server import FakeMcp, build_fake_mcp
 from tests.fakes.oauth_mcp import FakeOAuthMcp, build_fake_oauth_mcp
 
@@ -44,11 +45,19 @@ def fake_oauth_mcp() -> Iterator[FakeOAuthMcp]:
         yield fake
 
 
+@pytest.fixture(scope="session")
+def fake_echo_mcp() -> Iterator[FakeEchoMcp]:
+    """The running MCP host that echoes every header it receives."""
+    fake = build_fake_echo_mcp()
+    with fake.server:
+        yield fake
+
+
 @pytest.fixture(autouse=True)
 def _reset_mcp_fakes(request: pytest.FixtureRequest) -> None:
     """Each test that uses a fake starts with its call log emptied (and, behind OAuth, its
     tokens revoked)."""
-    for name in ("fake_mcp", "fake_highlevel", "fake_oauth_mcp"):
+    for name in ("fake_mcp", "fake_highlevel", "fake_oauth_mcp", "fake_echo_mcp"):
         if name in request.fixturenames:
             request.getfixturevalue(name).reset()
 

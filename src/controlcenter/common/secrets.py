@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import re
+from collections.abc import Iterable
+from urllib.parse import quote
 
 MASK = "••••"  # how a secret is shown (settings, chat errors, CRM messages)
 REDACTED = "[redacted]"  # how a provider's message names a key it quoted
@@ -13,7 +17,7 @@ _MASKED_QUOTE = re.compile(r"[A-Za-z0-9_\-]*\*{3,}[A-Za-z0-9_\-]*")
 # providers, our API tokens, CRM private tokens, bearer values, JWTs.
 _CREDENTIAL = re.compile(
     r"(sk-[A-Za-z0-9_-]{8,}|cct_[A-Za-z0-9_-]{8,}|pit-[A-Za-z0-9_-]{8,}"
-    r"|(?<=Bearer )[A-Za-z0-9._~+/=-]{8,}"
+    r"|(?<=Bearer )[A-Za-z0-9._~+/=-]{8,}|(?<=Basic )[A-Za-z0-9+/=]{8,}"
     r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+)"
 )
 
@@ -29,3 +33,32 @@ def redact(text: str, *secrets: str, mask: str = REDACTED) -> str:
         if secret:
             text = text.replace(secret, mask)
     return _CREDENTIAL.sub(mask, _MASKED_QUOTE.sub(mask, text))
+
+
+REMOTE_TEXT_CHARS = 300  # what is kept of a remote system's text: enough to say why it refused
+
+
+def remote_text(text: str, secrets: Iterable[str], *, limit: int = REMOTE_TEXT_CHARS) -> str:
+    """Text taken from a remote answer (an error's message, a refusal's body), as it may be
+    shown or logged: every one of `secrets` removed in each form an echo carries it (as sent,
+    percent-encoded, JSON-escaped), with anything shaped like a credential (`redact`), then cut
+    to `limit` characters.
+
+    A remote system may echo what it was sent, and an operator can point a server's address
+    at any host: no stored credential may come back through its answer. The cut comes after
+    the removal, so a secret is never left half shown.
+    """
+    forms: set[str] = set()
+    for secret in secrets:
+        if secret:
+            forms.update((secret, quote(secret, safe=""), json.dumps(secret)[1:-1]))
+    # Longest first: a secret that contains another is removed whole.
+    cleaned = redact(text, *sorted(forms, key=len, reverse=True), mask=MASK)
+    return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
+
+
+def basic_credentials(user: str, password: str) -> str:
+    """The value of an HTTP Basic `Authorization` header for the pair, each part percent-encoded
+    as OAuth's client authentication sends it, for `remote_text` to find an echo of it."""
+    pair = f"{quote(user, safe='')}:{quote(password, safe='')}"
+    return base64.b64encode(pair.encode()).decode()

@@ -4,7 +4,8 @@ Anthropic and OpenAI list their models through the SDKs' own `models.list()` (th
 client for that key), the CRM answers `GET /locations/{crmOwnerLocationId}` with the private
 token through the service's CRM client, and every configured MCP server lists its tools
 (`tools.mcp.status`). A missing setting, a refusal or silence is an answer (`ok` false with
-the reason); every detail goes through `redact` or names no credential, so none reaches it.
+the reason); every detail taken from a remote answer goes through `remote_text`, the one rule
+that removes the stored credentials and cuts it short.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from controlcenter.admin_settings.names import (
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.admin_settings.usable import UnusableSettingError, credential_problem
 from controlcenter.chat.service import API_KEY_SETTINGS
-from controlcenter.common.secrets import redact
+from controlcenter.common.secrets import remote_text
 from controlcenter.crm.client import CrmClient, segment
 from controlcenter.crm.errors import CrmError
 from controlcenter.crm.transport import CrmTransport
@@ -85,7 +86,7 @@ class Connections:
             count = await adapter.list_models(api_key=key, timeout_s=CALL_TIMEOUT_S)
         except ProviderError as exc:
             status = f"{exc.status_code} " if exc.status_code is not None else ""
-            return False, redact(f"Refused: {status}{exc.message}", key)
+            return False, remote_text(f"Refused: {status}{exc.message}", [key])
         return True, f"Key accepted: {_listed(count, 'model')}"
 
     async def _crm(self) -> Result:
@@ -100,10 +101,10 @@ class Connections:
             answer = await client.get(f"/locations/{segment(location)}")
         except CrmError as exc:
             status = f"{exc.status} " if exc.status is not None else ""
-            return False, redact(f"Refused: {status}{exc.message}", token)
+            return False, remote_text(f"Refused: {status}{exc.message}", [token])
         found = answer.get("location") if isinstance(answer, dict) else None
         name = found.get("name") if isinstance(found, dict) else None
-        return True, redact(f"Location {name or location} reached", token)
+        return True, remote_text(f"Location {name or location} reached", [token])
 
     async def _mcp(self) -> Result:
         """Every configured MCP server listed now, each within the call's time."""

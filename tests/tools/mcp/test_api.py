@@ -119,6 +119,30 @@ async def test_masked_values_sent_back_keep_the_stored_ones(
         ),
         ({"bearerToken": "", "oauthClientId": "ïd", "oauthClientSecret": "s-1"}, "oauthClientId"),
         ({"oauthIssuer": "auth.example.com"}, "oauthIssuer"),
+        # A new OAuth server names its authorization server.
+        ({"bearerToken": "", "oauthClientId": "id", "oauthClientSecret": "s-1"}, "oauthIssuer"),
+        # What HTTP cannot carry for the server.
+        ({"name": "Echo\r\nX-Injected: 1"}, "name"),
+        ({"name": "Tab\there"}, "name"),
+        ({"name": "Zero\u200bwidth"}, "name"),
+        ({"url": "http://user:pa55w0rd@example.com/mcp"}, "url"),
+        ({"url": "http://token@example.com/mcp"}, "url"),
+        *(
+            ({"headers": {name: "v"}}, "headers")
+            for name in (
+                "Cookie",
+                "Proxy-Authorization",
+                "TE",
+                "Upgrade",
+                "Expect",
+                "Keep-Alive",
+                "Trailer",
+                "connection",
+            )
+        ),
+        ({"headers": {"X-Key": " padded"}}, "headers"),
+        ({"headers": {"X-Key": "padded\t"}}, "headers"),
+        ({"bearerToken": "pit-1234567890 "}, "bearerToken"),
     ],
 )
 async def test_invalid_bodies_are_refused_naming_the_field(
@@ -237,11 +261,11 @@ async def test_status_lists_every_configured_server_with_its_tool_count(
     assert answer.json() == {
         "servers": [
             {"name": "mcpServerUrl", "state": "working", "toolCount": 6, "ok": True,
-             "detail": "6 tools"},
+             "detail": "6 tools", "warning": ""},
             {"name": "HighLevel", "state": "working", "toolCount": 21, "ok": True,
-             "detail": "21 tools"},
+             "detail": "21 tools", "warning": ""},
             {"name": "Wrong token", "state": "failing", "toolCount": 0, "ok": False,
-             "detail": "HTTP 401 Unauthorized: Invalid Private Integration token"},
+             "detail": "HTTP 401 Unauthorized: Invalid Private Integration token", "warning": ""},
         ]
     }  # fmt: skip
     assert {loc for _, loc, _ in fake_highlevel.calls} <= {"OWNER-1"}
@@ -377,9 +401,9 @@ async def test_status_names_the_authorization_servers_refusal_never_the_secret(
     assert answer.json() == {
         "servers": [
             {"name": "Listings", "state": "failing", "toolCount": 0, "ok": False,
-             "detail": "HTTP 401 Unauthorized: client authentication failed"},
+             "detail": "HTTP 401 Unauthorized: client authentication failed", "warning": ""},
             {"name": "Right", "state": "working", "toolCount": 2, "ok": True,
-             "detail": "2 tools"},
+             "detail": "2 tools", "warning": ""},
         ]
     }  # fmt: skip
     assert wrong not in answer.text and wrong[-4:] not in answer.text

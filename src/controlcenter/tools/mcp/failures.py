@@ -1,14 +1,20 @@
-"""Why a request to an MCP server failed, in a short reason that names no address: the HTTP
-refusal (status and the server's message), a timeout, no connection, an OAuth flow that
-stopped."""
+"""Why a request to an MCP server failed, in a short reason that names no address and carries
+no stored credential: the HTTP refusal (status and the server's message), a timeout, no
+connection, an OAuth flow that stopped. Every reason the status, the connection test, the
+chat's tool errors and the log show is made here, through `common.secrets.remote_text`."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 
 import httpx2
 from mcp.client.auth import OAuthFlowError
 from mcp.shared.exceptions import MCPError
+
+from controlcenter.admin_settings.names import SECRET_NAMES
+from controlcenter.common.secrets import remote_text
+from controlcenter.tools.mcp.server import McpServer
 
 
 class RemoteRefusalError(Exception):
@@ -19,13 +25,16 @@ SDK_REFUSAL = "Server returned an error response"
 # No connection was made (the aiohttp transport reports a refused one as ConnectTimeout).
 CONNECT_FAILURES = (httpx2.ConnectError, httpx2.ConnectTimeout)
 CANNOT_CONNECT = "cannot connect to the server"
-_REFUSAL_CHARS = 300
+# Kept of a refusal's body before `remote_text` removes the secrets and cuts it: far beyond
+# its cut, so a secret is never split at this bound.
+_REFUSAL_CHARS = 16_000
 _ADDRESS = re.compile(r"\S+://\S+")  # an address in an error's text: it may carry credentials
 
 
 def refusal_text(response: httpx2.Response) -> str:
     """`HTTP 401 Unauthorized: <the server's message>`, the message from a JSON body's
-    `message`, `error_description` or `error`, else the body's text (cut)."""
+    `message`, `error_description` or `error`, else the body's text. Raw: it is shown only
+    through `describe_failure`."""
     text = response.text.strip()
     try:
         body = response.json()
@@ -55,9 +64,20 @@ def session_gone(exc: BaseException) -> bool:
     return isinstance(exc, CONNECT_FAILURES)
 
 
-def describe_failure(exc: BaseException) -> str:
-    """A short reason: the innermost error of anyio's exception groups, without addresses."""
-    exc = innermost(exc)
+def known_secrets(server: McpServer, settings: Mapping[str, str] | None) -> list[str]:
+    """The credentials a text about `server` must not carry: its own, and the secret settings
+    (the providers' and the CRM's keys) the snapshot holds."""
+    held = [v for n, v in (settings or {}).items() if n in SECRET_NAMES]
+    return [*server.secrets(), *held]
+
+
+def describe_failure(exc: BaseException, secrets: Iterable[str] = ()) -> str:
+    """A short reason: the innermost error of anyio's exception groups, without addresses,
+    with `secrets` and anything shaped like a credential removed, cut short (`remote_text`)."""
+    return remote_text(_reason(innermost(exc)), secrets)
+
+
+def _reason(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return "timed out"
     if isinstance(exc, RemoteRefusalError):

@@ -6,7 +6,9 @@ Strict and closed like the other admin bodies: an unknown key is refused.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
@@ -18,21 +20,40 @@ from controlcenter.common.secrets import MASK
 from controlcenter.web.openapi_doc import schema_extra
 from controlcenter.web.validation import StoredStr
 
-# A header name is an HTTP token; these are the transport's own and cannot be set.
+# A header name is an HTTP token. Refused: the transport's own, the hop-by-hop ones (they
+# concern one connection, not the server: RFC 9110 section 7.6.1) and those that carry
+# another party's credentials.
 HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
-RESERVED_HEADERS = frozenset(
+TRANSPORT_HEADERS = frozenset(
     {
         "accept",
-        "connection",
         "content-length",
         "content-type",
         "host",
         "last-event-id",
         "mcp-protocol-version",
         "mcp-session-id",
-        "transfer-encoding",
     }
 )
+HOP_BY_HOP_HEADERS = frozenset(
+    {
+        "connection",
+        "expect",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+OTHERS_CREDENTIAL_HEADERS = frozenset({"cookie", "proxy-authorization"})
+REFUSED_HEADERS: dict[str, str] = {
+    **{name: "is set by the MCP transport itself" for name in TRANSPORT_HEADERS},
+    **{name: "is a hop-by-hop header" for name in HOP_BY_HOP_HEADERS},
+    **{name: "carries another party's credentials" for name in OTHERS_CREDENTIAL_HEADERS},
+}
 MAX_HEADERS = 20
 MAX_CREDENTIAL = 4000
 
@@ -40,12 +61,24 @@ MAX_CREDENTIAL = 4000
 def _url(value: str) -> str:
     if url_problem(value) is not None:
         raise PydanticCustomError("url", "must be an http:// or https:// URL")
+    if "@" in urlsplit(value).netloc:
+        raise PydanticCustomError(
+            "url", "must not carry a user name or password: use bearerToken or a header"
+        )
     return value
 
 
+def _unprintable(char: str) -> bool:
+    """Control, format, private-use and unassigned characters, and line or paragraph breaks."""
+    category = unicodedata.category(char)
+    return category.startswith("C") or category in ("Zl", "Zp")
+
+
 def _name(value: str) -> str:
-    if value != value.strip() or not value:
-        raise PydanticCustomError("name", "must be 1-100 characters without surrounding spaces")
+    if value != value.strip() or not value or any(_unprintable(c) for c in value):
+        raise PydanticCustomError(
+            "name", "must be 1-100 printable characters without surrounding spaces"
+        )
     return value
 
 
@@ -54,6 +87,17 @@ def _credential(value: str) -> str:
         return value  # what GET shows: it keeps the stored value
     if credential_problem(value) is not None:
         raise PydanticCustomError("credential", "must be printable ASCII")
+    return value
+
+
+def _header_value(value: str) -> str:
+    """A credential sent as a header value: HTTP drops the white space around a field value,
+    so a value that has some is refused rather than sent as something else."""
+    value = _credential(value)
+    if value != value.strip(" \t"):
+        raise PydanticCustomError(
+            "credential", "must be printable ASCII without leading or trailing white space"
+        )
     return value
 
 
@@ -72,10 +116,9 @@ def _headers(value: dict[str, str]) -> dict[str, str]:
     for name in value:
         if not HEADER_NAME.fullmatch(name):
             raise PydanticCustomError("header_name", "{name} is not a header name", {"name": name})
-        if name.lower() in RESERVED_HEADERS:
-            raise PydanticCustomError(
-                "header_name", "{name} is set by the MCP transport itself", {"name": name}
-            )
+        refused = REFUSED_HEADERS.get(name.lower())
+        if refused is not None:
+            raise PydanticCustomError("header_name", "{name} {why}", {"name": name, "why": refused})
         if name.lower() in seen:
             raise PydanticCustomError("header_name", "{name} is given twice", {"name": name})
         seen.add(name.lower())
@@ -86,18 +129,22 @@ def _headers(value: dict[str, str]) -> dict[str, str]:
 # every body's strings do). The URL's pattern names the ASCII form (a name, an IPv4 address,
 # a port, a path); the description the rest the service also takes (printable Unicode).
 _EDGE = "[^\\s\\u0000-\\u0020\\u007f-\\u00a0]"  # no space, control or NUL
-_NAME_PATTERN = f"^{_EDGE}([^\\u0000]*{_EDGE})?$"
+_INNER = "[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]"  # no control or line break
+_NAME_PATTERN = f"^{_EDGE}({_INNER}*{_EDGE})?$"
 _URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9._~%!$&'()*+,;=-]+(:[0-9]{0,5})?([/?#][!-~]*)?$"
 _NEW_CREDENTIAL_PATTERN = "^[ -~]*$"
+_NEW_HEADER_VALUE_PATTERN = "^([!-~]([ -~]*[!-~])?)?$"  # no white space around it
 _SENT_VALUE_PATTERN = "^[ -~]+$"  # a value sent, not empty nor the masked form
 _CREDENTIAL_PATTERN = f"^([ -~]*|{MASK}(.{{4}})?)$"
+_HEADER_VALUE_PATTERN = f"^(([!-~]([ -~]*[!-~])?)?|{MASK}(.{{4}})?)$"
 
 ServerName = Annotated[
     StoredStr,
     Field(
         max_length=100,
         json_schema_extra={"pattern": _NAME_PATTERN},
-        description="1-100 characters without surrounding spaces",
+        description="1-100 printable characters without surrounding spaces: no control, "
+        "format or unassigned character, no line break",
     ),
     AfterValidator(_name),
 ]
@@ -106,7 +153,8 @@ ServerUrl = Annotated[
     Field(
         max_length=2000,
         json_schema_extra={"pattern": _URL_PATTERN},
-        description="an http:// or https:// URL with a host, of printable characters",
+        description="an http:// or https:// URL with a host, of printable characters, without "
+        "a user name or password (`user:password@`)",
     ),
     AfterValidator(_url),
 ]
@@ -118,11 +166,25 @@ def _credential_field(pattern: str, description: str) -> Any:
     )
 
 
+def _any_case(word: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+# The token rule, with the refused names (in any case) excluded.
+_HEADER_NAME_PATTERN = (
+    "^(?!(?:"
+    + "|".join(_any_case(name) for name in sorted(REFUSED_HEADERS))
+    + ")$)"
+    + HEADER_NAME.pattern[1:]
+)
 _HEADERS_FIELD = Field(
     max_length=MAX_HEADERS,
-    json_schema_extra={"propertyNames": {"pattern": HEADER_NAME.pattern}},
-    description="header names are HTTP tokens, each at most once (case-insensitively); "
-    f"the transport's own are refused: {', '.join(sorted(RESERVED_HEADERS))}",
+    json_schema_extra={"propertyNames": {"pattern": _HEADER_NAME_PATTERN}},
+    description="header names are HTTP tokens, each at most once (case-insensitively). "
+    f"Refused: the transport's own ({', '.join(sorted(TRANSPORT_HEADERS))}), the hop-by-hop "
+    f"ones ({', '.join(sorted(HOP_BY_HOP_HEADERS))}) and those carrying another party's "
+    f"credentials ({', '.join(sorted(OTHERS_CREDENTIAL_HEADERS))}). A value is printable "
+    "ASCII without leading or trailing white space",
 )
 
 # A new server has no stored value for a masked one to keep.
@@ -140,6 +202,23 @@ Credential = Annotated[
     ),
     AfterValidator(_credential),
 ]
+# A bearer token or a header value: sent in a header, so no white space around it.
+NewHeaderValue = Annotated[
+    StoredStr,
+    _credential_field(
+        _NEW_HEADER_VALUE_PATTERN, "printable ASCII without leading or trailing white space"
+    ),
+    AfterValidator(_header_value),
+]
+HeaderValue = Annotated[
+    StoredStr,
+    _credential_field(
+        _HEADER_VALUE_PATTERN,
+        "printable ASCII without leading or trailing white space, or the masked form GET "
+        f"shows (`{MASK}`, or `{MASK}` and 4 characters), which keeps the stored value",
+    ),
+    AfterValidator(_header_value),
+]
 OAuthClientId = Annotated[
     StoredStr,
     _credential_field(_NEW_CREDENTIAL_PATTERN, 'printable ASCII; "" removes the credentials'),
@@ -150,13 +229,15 @@ OAuthIssuer = Annotated[
     Field(
         max_length=2000,
         json_schema_extra={"pattern": f"^({_URL_PATTERN[1:-1]})?$"},
-        description='the authorization server\'s issuer URL (http:// or https://); "": the one '
-        "the MCP server names",
+        description="the authorization server's issuer URL (http:// or https://): the client "
+        "secret is only ever sent to its token endpoint. Required with `oauthClientId`; a "
+        'server stored without one keeps working until its OAuth credentials change ("": '
+        "the one the MCP server names)",
     ),
     AfterValidator(_issuer),
 ]
-NewHeaders = Annotated[dict[str, NewCredential], _HEADERS_FIELD, AfterValidator(_headers)]
-Headers = Annotated[dict[str, Credential], _HEADERS_FIELD, AfterValidator(_headers)]
+NewHeaders = Annotated[dict[str, NewHeaderValue], _HEADERS_FIELD, AfterValidator(_headers)]
+Headers = Annotated[dict[str, HeaderValue], _HEADERS_FIELD, AfterValidator(_headers)]
 
 EXAMPLE_INPUT = {
     "name": "HighLevel",
@@ -180,7 +261,7 @@ CREATE_RULES: JsonDict = {
         _EITHER,
         {
             "if": _given("oauthClientId"),
-            "then": _given("oauthClientSecret"),
+            "then": _given("oauthClientSecret", "oauthIssuer"),
             "else": {"not": {"anyOf": [_given("oauthClientSecret"), _given("oauthIssuer")]}},
         },
     ]
@@ -206,14 +287,14 @@ PATCH_RULES: JsonDict = {
 
 class McpServerCreate(BaseModel):
     """A new server. `headers` values may use `{crmLocationId}` (the broker's CRM location).
-    A server that requires OAuth gets `oauthClientId` and `oauthClientSecret` (and optionally
-    `oauthIssuer`) instead of a `bearerToken`: both at once are refused."""
+    A server that requires OAuth gets `oauthClientId`, `oauthClientSecret` and `oauthIssuer`
+    instead of a `bearerToken`: both at once are refused."""
 
     model_config = schema_extra(EXAMPLE_INPUT, rules=CREATE_RULES, strict=True, extra="forbid")
     name: ServerName
     url: ServerUrl
     enabled: bool = True
-    bearerToken: NewCredential = ""
+    bearerToken: NewHeaderValue = ""
     headers: NewHeaders = Field(default_factory=dict)
     oauthClientId: OAuthClientId = ""
     oauthClientSecret: NewCredential = ""
@@ -229,7 +310,7 @@ class McpServerPatch(BaseModel):
     name: ServerName = None  # type: ignore[assignment]  # absent is fine, null is not
     url: ServerUrl = None  # type: ignore[assignment]
     enabled: bool = None  # type: ignore[assignment]
-    bearerToken: Credential = None  # type: ignore[assignment]
+    bearerToken: HeaderValue = None  # type: ignore[assignment]
     headers: Headers = None  # type: ignore[assignment]
     oauthClientId: OAuthClientId = None  # type: ignore[assignment]
     oauthClientSecret: Credential = None  # type: ignore[assignment]
@@ -282,6 +363,9 @@ class McpServerState(BaseModel):
     toolCount: int
     ok: bool
     detail: str
+    warning: str = Field(
+        description='what the operator should change although the server works ("": nothing)'
+    )
 
 
 class McpServerStates(BaseModel):

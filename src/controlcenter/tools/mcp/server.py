@@ -13,10 +13,13 @@ grant, through the `mcp` SDK's provider); never both.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from controlcenter.admin_settings.names import MCP_SERVER_URL
 from controlcenter.admin_settings.usable import credential_problem, url_problem
+from controlcenter.common.secrets import MASK, basic_credentials
 
 LOCATION_PLACEHOLDER = "{crmLocationId}"
 
@@ -62,6 +65,9 @@ class McpServer:
         url = url_problem(self.url)
         if url is not None:
             return f"its address cannot be used ({url})"
+        if userinfo_secrets(self.url):
+            # Stored before such addresses were refused: never sent, so never echoed.
+            return "its address carries a user name or password, which is never sent"
         for name, value in self.headers:
             if credential_problem(value.replace(LOCATION_PLACEHOLDER, "")) is not None:
                 return f"its header {name} cannot be sent (a header value must be printable ASCII)"
@@ -70,6 +76,21 @@ class McpServer:
         if self.oauth is not None:
             return self.oauth.problem()
         return None
+
+    def secrets(self) -> tuple[str, ...]:
+        """Every credential this server is configured with, in the forms a request carries
+        them (the header values, the bearer token, the OAuth client secret and its HTTP Basic
+        pair, the address's userinfo and its Basic pair): what `remote_text` removes from the
+        server's answers."""
+        found = [self.bearer_token]
+        found += [value.replace(LOCATION_PLACEHOLDER, "").strip() for _, value in self.headers]
+        if self.oauth is not None:
+            found += [
+                self.oauth.client_secret,
+                basic_credentials(self.oauth.client_id, self.oauth.client_secret),
+            ]
+        found += userinfo_secrets(self.url)
+        return tuple(s for s in found if s)
 
     def request_headers(self, location_id: str | None) -> tuple[tuple[str, str], ...]:
         """The headers of a request for a broker with `location_id` (None: without one).
@@ -90,3 +111,27 @@ class McpServer:
         if self.bearer_token:
             sent.append(("Authorization", f"Bearer {self.bearer_token}"))
         return tuple(sent)
+
+
+def userinfo_secrets(url: str) -> list[str]:
+    """The userinfo of an address (`user:password@`), as written, decoded and as the HTTP
+    Basic pair a client makes of it; [] when there is none."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    if "@" not in parts.netloc:
+        return []
+    written = parts.netloc.rpartition("@")[0]
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    pair = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return [written, password, pair]
+
+
+def shown_url(url: str) -> str:
+    """An address as the API shows it: a userinfo (stored before such addresses were refused)
+    masked."""
+    if not userinfo_secrets(url):
+        return url
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=f"{MASK}@{parts.netloc.rpartition('@')[2]}"))

@@ -13,24 +13,21 @@ failed chat: one log line when it starts failing, one when it answers again. A f
 a ToolError, which the router turns into a failed ToolOutcome the model can read. A list fetched
 again and found the same as the last one is answered with the last one's objects: the memos
 kept by identity downstream (the metrics wrapper, the router's toolbox with its offered schemas
-and validators, the providers' request bodies) then hold, where a new list cost a worker ~50 ms
-of CPU every TTL.
+and validators, the providers' request bodies) then hold, instead of being rebuilt every TTL.
 
-All MCP traffic goes through one connection pool, below an httpx2 client per address and
-headers handed to the SDK's `streamable_http_client`, as its documentation says for headers and
+All MCP traffic goes through one connection pool, below an httpx2 client per address and headers
+handed to the SDK's `streamable_http_client`, as its documentation says for headers and
 credentials. A server that requires OAuth gets the SDK's client credentials provider as that
-client's auth (`oauth.py`): one provider a server, so its token serves every session.
-The pool is one aiohttp transport for httpx2 (`httpx-aiohttp`, the transport the Anthropic and
-OpenAI SDKs ship as their `DefaultAioHttpClient`): per tool call it costs the service 15% less
-CPU than httpx2's own transport one call at a time and 35% less with twenty at once (measured
-against the fake MCP server in a process of its own). Building it once also loads the CA bundle
-once, which dominated the event loop under load. One MCP session per server, address and
-headers (at most `MAX_SESSIONS`, the least recently used closed first), shared by concurrent
-calls, so a call costs one request instead of a connection plus a handshake; a server no
-longer in use (deleted or disabled) has its sessions closed and its OAuth provider dropped at
-the next listing. A session that fails is dropped and the next call opens a fresh one; a call
-that fails because its session was gone before the request ran (connect error, "Session
-terminated") is retried once on a fresh session, since the server cannot have run it.
+client's auth (`oauth.py`): one provider a server, so its token serves every session. The pool
+is one aiohttp transport for httpx2 (`httpx-aiohttp`, the transport the Anthropic and OpenAI
+SDKs ship as their `DefaultAioHttpClient`), which costs less CPU per tool call than httpx2's own
+transport (`make bench`). Building it once also loads the CA bundle once. One MCP session per
+server, address and headers (at most `MAX_SESSIONS`, the least recently used closed first),
+shared by concurrent calls, so a call costs one request instead of a connection plus a
+handshake; a server no longer in use (deleted or disabled) has its sessions closed and its OAuth
+provider dropped at the next listing. A session that fails is dropped and the next call opens a
+fresh one; a call that fails because its session was gone before the request ran (connect error,
+"Session terminated") is retried once on a fresh session, since the server cannot have run it.
 """
 
 from __future__ import annotations
@@ -52,8 +49,14 @@ from mcp_types import CallToolResult
 from controlcenter.admin_settings.names import MCP_SERVER_URL
 from controlcenter.admin_settings.usable import OnceReporter, UnusableSettingError, url_problem
 from controlcenter.common.logs import get_logger
+from controlcenter.common.secrets import remote_text
 from controlcenter.tools.base import Settings, Tool, ToolContext, ToolError
-from controlcenter.tools.mcp.failures import describe_failure, refusal_text, session_gone
+from controlcenter.tools.mcp.failures import (
+    describe_failure,
+    known_secrets,
+    refusal_text,
+    session_gone,
+)
 from controlcenter.tools.mcp.listing import Listed, listed, result_value
 from controlcenter.tools.mcp.oauth import OAuthProviders
 from controlcenter.tools.mcp.server import SETTING_SERVER, McpServer, NeedsLocationError
@@ -123,7 +126,9 @@ class McpSource:
         servers = await self.servers(settings)
         if not servers:
             return ()
-        lists = tuple(await asyncio.gather(*(self._server_tools(s, location_id) for s in servers)))
+        lists = tuple(
+            await asyncio.gather(*(self._server_tools(s, location_id, settings) for s in servers))
+        )
         return self._merge(servers, lists)
 
     async def servers(self, settings: Settings | None = None) -> list[McpServer]:
@@ -159,7 +164,9 @@ class McpSource:
         endpoint = endpoint_for(server, location_id)
         return await self._with_session(endpoint, lambda c: self._list_all(server.name, c))
 
-    async def _server_tools(self, server: McpServer, location_id: str | None) -> tuple[Tool, ...]:
+    async def _server_tools(
+        self, server: McpServer, location_id: str | None, settings: Settings | None
+    ) -> tuple[Tool, ...]:
         if not self._usable(server):
             return ()
         try:
@@ -178,7 +185,8 @@ class McpSource:
             cached = self._cached.get(endpoint)
             if cached is not None:
                 return cached
-            tools = self._cached[endpoint] = await self._fetch(server.name, endpoint, location_id)
+            tools = await self._fetch(server, endpoint, location_id, settings)
+            self._cached[endpoint] = tools
             return tools
 
     def _usable(self, server: McpServer) -> bool:
@@ -202,8 +210,13 @@ class McpSource:
         return True
 
     async def _fetch(
-        self, name: str, endpoint: Endpoint, location_id: str | None
+        self,
+        server: McpServer,
+        endpoint: Endpoint,
+        location_id: str | None,
+        settings: Settings | None,
     ) -> tuple[Tool, ...]:
+        name = server.name
         key = (name, location_id)
         try:
             tools = await self._with_session(endpoint, lambda c: self._list_all(name, c))
@@ -215,7 +228,7 @@ class McpSource:
                     "MCP server unavailable; offering none of its tools",
                     server=name,
                     location_id=location_id,
-                    error=describe_failure(exc),
+                    error=describe_failure(exc, known_secrets(server, settings)),
                 )
             return ()
         if key in self._failing:
@@ -370,14 +383,17 @@ class McpSource:
         async def call(client: Client) -> CallToolResult:
             return await client.call_tool(name, arguments)
 
+        secrets = known_secrets(server, context.settings)
         try:
             result = await self._with_session(endpoint, call)
         except Exception as exc:
-            log.warning(
-                "MCP tool call failed", tool=name, server=server_name, error=describe_failure(exc)
-            )
-            raise ToolError(f"MCP server error: {describe_failure(exc)}") from exc
-        return result_value(result)
+            reason = describe_failure(exc, secrets)
+            log.warning("MCP tool call failed", tool=name, server=server_name, error=reason)
+            raise ToolError(f"MCP server error: {reason}") from exc
+        try:
+            return result_value(result)
+        except ToolError as exc:
+            raise ToolError(remote_text(str(exc), secrets)) from None  # the server's own words
 
 
 def _same(old: Sequence[object], new: Sequence[object]) -> bool:

@@ -11,15 +11,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from controlcenter.admin_settings.names import MCP_SERVER_URL, OWNER_LOCATION_ID, SettingName
+from controlcenter.admin_settings.names import (
+    MCP_SERVER_URL,
+    OWNER_LOCATION_ID,
+    SECRET_NAMES,
+    SettingName,
+)
 from controlcenter.tools.base import Settings, ToolError
-from controlcenter.tools.mcp.failures import describe_failure
+from controlcenter.tools.mcp.failures import describe_failure, known_secrets
 from controlcenter.tools.mcp.server import McpServer, NeedsLocationError
 from controlcenter.tools.mcp.source import McpSource
 
-# The settings `server_states` reads from the snapshot it is given.
-STATUS_SETTINGS: tuple[SettingName, ...] = (MCP_SERVER_URL, OWNER_LOCATION_ID)
+# The settings `server_states` reads from the snapshot it is given: the secret ones are removed
+# from every server's answer.
+STATUS_SETTINGS: tuple[SettingName, ...] = (
+    MCP_SERVER_URL,
+    OWNER_LOCATION_ID,
+    *sorted(SECRET_NAMES),
+)
 NONE_CONFIGURED = "mcpServerUrl is not set and no MCP server is configured"
+NO_ISSUER = (
+    "set oauthIssuer: without it the client secret goes to whichever authorization server "
+    "the MCP server names"
+)
 
 
 @dataclass(frozen=True)
@@ -29,6 +43,7 @@ class ServerState:
     tool_count: int
     ok: bool
     detail: str
+    warning: str = ""
 
     def json(self) -> dict[str, Any]:
         return {
@@ -37,6 +52,7 @@ class ServerState:
             "toolCount": self.tool_count,
             "ok": self.ok,
             "detail": self.detail,
+            "warning": self.warning,
         }
 
 
@@ -55,7 +71,7 @@ async def server_states(
     return list(
         await asyncio.gather(
             *(
-                _state(source, server, enabled, location, timeout_s)
+                _state(source, server, enabled, location, timeout_s, settings)
                 for server, enabled in configured
             )
         )
@@ -68,12 +84,19 @@ def summary(states: Sequence[ServerState]) -> tuple[bool, str]:
     enabled = [s for s in states if s.state != "disabled"]
     if not enabled:
         return False, NONE_CONFIGURED
-    detail = "; ".join(f"{s.name}: {s.detail}" for s in states)
+    detail = "; ".join(
+        f"{s.name}: {s.detail}" + (f" (warning: {s.warning})" if s.warning else "") for s in states
+    )
     return all(s.ok for s in enabled), detail
 
 
 async def _state(
-    source: McpSource, server: McpServer, enabled: bool, location: str | None, timeout_s: float
+    source: McpSource,
+    server: McpServer,
+    enabled: bool,
+    location: str | None,
+    timeout_s: float,
+    settings: Settings,
 ) -> ServerState:
     if not enabled:
         return ServerState(server.name, "disabled", 0, True, "disabled")
@@ -86,5 +109,12 @@ async def _state(
     except ToolError as exc:
         return ServerState(server.name, "failing", 0, False, str(exc))
     except Exception as exc:
-        return ServerState(server.name, "failing", 0, False, describe_failure(exc))
-    return ServerState(server.name, "working", count, True, f"{count} tools")
+        detail = describe_failure(exc, known_secrets(server, settings))
+        return ServerState(server.name, "failing", 0, False, detail)
+    return ServerState(server.name, "working", count, True, f"{count} tools", _warning(server))
+
+
+def _warning(server: McpServer) -> str:
+    if server.oauth is not None and not server.oauth.issuer:
+        return NO_ISSUER
+    return ""

@@ -36,6 +36,7 @@ from controlcenter.tools.mcp.server import (
     SETTING_SERVER,
     McpServer,
     OAuthClient,
+    shown_url,
 )
 
 
@@ -65,6 +66,10 @@ class CredentialsError(Exception):
 
 
 BOTH_CREDENTIALS = "a server has either a bearer token or OAuth client credentials, not both"
+ISSUER_REQUIRED = (
+    "is required with oauthClientId: the client secret is only ever sent to that "
+    "authorization server"
+)
 
 
 @dataclass(frozen=True)
@@ -111,7 +116,7 @@ def server_view(stored: StoredServer) -> dict[str, Any]:
     return {
         "id": stored.id,
         "name": server.name,
-        "url": server.url,
+        "url": shown_url(server.url),
         "enabled": stored.enabled,
         "bearerToken": shown(server.bearer_token),
         "headers": {name: shown(value) for name, value in server.headers},
@@ -306,7 +311,7 @@ def _oauth_client(
     incomplete or come with a bearer token."""
     before = stored or OAuthClient("", "")
     client_id = before.client_id if sent.client_id is None else sent.client_id
-    secret = before.client_secret
+    secret = secret_before = before.client_secret
     if sent.client_secret is not None and is_mask(sent.client_secret):
         if not before.client_secret:
             raise MaskedUnknownError("oauthClientSecret")
@@ -329,6 +334,12 @@ def _oauth_client(
         raise CredentialsError(
             "oauthClientId" if sent.client_id else "bearerToken", BOTH_CREDENTIALS
         )
+    unchanged = stored is not None and (client_id, secret) == (stored.client_id, secret_before)
+    if not issuer and (not unchanged or before.issuer):
+        # A server stored before the issuer was required keeps working until its OAuth
+        # credentials change; new ones are only ever sent to the named issuer, and a named
+        # issuer is never removed.
+        raise CredentialsError("oauthIssuer", ISSUER_REQUIRED)
     return OAuthClient(client_id, secret, issuer)
 
 

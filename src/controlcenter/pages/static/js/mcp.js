@@ -41,7 +41,8 @@ document.addEventListener("DOMContentLoaded", () => {
   function stateText(name) {
     const state = states[name];
     if (!state) return "—";
-    return state.ok ? state.state : `${state.state}: ${state.detail}`;
+    if (!state.ok) return `${state.state}: ${state.detail}`;
+    return state.warning ? `${state.state} (warning: ${state.warning})` : state.state;
   }
 
   function render() {
