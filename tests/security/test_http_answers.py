@@ -24,15 +24,17 @@ async def test_every_405_lists_every_method_the_path_serves(
     checked = 0
     paths = server.app.openapi()["paths"]
     # A concrete path may match several templates (`.../mcp-servers/status` is also
-    # `.../mcp-servers/{server_id}`): it serves the methods of all of them.
+    # `.../mcp-servers/{server_id}`): a fixed segment is never taken as an id, so it serves
+    # the methods of those with the most fixed segments.
     templates = [
-        (re.compile(re.sub(r"\{[^}]+\}", "[^/]+", t) + "$"), ops) for t, ops in paths.items()
+        (re.compile(re.sub(r"\{[^}]+\}", "[^/]+", t) + "$"), t.count("/") - t.count("{"), ops)
+        for t, ops in paths.items()
     ]
     for path in paths:
         concrete = path.replace("{app_id}", "dashboard").replace("{conversation_id}", "x")
-        served = {
-            name.upper() for pattern, ops in templates if pattern.match(concrete) for name in ops
-        }
+        matching = [(fixed, ops) for pattern, fixed, ops in templates if pattern.match(concrete)]
+        most = max(fixed for fixed, _ in matching)
+        served = {name.upper() for fixed, ops in matching if fixed == most for name in ops}
         for method in METHODS:
             if method in served:
                 continue

@@ -228,14 +228,16 @@ async def test_a_change_refuses_null_and_keeps_the_server(
 async def test_status_is_no_server_to_change_or_remove(
     client: httpx.AsyncClient, admin: AppUser, fake_highlevel: FakeHighLevelMcp
 ) -> None:
-    """The states' path lies beside the servers' ids: changing or removing "status" finds no
-    server and touches none."""
+    """The states' path lies beside the servers' ids and is never taken as one: any other
+    method answers 405 with its own `Allow`, and touches no server."""
     await client.post(URL, json=highlevel_body(fake_highlevel), headers=admin.headers)
     before = (await client.get(URL, headers=admin.headers)).json()
-    changed = await client.patch(f"{URL}/status", json={"enabled": False}, headers=admin.headers)
-    assert (changed.status_code, changed.json()) == (404, {"error": "MCP server not found"})
-    removed = await client.delete(f"{URL}/status", headers=admin.headers)
-    assert (removed.status_code, removed.json()) == (404, {"error": "MCP server not found"})
+    for method in ("OPTIONS", "PATCH", "DELETE", "POST", "PUT"):
+        answer = await client.request(
+            method, f"{URL}/status", json={"enabled": False}, headers=admin.headers
+        )
+        assert (answer.status_code, answer.json()) == (405, {"error": "Method not allowed"})
+        assert answer.headers["allow"] == "GET", method
     assert (await client.get(URL, headers=admin.headers)).json() == before
 
 

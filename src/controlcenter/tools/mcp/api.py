@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from starlette.convertors import Convertor, register_url_convertor
 
 from controlcenter.admin_settings.deps import SettingsDep
 from controlcenter.auth.deps import SuperAdmin
@@ -33,6 +34,23 @@ NOT_FOUND = "MCP server not found"
 NAME_TAKEN = "An MCP server with this name already exists"
 FETCH_FAILED = "Failed to fetch MCP servers"
 STATUS_TIMEOUT_S = 8.0  # each server's listing, all at once: the answer comes within 10 s
+
+
+class ServerIdConvertor(Convertor[str]):
+    """A server's id in a path: any segment but the fixed one beside it (`status`), so
+    `PATCH .../status` answers 405 with `/status`'s own `Allow` instead of looking for a server
+    named by it."""
+
+    regex = "(?!status(?:/|$))[^/]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("mcp_server_id", ServerIdConvertor())
 
 
 def _masked_unknown(exc: mcp_store.MaskedUnknownError) -> ApiError:
@@ -141,7 +159,7 @@ async def server_status(
 
 
 @router.patch(
-    "/{server_id}",
+    "/{server_id:mcp_server_id}",
     **answers(
         McpServerAnswer, 400, 403, 404, 409, 413, write=True, example={"server": SERVER_EXAMPLE}
     ),
@@ -175,7 +193,7 @@ async def update_server(
     return {"server": mcp_store.server_view(stored)}
 
 
-@router.delete("/{server_id}", **answers(Success, 403, 404, write=True))
+@router.delete("/{server_id:mcp_server_id}", **answers(Success, 403, 404, write=True))
 async def delete_server(
     server_id: str, principal: SuperAdmin, store: McpStoreDep
 ) -> dict[str, Any]:
