@@ -1,5 +1,6 @@
-"""One account per mailbox: every spelling of an address (Unicode composed or decomposed, the
-domain in Unicode or IDNA's ASCII form, any case) names the same account."""
+"""One account per mailbox: every spelling of an address (Unicode composed or decomposed, its
+compatibility forms such as full-width letters, the domain in Unicode or IDNA's ASCII form, any
+case) names the same account."""
 
 from __future__ import annotations
 
@@ -22,12 +23,20 @@ FORMS = [
     "ZO\u00cb@EX\u00c4MPLE.COM",
     "Zoe\u0308@XN--EXMPLE-CUA.com",
     f"  {COMPOSED} ",
+    "\uff5a\uff4f\u00eb@ex\u00e4mple.com",  # full-width letters: a compatibility form (NFKC)
+    "\uff3a\uff2f\u00cb@ex\u00e4mple.com",  # full-width capitals
+    "zo\u00eb@ex\u00e4mple\uff0ecom",  # a full-width full stop in the domain
 ]
 
 
 @pytest.mark.parametrize("form", FORMS)
 def test_every_form_has_one_normal_form(form: str) -> None:
     assert normalise_email(form) == STORED
+
+
+def test_case_folding_is_unicodes_not_only_lower_case() -> None:
+    assert normalise_email("STRA\u00dfE@example.com") == "strasse@example.com"
+    assert normalise_email("\uff41@example.com") == "a@example.com"
 
 
 def test_what_is_not_an_address_is_only_trimmed_and_folded() -> None:
