@@ -29,7 +29,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import chat, chat_storage, dashboard, onboarding, peers
+from bench import chat, chat_storage, dashboard, onboarding, peers, slow_clients
 from bench.deploy import Deployment, Options
 from bench.procs import PYTHON, ROOT
 from bench.results import Row, table
@@ -47,6 +47,7 @@ SECTIONS: dict[str, Section] = {
     "chat_readers": chat.run_readers,
     "chat_storage": chat_storage.run,
     "onboarding": onboarding.run,
+    "slow_clients": slow_clients.run,
 }
 # Sections that follow each other in one group share one deployment (database, fakes, one
 # started and warmed-up service, settled again before each): a start-up, seeding and warm-up

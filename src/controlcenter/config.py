@@ -119,6 +119,10 @@ class Config(BaseSettings):
     signin_max_failures_per_email_and_address: int = Field(default=10, ge=1)
     signin_max_failures_per_address: int = Field(default=50, ge=1)
     signin_max_failures_per_email: int = Field(default=100, ge=1)
+    # Slow clients of `serve` (docs/security.md): a request head must be complete within this
+    # time, and a body must not stall (less than 1 KiB arriving) for this long.
+    client_head_timeout_s: float = Field(default=30.0, gt=0)
+    client_body_timeout_s: float = Field(default=30.0, gt=0)
     # Operations (docs/deploy.md). Set: /metrics asks for it as a bearer token.
     metrics_token: str | None = Field(default=None, repr=False)
     # Heartbeat of running chat answers; a dead process's are closed after 3 intervals.

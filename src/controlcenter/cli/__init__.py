@@ -85,7 +85,7 @@ def serve(
 
     from controlcenter.cli.open_files import raise_open_files_limit
     from controlcenter.common.logs import get_logger
-    from controlcenter.web.middleware.header_limit import HEADER_LIMIT_PROTOCOL
+    from controlcenter.web.middleware.client_timeouts import SERVE_PROTOCOL
 
     config = Config()
 
@@ -115,7 +115,8 @@ def serve(
             log_level=config.log_level.lower(),
             log_config=None,  # uvicorn's records go through our logging (logs.py)
             **proxy_options(),
-            http=HEADER_LIMIT_PROTOCOL,  # the 431 header limit, before the parser holds more
+            # The 431 header limit, before the parser holds more, and the slow clients' timeouts.
+            http=SERVE_PROTOCOL,
             timeout_worker_healthcheck=WORKER_START_S,
         )
 

@@ -5,13 +5,13 @@ value in memory until it ends, so a single 64 MiB header costs 64 MiB. This prot
 parser at most the limit's worth of a request's head; a head that has not ended by then is
 answered 431 without the parser (or anything else) holding more of it.
 
-`controlcenter serve` runs uvicorn with it (`HEADER_LIMIT_PROTOCOL`): an ASGI middleware sees a
-head only once the parser has taken all of it, and httptools joins the pieces of a header
-value by concatenating bytes, so behind such a middleware a 64 MiB header goes unanswered
-for more than 30 s. The head
-is counted per request; a request pipelined right behind another on the same connection may
-get up to twice the limit before the count notices (the parser does not say where in the
-bytes it was fed a message ended), which bounds memory all the same.
+`controlcenter serve` runs uvicorn with it (as `client_timeouts.py`'s subclass): an ASGI
+middleware sees a head only once the parser has taken all of it, and httptools joins the pieces
+of a header value by concatenating bytes, so behind such a middleware a 64 MiB header goes
+unanswered for more than 30 s. The head is counted per request; a request pipelined right
+behind another on the same connection may get up to twice the limit before the count notices
+(the parser does not say where in the bytes it was fed a message ended), which bounds memory
+all the same.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from controlcenter.web.middleware.raw_answer import json_body
 
 HEADER_LIMIT = 16 * 1024
-HEADER_LIMIT_PROTOCOL = "controlcenter.web.middleware.header_limit:HeaderLimitProtocol"
 # After the answer the connection stays open this long, reading and dropping what the client
 # still sends: closing with unread data makes the kernel reset the connection, and a client
 # still writing its header would then never see the 431.
