@@ -230,3 +230,33 @@ async def test_docs_pages_carry_a_policy_of_their_own_assets(
     assert response.headers["x-content-type-options"] == "nosniff"
     asset = await client.get(re.findall(r'src="([^"]+)"', response.text)[0])
     assert asset.headers["x-content-type-options"] == "nosniff"
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"name": "Echo\r\nX-Injected: 1"},
+        {"url": "http://user:pa55w0rd@example.com/mcp"},
+        *({"headers": {name: "v"}} for name in ("Cookie", "proxy-authorization", "TE", "Upgrade")),
+        {"headers": {"X-Key": " padded"}},
+        {"bearerToken": "pit-1234567890 "},
+        {"bearerToken": "", "oauthClientId": "id", "oauthClientSecret": "s-1"},  # no issuer
+    ],
+)
+async def test_the_document_states_the_mcp_server_rules(
+    spec: dict[str, Any], changes: dict[str, Any]
+) -> None:
+    """What the API refuses in a new MCP server, the document's schema refuses too."""
+    create = spec["paths"]["/api/v1/admin/mcp-servers"]["post"]
+    schema = resolved(spec, create["requestBody"]["content"]["application/json"]["schema"])
+    validator = Draft202012Validator({**schema, "components": spec["components"]})
+    good = {
+        "name": "Echo",
+        "url": "https://mcp.example.com/mcp",
+        "bearerToken": "pit-1234567890",
+        "headers": {"X-Key": "v-1"},
+    }
+    assert validator.is_valid(good)
+    oauth = {"bearerToken": "", "oauthClientId": "id", "oauthClientSecret": "s-1"}
+    assert validator.is_valid(good | oauth | {"oauthIssuer": "https://auth.example.com"})
+    assert not validator.is_valid(good | changes), changes
