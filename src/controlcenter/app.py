@@ -150,6 +150,7 @@ def create_app(
         # Each part is made once, here, and kept on `app.state` under its own name, where the
         # route dependencies of its domain read it (`web/deps.py`, `auth/deps.py`, ...).
         db = open_database(config)
+        await db.changes.start()  # from here on, what is read may be kept in memory
         settings = SettingsStore(db, config.fernet_key)
         mcp = build_mcp(config, db, settings)
         chat = build_chat_parts(config, db, settings, mcp)
