@@ -29,8 +29,12 @@ way it calls them, each alone in this process (CPU per call, after `WARM_CALLS`)
   as JSON (the service's whole-answer call, providers/anthropic.py);
 - a tool call: `call_tool` of the `mcp` client over streamable HTTP on the aiohttp transport
   the service's MCP pool uses, against the fake MCP server (`bench.fakes mcp`);
-- a unit of work: one SQLAlchemy write transaction of one insert through the service's
-  `Database` on the run's database (a table of its own, dropped after).
+- a unit of work: one write transaction of one insert on the run's database (a table of its
+  own, dropped after), the same statements each way: through the service's `Database` (a
+  SQLAlchemy `AsyncSession`), and through the driver alone, with no SQLAlchemy: aiosqlite
+  and sqlite3 on SQLite (`BEGIN IMMEDIATE`, the insert, `COMMIT`, on one open connection),
+  asyncpg on PostgreSQL (the insert in `Connection.transaction()`). The drivers' rows are the
+  floor; the session's row is what SQLAlchemy adds above it.
 
 "the SDKs per step" is (3 provider calls + 2 tool calls) / 5, a chat's steps: what a step
 costs before the service stores, streams or checks anything.
@@ -108,7 +112,7 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
             floor = Floor(
                 asyncio.run(_sdk(url, key, body, calls, prepared=True)).cpu_s,
                 asyncio.run(_tool_call(mcp.info["url"], calls)).cpu_s,
-                asyncio.run(_unit_of_work(deployment.database_url, calls)).cpu_s,
+                asyncio.run(_units_of_work(deployment.database_url, calls)),
             )
             with _litellm(work, url, key) as proxy:
                 through = asyncio.run(
@@ -203,8 +207,13 @@ async def _tool_call(url: str, calls: int) -> Way:
             return await _timed(call, calls, None)
 
 
-async def _unit_of_work(url: str, calls: int) -> Way:
-    """One write transaction of one insert through the service's `Database`."""
+INSERT = "INSERT INTO bench_unit (n) VALUES (1)"
+SESSION = "SQLAlchemy AsyncSession"
+
+
+async def _units_of_work(url: str, calls: int) -> dict[str, float]:
+    """CPU per write transaction of one insert, by way: the service's `Database` (SQLAlchemy's
+    session) and the drivers alone on the same table."""
     from sqlalchemy import text
 
     from controlcenter.db import Database
@@ -216,14 +225,70 @@ async def _unit_of_work(url: str, calls: int) -> Way:
 
         async def call() -> None:
             async with db.write() as session:
-                await session.execute(text("INSERT INTO bench_unit (n) VALUES (1)"))
+                await session.execute(text(INSERT))
 
-        with step(f"{calls} write transactions"):
-            return await _timed(call, calls, None)
+        with step(f"{calls} write transactions, SQLAlchemy session"):
+            ways = {SESSION: (await _timed(call, calls, None)).cpu_s}
+        if db.is_sqlite:
+            path = url.split(":///", 1)[1]
+            ways["aiosqlite alone"] = await _aiosqlite_unit(path, calls)
+            ways["sqlite3 alone"] = await _sqlite3_unit(path, calls)
+        else:
+            ways["asyncpg alone"] = await _asyncpg_unit(url, calls)
+        return ways
     finally:
         async with db.write() as session:
             await session.execute(text("DROP TABLE IF EXISTS bench_unit"))
         await db.dispose()
+
+
+async def _aiosqlite_unit(path: str, calls: int) -> float:
+    import aiosqlite
+
+    async with aiosqlite.connect(path, isolation_level=None) as connection:
+
+        async def call() -> None:
+            await connection.execute("BEGIN IMMEDIATE")
+            await connection.execute(INSERT)
+            await connection.execute("COMMIT")
+
+        with step(f"{calls} write transactions, aiosqlite alone"):
+            return (await _timed(call, calls, None)).cpu_s
+
+
+async def _sqlite3_unit(path: str, calls: int) -> float:
+    import sqlite3
+
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+
+        async def call() -> None:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute(INSERT)
+            connection.execute("COMMIT")
+
+        with step(f"{calls} write transactions, sqlite3 alone"):
+            return (await _timed(call, calls, None)).cpu_s
+    finally:
+        connection.close()
+
+
+async def _asyncpg_unit(url: str, calls: int) -> float:
+    import asyncpg  # type: ignore[import-untyped]
+    from sqlalchemy.engine import make_url
+
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    connection = await asyncpg.connect(dsn)
+    try:
+
+        async def call() -> None:
+            async with connection.transaction():
+                await connection.execute(INSERT)
+
+        with step(f"{calls} write transactions, asyncpg alone"):
+            return (await _timed(call, calls, None)).cpu_s
+    finally:
+        await connection.close()
 
 
 @dataclass(frozen=True)
@@ -232,7 +297,7 @@ class Floor:
 
     provider_s: float
     tool_s: float
-    unit_s: float
+    units_s: dict[str, float]  # one write transaction, by way (SESSION and the drivers alone)
 
     @property
     def step_s(self) -> float:
@@ -251,8 +316,21 @@ def _floor_rows(db: str, calls: int, floor: Floor) -> list[Row]:
             target=f"service <= {ms(chat.TARGET_STEP_CPU_S)} per step",
             note=f"{of}; (3 provider + 2 tool calls) / 5",
         ),
-        Row(db, "floor: one write transaction", f"{ms(floor.unit_s)} CPU", note=of),
+        *(
+            Row(
+                db,
+                f"floor: one write transaction, {way}",
+                f"{_us(cpu_s)} CPU",
+                baseline="" if way == SESSION else f"{SESSION} {_us(floor.units_s[SESSION])}",
+                note=f"{of}; one insert",
+            )
+            for way, cpu_s in floor.units_s.items()
+        ),
     ]
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:,.0f} us"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from controlcenter.chat.models import (
 )
 from controlcenter.crm.rate_limit import CrmRateBucket
 from controlcenter.db import Base
+from controlcenter.db.changes import ChangeStamp
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import OutboxJob
 from controlcenter.tools.mcp.models import McpServerRow
@@ -22,6 +23,7 @@ from controlcenter.tools.mcp.models import McpServerRow
 __all__ = [
     "ApiTokenRecord",
     "Base",
+    "ChangeStamp",
     "ChatApproval",
     "ChatEventRow",
     "ChatRun",

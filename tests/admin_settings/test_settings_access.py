@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from sqlalchemy import update
 
-from controlcenter.auth.models import UserRecord
+from controlcenter.accounts.users import OPERATOR, UserChanges, update_user
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.dbtools import cookie, snapshot
 
@@ -73,8 +72,8 @@ async def test_a_demoted_super_admin_is_forbidden_at_once(
     client: httpx.AsyncClient, server: RunningServer, users: UserFactory
 ) -> None:
     admin = await users.create("super_admin")
+    await users.create("super_admin")  # not the last one
     assert (await client.get(URL, headers=admin.headers)).status_code == 200
-    async with server.db.write() as db:
-        await db.execute(update(UserRecord).where(UserRecord.id == admin.id).values(role="admin"))
+    await update_user(server.db, admin.id, UserChanges(role="admin"), actor_role=OPERATOR)
     response = await client.get(URL, headers=admin.headers)
     assert (response.status_code, response.json()) == (403, FORBIDDEN)

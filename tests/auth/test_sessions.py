@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import delete, update
 from starlette.requests import Request
 
+from controlcenter.accounts.users import OPERATOR, UserChanges, update_user
 from controlcenter.auth.deps import (
     BEARER,
     COOKIE,
@@ -21,8 +22,9 @@ from controlcenter.auth.deps import (
     require_user,
 )
 from controlcenter.auth.models import Session, UserRecord
+from controlcenter.auth.principal import Principal
 from controlcenter.auth.router import NOT_A_SESSION
-from controlcenter.auth.service import Principal, RequestAuth, start_session
+from controlcenter.auth.service import RequestAuth, start_session
 from controlcenter.web.errors import ApiError
 from tests.conftest import TEST_SECRET_KEY, AppUser, RunningServer, UserFactory
 
@@ -249,12 +251,12 @@ async def test_demoted_super_admin_is_refused_at_once(
     client: httpx.AsyncClient, server: RunningServer, users: UserFactory
 ) -> None:
     admin: AppUser = await users.create("super_admin")
+    await users.create("super_admin")  # not the last one
     request = request_with(admin.headers)
     principal = await caller(request, server.auth)
     assert (await require_super_admin(principal)).user.id == admin.id
 
-    async with server.db.write() as db:
-        await db.execute(update(UserRecord).where(UserRecord.id == admin.id).values(role="admin"))
+    await update_user(server.db, admin.id, UserChanges(role="admin"), actor_role=OPERATOR)
 
     # Same token, next request: the role comes from the database, not the token.
     me = await client.get(ME, headers=admin.headers)

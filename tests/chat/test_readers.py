@@ -59,7 +59,7 @@ async def test_many_waiting_readers_make_no_query_of_their_own(
         return not [s for s in statements if any(read in s for read in READER_READS)]
 
     got: list[list[Any]] = [[] for _ in range(READERS)]
-    event.listen(db.engine.sync_engine, "before_cursor_execute", executed)
+    event.listen(db.read_engine.sync_engine, "before_cursor_execute", executed)
     try:
         readers = [asyncio.create_task(_read(db, signals, message_id, into)) for into in got]
         # Each reader reads what is stored, is woken once by the process's first look (it
@@ -72,7 +72,7 @@ async def test_many_waiting_readers_make_no_query_of_their_own(
         statements.clear()
         await asyncio.sleep(10 * signals.poll_s if db.is_sqlite else 1.0)
     finally:
-        event.remove(db.engine.sync_engine, "before_cursor_execute", executed)
+        event.remove(db.read_engine.sync_engine, "before_cursor_execute", executed)
     assert polls_only()
     polls = [s for s in statements if POLL in s]
     if db.is_sqlite:  # one query per interval for all of them, none per reader

@@ -56,8 +56,8 @@ async def test_a_connection_the_server_closed_is_replaced_at_checkout(
 
 async def test_a_checkout_sends_nothing_to_the_server(database_url: str) -> None:
     """A unit of work on a pooled connection sends its own statements only: no ping first
-    (asyncpg logs the statements it sends unprepared: a transaction's BEGIN and ROLLBACK, and
-    the ping's `;` in a transaction of its own)."""
+    (asyncpg logs the statements it sends unprepared: a transaction's BEGIN and COMMIT, and
+    the ping's `;` in a transaction of its own), and a read no transaction at all."""
     db = Database(database_url)
     try:
         async with db.read() as session:  # the pool's one open connection, watched
@@ -67,6 +67,9 @@ async def test_a_checkout_sends_nothing_to_the_server(database_url: str) -> None
             raw.driver_connection.add_query_logger(lambda record: sent.append(record.query))
         sent.clear()
         await _backend_pid(db)
-        assert sent == ["BEGIN;", "ROLLBACK;"]
+        assert sent == []  # an autocommit read
+        async with db.write() as session:
+            await session.execute(text("SELECT 1"))
+        assert sent == ["BEGIN;", "COMMIT;"]
     finally:
         await db.dispose()

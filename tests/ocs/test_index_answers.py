@@ -7,9 +7,10 @@ import re
 
 import httpx
 import pytest
-from sqlalchemy import delete, update
+from sqlalchemy import update
 
-from controlcenter.auth.models import UserRecord
+from controlcenter.accounts.users import OPERATOR, UserChanges, delete_user, update_user
+from controlcenter.auth.models import SUPER_ADMIN, UserRecord
 from controlcenter.ocs.envelope import NOT_FOUND, NOT_LOGGED_IN, envelope, render
 from controlcenter.ocs.index import ok_json
 from tests.conftest import RunningServer, UserFactory
@@ -110,24 +111,26 @@ async def test_metrics_count_each_answer_by_template_method_and_status(
 async def test_a_change_to_the_user_takes_effect_at_the_next_request(
     client: httpx.AsyncClient, server: RunningServer, users: UserFactory
 ) -> None:
-    """No credential is remembered between requests: disabling, then deleting, the user
-    refuses its session and its API token at once (the password cache is checked against
-    the row the same statement reads)."""
-    user = await users.create()
-    kinds = [bearer(user.token), bearer(user.api_token), basic(user.email, user.password)]
-    for headers in kinds:
-        assert (await client.get(PATH, headers={**headers, **OCS})).status_code == 200
-    async with server.db.write() as db:
-        await db.execute(update(UserRecord).where(UserRecord.id == user.id).values(disabled=True))
-    for headers in kinds:
-        assert (await client.get(PATH, headers={**headers, **OCS})).status_code == 401
-    async with server.db.write() as db:
-        await db.execute(update(UserRecord).where(UserRecord.id == user.id).values(disabled=False))
-    assert (await client.get(PATH, headers={**bearer(user.token), **OCS})).status_code == 200
-    async with server.db.write() as db:
-        await db.execute(delete(UserRecord).where(UserRecord.id == user.id))
-    for headers in kinds:
-        assert (await client.get(PATH, headers={**headers, **OCS})).status_code == 401
+    """Credentials are kept in memory after their first check, and a change made through the
+    service counts at the next request: a rename shows, disabling and deleting the user
+    refuse its session, its API token and its password at once."""
+    await users.create(SUPER_ADMIN)  # never the last one
+    for end in ("disabled", "deleted"):
+        user = await users.create()
+        kinds = [bearer(user.token), bearer(user.api_token), basic(user.email, user.password)]
+        for headers in kinds * 2:
+            assert (await client.get(PATH, headers={**headers, **OCS})).status_code == 200
+        await update_user(server.db, user.id, UserChanges(name=end), actor_role=OPERATOR)
+        for headers in kinds:
+            answer = await client.get(PATH, headers={**headers, **OCS})
+            assert answer.json()["ocs"]["data"]["message"].endswith(f"{end}.")
+        if end == "disabled":
+            changes = UserChanges(disabled=True)
+            await update_user(server.db, user.id, changes, actor_role=OPERATOR)
+        else:
+            await delete_user(server.db, user.id, actor_role=OPERATOR)
+        for headers in kinds:
+            assert (await client.get(PATH, headers={**headers, **OCS})).status_code == 401
 
 
 async def test_the_message_follows_a_renamed_user(

@@ -8,9 +8,11 @@ from sqlalchemy import delete, select
 
 from controlcenter.auth.models import ApiTokenRecord
 from controlcenter.auth.tokens import hash_api_token, new_api_token
+from controlcenter.auth.verified import CREDENTIALS
 from controlcenter.common.logs import get_logger
 from controlcenter.common.times import iso
 from controlcenter.db import Database, new_id, utcnow
+from controlcenter.db.changes import mark_changed
 
 log = get_logger(__name__)
 
@@ -59,6 +61,7 @@ async def revoke_token(database: Database, token_id: str, *, user_id: str | None
         query = query.where(ApiTokenRecord.user_id == user_id)
     async with database.write() as db:
         result = await db.execute(query)
+        await mark_changed(db, CREDENTIALS)
     revoked = bool(getattr(result, "rowcount", 0))
     if revoked:
         log.info("api token revoked", token_id=token_id)

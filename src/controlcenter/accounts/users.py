@@ -20,12 +20,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from controlcenter.auth.models import ADMIN, SUPER_ADMIN, USER, ApiTokenRecord, Session, UserRecord
 from controlcenter.auth.passwords import hash_password_off_loop, verify_password
 from controlcenter.auth.service import create_user
-from controlcenter.auth.verified import verified_credentials
+from controlcenter.auth.verified import CREDENTIALS
 from controlcenter.chat.models import ConversationRow, Message
 from controlcenter.common.emails import normalise_email
 from controlcenter.common.logs import get_logger
 from controlcenter.common.times import iso
 from controlcenter.db import Database, utcnow
+from controlcenter.db.changes import mark_changed
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import PENDING, OutboxJob
 
@@ -206,8 +207,7 @@ async def update_user(
                 await db.execute(delete(ApiTokenRecord).where(ApiTokenRecord.user_id == user.id))
             user.disabled = changes.disabled
         user.updated_at = utcnow()
-    if changes.disabled:
-        verified_credentials(database).forget_user(user_id)
+        await mark_changed(db, CREDENTIALS)  # a caller's role, name and location included
     log.info(
         "user updated",
         user_id=user_id,
@@ -229,7 +229,7 @@ async def reset_password(
         user.password_hash = new_hash
         user.updated_at = utcnow()
         await _revoke_sessions(db, user.id)
-    verified_credentials(database).forget_user(user_id)
+        await mark_changed(db, CREDENTIALS)
     log.info("password reset", user_id=user_id, by=actor_role)
     return generated
 
@@ -249,7 +249,7 @@ async def delete_user(database: Database, user_id: str, *, actor_role: str) -> i
         await db.execute(delete(ApiTokenRecord).where(ApiTokenRecord.user_id == user_id))
         cancelled = await _cancel_jobs(db, user_id)
         await db.delete(user)
-    verified_credentials(database).forget_user(user_id)
+        await mark_changed(db, CREDENTIALS)
     log.info("user deleted", user_id=user_id, by=actor_role, cancelled_jobs=len(cancelled))
     for job_id, kind in cancelled:
         log.info("outbox job cancelled: its user was deleted", job_id=job_id, kind=kind)
@@ -300,5 +300,5 @@ async def change_own_password(
             .values(password_hash=new_hash, updated_at=utcnow())
         )
         await _revoke_sessions(db, user_id, keep=keep_session)
-    verified_credentials(database).forget_user(user_id)
+        await mark_changed(db, CREDENTIALS)
     log.info("password changed", user_id=user_id)

@@ -1,7 +1,9 @@
 """Settings values, encrypted at rest by the service's one cipher (`cipher.py`).
 
-`get_many` runs before every chat (its settings snapshot); the cipher keeps decrypted values
-per ciphertext.
+`get_many` runs before every chat (its settings snapshot). Every stored value is read in one
+query and kept in memory (`db.changes.Kept`, topic `SETTINGS`) until a save or a deletion
+changes one: in this process at once, in every other process and instance within a second.
+The cipher keeps decrypted values per ciphertext.
 """
 
 from __future__ import annotations
@@ -15,8 +17,14 @@ from controlcenter.admin_settings.cipher import Cipher, SettingsDecryptError
 from controlcenter.admin_settings.models import Setting
 from controlcenter.admin_settings.names import SettingName
 from controlcenter.db import Database, utcnow
+from controlcenter.db.changes import Kept, mark_changed
 
 __all__ = ["SettingsDecryptError", "SettingsStore"]
+
+
+SETTINGS = "settings"  # the topic of the kept values
+TTL_S = 60
+_ALL = select(Setting.name, Setting.value_encrypted)
 
 
 class SettingsStore:
@@ -24,15 +32,24 @@ class SettingsStore:
         self._db = db
         # Shared with the other stores of secrets (the MCP servers'), one key for all.
         self.cipher = Cipher(key)
+        self._kept: Kept[None, Mapping[str, str]] = Kept(
+            db.changes, SETTINGS, maxsize=1, ttl_s=TTL_S
+        )
 
-    def _decrypt(self, row: Setting) -> str:
-        return self.cipher.decrypt(row.name, row.value_encrypted)
+    async def _stored(self) -> Mapping[str, str]:
+        """Every stored value, encrypted, by name: from memory when kept."""
+        stored = self._kept.get(None)
+        if stored is None:
+            read_under = self._kept.reading()
+            async with self._db.read() as session:
+                stored = {name: value for name, value in await session.execute(_ALL)}
+            self._kept.keep(read_under, None, stored)
+        return stored
 
     async def get(self, name: SettingName) -> str | None:
         """The decrypted value of one setting, None when unset or empty."""
-        async with self._db.read() as session:
-            row = await session.get(Setting, name)
-        value = self._decrypt(row) if row is not None else ""
+        stored = (await self._stored()).get(name)
+        value = self.cipher.decrypt(name, stored) if stored is not None else ""
         return value or None
 
     async def get_many(self, names: Iterable[SettingName]) -> dict[str, str]:
@@ -40,9 +57,7 @@ class SettingsStore:
         wanted = list(dict.fromkeys(names))
         if not wanted:
             return {}
-        query = select(Setting.name, Setting.value_encrypted).where(Setting.name.in_(wanted))
-        async with self._db.read() as session:
-            stored = {name: value for name, value in await session.execute(query)}
+        stored = await self._stored()
         return {name: self.cipher.decrypt(name, stored[name]) for name in wanted if name in stored}
 
     async def save(self, session: AsyncSession, values: Mapping[str, str], user_id: str) -> None:
@@ -67,7 +82,9 @@ class SettingsStore:
                 row.value_encrypted = encrypted
                 row.updated_by = user_id
                 row.updated_at = now
+        await mark_changed(session, SETTINGS)
 
     async def delete(self, session: AsyncSession, name: str) -> None:
         """Remove one setting inside the caller's transaction."""
         await session.execute(delete(Setting).where(Setting.name == name))
+        await mark_changed(session, SETTINGS)

@@ -14,7 +14,8 @@ from typing import Annotated
 from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 
-from controlcenter.auth.service import Principal, RequestAuth
+from controlcenter.auth.principal import Principal
+from controlcenter.auth.service import RequestAuth
 from controlcenter.web.errors import ApiError
 
 SESSION_COOKIE = "session"

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from sqlalchemy import and_, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlcenter.auth.models import ADMIN, ROLES, SUPER_ADMIN, ApiTokenRecord, Session, UserRecord
+from controlcenter.auth.models import ROLES, ApiTokenRecord, Session, UserRecord
 from controlcenter.auth.passwords import hash_password, verify_password
+from controlcenter.auth.principal import Principal
 from controlcenter.auth.throttle import SignInThrottle
 from controlcenter.auth.tokens import (
     decode_session,
@@ -18,30 +19,14 @@ from controlcenter.auth.tokens import (
     looks_like_jwt,
     parse_basic,
 )
-from controlcenter.auth.verified import verified_credentials
+from controlcenter.auth.verified import CREDENTIALS, Known, verified_credentials
 from controlcenter.common.emails import normalise_email
 from controlcenter.db import Database, utcnow
+from controlcenter.db.changes import mark_changed
 
 
 class UserExistsError(Exception):
     pass
-
-
-@dataclass(frozen=True)
-class Principal:
-    """Who is calling: the user row as it is now, and the session used (None for an API token)."""
-
-    user: UserRecord
-    session_id: str | None
-
-    @property
-    def is_super_admin(self) -> bool:
-        return self.user.role == SUPER_ADMIN
-
-    @property
-    def is_admin(self) -> bool:
-        """An administrator or a super administrator."""
-        return self.user.role in (ADMIN, SUPER_ADMIN)
 
 
 async def create_user(
@@ -92,6 +77,7 @@ async def revoke_session(db: AsyncSession, session_id: str) -> None:
     session = await db.get(Session, session_id)
     if session is not None and session.revoked_at is None:
         session.revoked_at = utcnow()
+        await mark_changed(db, CREDENTIALS)
 
 
 # `lastUsedAt` is written at most this often per token, so the token path stays read-only
@@ -99,8 +85,7 @@ async def revoke_session(db: AsyncSession, session_id: str) -> None:
 TOKEN_USE_RESOLUTION = timedelta(minutes=1)
 _ENABLED = UserRecord.disabled.is_(False)
 
-# The statements every authenticated request runs, built once with bound parameters: building
-# a statement and computing its cache key on each request costs more CPU than SQLite's answer.
+# The statements of a credential's first check, built once with bound parameters.
 _SESSION_CALLER = (
     select(UserRecord, Session.expires_at, Session.revoked_at)
     .join(Session, Session.user_id == UserRecord.id)
@@ -128,40 +113,62 @@ _BASIC_CALLER = (
 
 
 async def principal_from_jwt(database: Database, token: str, *, key: str) -> Principal | None:
-    claims = decode_session(key, token)
-    if claims is None:
+    verified = verified_credentials(database)
+    kept_as = verified.key("session", key, token)
+    known = verified.get(kept_as)
+    if known is None:
+        claims = decode_session(key, token)
+        if claims is None:
+            return None
+        read_under = verified.reading()
+        async with database.read() as db:
+            row = (
+                await db.execute(
+                    _SESSION_CALLER, {"session_id": claims.session_id, "user_id": claims.user_id}
+                )
+            ).first()
+        if row is None:
+            return None
+        user, expires_at, revoked_at = row
+        if revoked_at is not None or expires_at is None:
+            return None
+        known = Known(Principal(user=user, session_id=claims.session_id), expires_at=expires_at)
+        verified.keep(read_under, kept_as, known)
+    if known.expires_at is None or known.expires_at <= utcnow():
         return None
-    async with database.read() as db:
-        row = (
-            await db.execute(
-                _SESSION_CALLER, {"session_id": claims.session_id, "user_id": claims.user_id}
-            )
-        ).first()
-    if row is None:
-        return None
-    user, expires_at, revoked_at = row
-    if revoked_at is not None or expires_at is None or expires_at <= utcnow():
-        return None
-    return Principal(user=user, session_id=claims.session_id)
+    return known.principal
 
 
 async def principal_from_api_token(database: Database, token: str) -> Principal | None:
-    async with database.read() as db:
-        row = (await db.execute(_TOKEN_CALLER, {"token_hash": hash_api_token(token)})).first()
-    if row is None:
-        return None
-    user, token_id, last_used_at = row
-    await _note_token_use(database, token_id, last_used_at)
-    return Principal(user=user, session_id=None)
+    verified = verified_credentials(database)
+    kept_as = verified.key("token", token)
+    known = verified.get(kept_as)
+    if known is None:
+        read_under = verified.reading()
+        async with database.read() as db:
+            row = (await db.execute(_TOKEN_CALLER, {"token_hash": hash_api_token(token)})).first()
+        if row is None:
+            return None
+        user, token_id, used_at = row
+        known = Known(Principal(user=user, session_id=None), token_id=token_id, used_at=used_at)
+        verified.keep(read_under, kept_as, known)
+    await _note_token_use(database, known)
+    return known.principal
 
 
-async def _note_token_use(database: Database, token_id: str, previous: datetime | None) -> None:
+async def _note_token_use(database: Database, known: Known) -> None:
+    """Write the token's `lastUsedAt` when the one written is older than the resolution."""
     now = utcnow()
-    if previous is not None and now - previous < TOKEN_USE_RESOLUTION:
+    if known.token_id is None or (
+        known.used_at is not None and now - known.used_at < TOKEN_USE_RESOLUTION
+    ):
         return
+    known.used_at = now
     async with database.write() as db:
         await db.execute(
-            update(ApiTokenRecord).where(ApiTokenRecord.id == token_id).values(last_used_at=now)
+            update(ApiTokenRecord)
+            .where(ApiTokenRecord.id == known.token_id)
+            .values(last_used_at=now)
         )
 
 
@@ -186,17 +193,27 @@ async def principal_from_basic(
     """HTTP basic: the user's e-mail with their password or one of their API tokens.
 
     A token is random and long, so only the password path passes the throttle (`guard`),
-    which raises TooManyAttemptsError; a locked-out e-mail's scripts keep working.
+    which raises TooManyAttemptsError; a locked-out e-mail's scripts keep working. A
+    credential kept from an earlier check needs neither Argon2 nor the throttle: only a
+    correct one is kept.
     """
     email = normalise_email(email)
+    verified = verified_credentials(database)
+    kept_as = verified.key("basic", email, secret)
+    known = verified.get(kept_as)
+    if known is not None:
+        await _note_token_use(database, known)
+        return known.principal
+    read_under = verified.reading()
     async with database.read() as db:
         row = (
             await db.execute(_BASIC_CALLER, {"email": email, "token_hash": hash_api_token(secret)})
         ).first()
     if row is not None and row[1] is not None:
-        await _note_token_use(database, row[1], row[2])
-        return Principal(user=row[0], session_id=None)
-    verified = verified_credentials(database)
+        known = Known(Principal(user=row[0], session_id=None), token_id=row[1], used_at=row[2])
+        verified.keep(read_under, kept_as, known)
+        await _note_token_use(database, known)
+        return known.principal
     if row is None:
         if guard:
             await guard.throttle.begin(email, guard.address)
@@ -205,19 +222,19 @@ async def principal_from_basic(
     user = row[0]
     # The same credentials arriving together (a script's parallel requests) wait for the
     # first one's verification instead of each running Argon2.
-    await verified.settled(email, secret)
-    # Verified within the last minute against this very hash: not a guess, so neither
-    # Argon2 nor the throttle (only a correct password can hit).
-    if verified.hit(email, secret, user.id, user.password_hash):
-        return Principal(user=user, session_id=None)
-    async with verified.verifying(email, secret):
+    await verified.settled(kept_as)
+    known = verified.get(kept_as)
+    if known is not None:
+        return known.principal
+    async with verified.verifying(kept_as):
         attempt = await guard.throttle.begin(email, guard.address) if guard else None
         if not await verify_password(user.password_hash, secret):
             return None
-        verified.remember(email, secret, user.id, user.password_hash)
+        known = Known(Principal(user=user, session_id=None))
+        verified.keep(read_under, kept_as, known)
     if guard and attempt:
         await guard.throttle.succeeded(attempt)
-    return Principal(user=user, session_id=None)
+    return known.principal
 
 
 async def principal_from_authorization(

@@ -1,13 +1,20 @@
-"""Verified HTTP-basic credentials, so that a script sending its account password on every
-request pays for Argon2 once a minute instead of once a request.
+"""Credentials recognised from memory after their first check.
 
-An entry is keyed by a MAC (keyed BLAKE2b) of the e-mail and password under a key made when
-the process starts (never stored anywhere), and holds the user's id and a MAC of the password
-hash it was verified against: never the password. It lives at most `TTL_S` seconds. A hit still
-needs the user row the request reads anyway (which excludes disabled and deleted users), and
-counts only while that row's password hash is the one verified, so a password change, reset,
-disabling or deletion by any process, on any instance, takes effect at the next request.
-This process also drops a user's entries at once when it revokes their sessions.
+A session JWT, an API token or an HTTP basic credential (an e-mail with the account's password
+or one of its API tokens), once checked against the database (a password also by Argon2), is
+kept with the caller it names, so the next request that carries it reads nothing. The cache
+is a cachetools TTLCache under the topic `CREDENTIALS` (`db.changes.Kept`): every write that
+ends or changes what a credential names (a logout, a token revoked, a user disabled, deleted,
+given another role, password or details) marks the topic changed in its transaction, so this
+process forgets every entry as it commits and every other process and instance within a
+second. An entry lives at most `TTL_S` seconds, and a session's entry is refused once the
+session expires.
+
+An entry is keyed by a MAC (keyed BLAKE2b) of the credential under a key made when the process
+starts and never stored: the cache holds no credential. Only a credential that passed is kept;
+a wrong password or an unknown token is checked every time (and a password attempt meets the
+sign-in throttle). The same basic credentials arriving together (a script's parallel
+requests) wait for the first one's check instead of each running Argon2.
 
 One cache per `Database` object: two app instances in one process (the tests) behave like
 two processes.
@@ -17,57 +24,74 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import hmac
 import secrets
+import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
 
-from cachetools import TTLCache
-
+from controlcenter.auth.principal import Principal
 from controlcenter.db import Database
+from controlcenter.db.changes import Changes, Kept
 
+CREDENTIALS = "credentials"  # the topic of what `VerifiedCredentials` keeps
 TTL_S = 60
 MAX_ENTRIES = 10_000
 
 
+@dataclass
+class Known:
+    """A checked credential: the caller, a session's expiry, and for an API token its id and
+    when its use was last written (updated in place when it is written again)."""
+
+    principal: Principal
+    expires_at: datetime | None = None
+    token_id: str | None = None
+    used_at: datetime | None = None
+
+
 class VerifiedCredentials:
-    def __init__(self, *, ttl_s: float = TTL_S, max_entries: int = MAX_ENTRIES) -> None:
+    def __init__(
+        self,
+        changes: Changes,
+        *,
+        ttl_s: float = TTL_S,
+        max_entries: int = MAX_ENTRIES,
+        timer: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._key = secrets.token_bytes(32)
-        self._entries: TTLCache[bytes, tuple[str, bytes]] = TTLCache(max_entries, ttl_s)
+        self._kept: Kept[bytes, Known] = Kept(
+            changes, CREDENTIALS, maxsize=max_entries, ttl_s=ttl_s, timer=timer
+        )
         self._verifying: dict[bytes, asyncio.Event] = {}
 
-    def _mac(self, *parts: str) -> bytes:
+    def key(self, *parts: str) -> bytes:
+        """The cache key of a credential (its kind first): a MAC, never the credential."""
         message = "\0".join(parts).encode("utf-8", "surrogatepass")
-        # BLAKE2b's keyed mode is a MAC of its own: 0.8 us against HMAC-SHA256's 2.5-3.7, and
-        # a password's request makes three (the dashboard's basic + password path).
         return hashlib.blake2b(message, key=self._key, digest_size=32).digest()
 
-    def hit(self, email: str, password: str, user_id: str, password_hash: str) -> bool:
-        """Whether this password was verified for this user against this very hash."""
-        entry = self._entries.get(self._mac("credentials", email, password))
-        if entry is None:
-            return False
-        return entry[0] == user_id and hmac.compare_digest(
-            entry[1], self._mac("hash", password_hash)
-        )
+    def get(self, key: bytes) -> Known | None:
+        return self._kept.get(key)
 
-    def remember(self, email: str, password: str, user_id: str, password_hash: str) -> None:
-        self._entries[self._mac("credentials", email, password)] = (
-            user_id,
-            self._mac("hash", password_hash),
-        )
+    def reading(self) -> int | None:
+        """Taken before the database is read, for `keep`."""
+        return self._kept.reading()
 
-    async def settled(self, email: str, password: str) -> None:
-        """Wait while these very credentials are being verified by another request."""
-        event = self._verifying.get(self._mac("credentials", email, password))
+    def keep(self, read_under: int | None, key: bytes, known: Known) -> None:
+        """Keep a credential that passed, unless a change overtook its check."""
+        self._kept.keep(read_under, key, known)
+
+    async def settled(self, key: bytes) -> None:
+        """Wait while this very credential is being verified by another request."""
+        event = self._verifying.get(key)
         if event is not None:
             await event.wait()
 
     @asynccontextmanager
-    async def verifying(self, email: str, password: str) -> AsyncIterator[None]:
-        """Mark these credentials as being verified, for `settled`."""
-        key = self._mac("credentials", email, password)
+    async def verifying(self, key: bytes) -> AsyncIterator[None]:
+        """Mark this credential as being verified, for `settled`."""
         event = self._verifying.setdefault(key, asyncio.Event())
         try:
             yield
@@ -76,21 +100,16 @@ class VerifiedCredentials:
                 del self._verifying[key]
             event.set()
 
-    def forget_user(self, user_id: str) -> None:
-        for key, (owner, _) in list(self._entries.items()):
-            if owner == user_id:
-                self._entries.pop(key, None)
-
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._kept)
 
 
 _caches: weakref.WeakKeyDictionary[Database, VerifiedCredentials] = weakref.WeakKeyDictionary()
 
 
 def verified_credentials(database: Database) -> VerifiedCredentials:
-    """The cache of the processes' requests against `database`."""
+    """The cache of the process's requests against `database`."""
     cache = _caches.get(database)
     if cache is None:
-        cache = _caches[database] = VerifiedCredentials()
+        cache = _caches[database] = VerifiedCredentials(database.changes)
     return cache

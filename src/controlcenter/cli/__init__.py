@@ -134,6 +134,7 @@ def worker() -> None:
 
     async def run() -> None:
         db = open_database(config)
+        await db.changes.start()
         crm = CrmTransport.from_config(config)
         handlers = worker_handlers(config, db, SettingsStore(db, config.fernet_key), crm)
         try:

@@ -4,9 +4,9 @@ finding out on every call.
 anyio, under httpx, the provider SDKs and the MCP client, asks sniffio which async library is
 running on most of the calls it serves (a lock, a cancel scope, a timeout, a socket's send),
 and httpcore asks too. Left to find out, sniffio reads its thread-local, then its context
-variable, then looks asyncio's current task up: about 0.55 us a call, against 0.07 us once the
-thread-local says it. Left to sniff, those calls take 2.9% of the event loop's busy samples
-under the chat bench's 300 concurrent chats (a sampling profile). `sniffio.thread_local.name`
+variable, then looks asyncio's current task up, several times the cost of reading the
+thread-local once it says it, on a path that runs for every lock, timeout and send of a busy
+server. `sniffio.thread_local.name`
 is sniffio's documented way for whoever runs a loop in a thread to say which library it is;
 the server's thread runs asyncio's loop and nothing else while the app is up, and other threads
 (anyio's worker threads) still sniff.

@@ -2,9 +2,8 @@
 
 Reference counting frees almost everything a request makes; the cyclic collector is for the
 rest, and by default it walks every tracked object of a generation when it runs: the whole
-heap (the modules, SQLAlchemy's and pydantic's machinery, the app) on each full collection.
-Under the chat bench of `make bench` that is 13% of the service's CPU (1.17 s of 9.1 s, timed
-with `gc.callbacks`), most of it in the few full collections. So, once the app has started:
+heap (the modules, SQLAlchemy's and pydantic's machinery, the app) on each full collection,
+a large share of a busy server's CPU. So, once the app has started:
 
 - `gc.freeze()` moves every object alive then to a permanent generation that collections no
   longer walk: what start-up built lives as long as the process anyway (Python's documented

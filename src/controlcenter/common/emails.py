@@ -49,7 +49,7 @@ def normalise_email(email: str) -> str:
     text = _folded(email.strip())
     if text.isascii():
         # Already its own normal form (an ASCII domain's IDNA form is itself, lower-cased),
-        # and the common case: the validator is not run on every basic request.
+        # and the common case: the validator's full parse is left for the rest.
         return text
     try:
         # Syntax only (no DNS); the domain comes back in both its forms.

@@ -1,24 +1,28 @@
-"""Engine, sessions and the declarative base.
+"""Engines, sessions, and the process's watch of its caches (`changes`).
 
 SQLite goes through SQLAlchemy's aiosqlite dialect, set up for concurrent use as SQLAlchemy's
 SQLite documentation describes ("Serializable isolation / Savepoints / Transactional DDL"):
 the sqlite3 module's own BEGIN is switched off (`isolation_level = None`) and SQLAlchemy's
-`begin` event starts each transaction instead. A write transaction begins IMMEDIATE: it takes
-the database's write lock before its first read, so a transaction that reads and then writes
-never fails with "database is locked" because another writer committed in between. While
-another connection (of this process or another) holds the lock, BEGIN IMMEDIATE waits in
-SQLite's busy handler for up to `BUSY_TIMEOUT_S`, inside aiosqlite's thread: the event loop
-goes on meanwhile. The journal is WAL, so readers never wait for the writer nor it for them,
-and SQLite's automatic checkpoints keep the log short. A read session begins no transaction:
-each SELECT reads a consistent snapshot of its own and holds no lock after it.
+`begin` event starts each transaction instead. SQLite has one writer at a time, so writes go
+through an engine of their own whose pool holds one connection (`pool_size=1,
+max_overflow=0`): a process's writers queue in SQLAlchemy's pool, not in SQLite's busy
+handler. A write transaction begins IMMEDIATE: it takes the database's write lock before its
+first read, so a transaction that reads and then writes never fails with "database is locked"
+because another writer committed in between; while another process holds the lock, BEGIN
+IMMEDIATE waits in SQLite's busy handler for up to `BUSY_TIMEOUT_S`, inside aiosqlite's
+thread. Reads go through a second engine with a pool of their own and no `begin` listener:
+they begin no transaction, each SELECT reads a consistent snapshot of its own, and in WAL
+they never wait for the writer nor it for them.
 
-PostgreSQL uses asyncpg behind a queue pool. A connection the server closed (a restart, an
+PostgreSQL uses asyncpg behind one queue pool. Read sessions run in AUTOCOMMIT (SQLAlchemy's
+`isolation_level` execution option): no BEGIN and ROLLBACK round trips around a read. Write
+sessions are ordinary transactions. A connection the server closed (a restart, an
 administrator's `pg_terminate_backend`, an idle timeout) is replaced at checkout instead of
 failing a request: the server says so when it closes one, asyncpg marks the connection closed
 as the event loop reads that, and the pool's `checkout` listener hands the pool such a
 connection back as a `DisconnectionError`, as SQLAlchemy's pool events document, for a fresh
-one. It asks the driver, not the server: `pool_pre_ping`'s round trip at every checkout cost
-about a third of a short transaction's CPU.
+one. It asks the driver, not the server, instead of `pool_pre_ping`'s round trip at every
+checkout.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import DateTime, MetaData, event
+from sqlalchemy import DateTime, event
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import (
@@ -38,20 +42,12 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
-from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 from sqlalchemy.types import TypeDecorator
 
 from controlcenter.config import check_database_url
+from controlcenter.db.changes import Changes, committed_topics
 from controlcenter.db.text_match import register_sqlite_functions
-
-NAMING = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
 
 # How long a SQLite writer waits for another connection's write transaction before it fails.
 BUSY_TIMEOUT_S = 30.0
@@ -59,11 +55,6 @@ BUSY_TIMEOUT_S = 30.0
 # one for a statement or two, never across a provider or CRM call.
 POOL_SIZE = 20
 POOL_OVERFLOW = 20
-_READ_ONLY = "controlcenter_read_only"  # the execution option of `Database.read`'s sessions
-
-
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -92,7 +83,8 @@ def new_id() -> str:
 
 
 class Database:
-    """The engine plus the two ways to open a unit of work: `read()` and `write()`."""
+    """The engines plus the two ways to open a unit of work: `read()` and `write()`, and the
+    process's watch of what its caches keep (`changes`)."""
 
     def __init__(self, url: str, *, echo: bool = False) -> None:
         self.url = check_database_url(url)
@@ -100,30 +92,49 @@ class Database:
         pool: dict[str, Any] = {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW}
         if self.is_sqlite:
             # sqlite3's `timeout` is SQLite's busy timeout.
-            pool["connect_args"] = {"timeout": BUSY_TIMEOUT_S}
-        self.engine: AsyncEngine = create_async_engine(url, echo=echo, **pool)
-        if self.is_sqlite:
-            _configure_sqlite(self.engine)
+            connect = {"connect_args": {"timeout": BUSY_TIMEOUT_S}}
+            self.engine: AsyncEngine = create_async_engine(
+                url,
+                echo=echo,
+                pool_size=1,
+                max_overflow=0,
+                pool_timeout=BUSY_TIMEOUT_S,
+                **connect,
+            )
+            self.read_engine: AsyncEngine = create_async_engine(url, echo=echo, **pool, **connect)
+            _configure_sqlite(self.engine, writes=True)
+            _configure_sqlite(self.read_engine, writes=False)
         else:
+            self.engine = create_async_engine(url, echo=echo, **pool)
             event.listen(self.engine.sync_engine.pool, "checkout", _refuse_closed)
+            # Same pool; the connection's isolation level is restored when it goes back.
+            self.read_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self.read_sessions = async_sessionmaker(self.read_engine, expire_on_commit=False)
+        self.changes = Changes(self.read, self.url, is_sqlite=self.is_sqlite)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
-        """A session for reads (on SQLite it begins no transaction and takes no lock)."""
-        async with self.sessions() as session:
-            if self.is_sqlite:
-                await session.connection(execution_options={_READ_ONLY: True})
+        """A session for reads: each statement reads committed data on its own, with no
+        transaction around it (SQLite: no BEGIN, no lock; PostgreSQL: autocommit)."""
+        async with self.read_sessions() as session:
             yield session
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
-        """A transaction committed when the block ends, rolled back on any exception."""
-        async with self.sessions() as session, session.begin():
-            yield session
+        """A transaction committed when the block ends, rolled back on any exception. The
+        topics it marked changed (`changes.mark_changed`) are forgotten by this process's
+        caches as soon as it commits."""
+        async with self.sessions() as session:
+            async with session.begin():
+                yield session
+            self.changes.changed(committed_topics(session))
 
     async def dispose(self) -> None:
+        await self.changes.stop()
         await self.engine.dispose()
+        if self.is_sqlite:
+            await self.read_engine.dispose()
 
 
 def as_utc(value: datetime | str | None) -> datetime | None:
@@ -144,9 +155,10 @@ def _refuse_closed(
         raise DisconnectionError("the server closed this connection")
 
 
-def _configure_sqlite(engine: AsyncEngine) -> None:
+def _configure_sqlite(engine: AsyncEngine, *, writes: bool) -> None:
     """The `connect` and `begin` listeners of SQLAlchemy's SQLite documentation (see the
-    module's docstring), with the pragmas every connection needs."""
+    module's docstring), with the pragmas every connection needs; `begin` on the write
+    engine only."""
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
@@ -159,7 +171,8 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         cursor.close()
         register_sqlite_functions(dbapi_connection)
 
-    @event.listens_for(engine.sync_engine, "begin")
-    def _on_begin(connection: Connection) -> None:
-        if not connection.get_execution_options().get(_READ_ONLY, False):
+    if writes:
+
+        @event.listens_for(engine.sync_engine, "begin")
+        def _on_begin(connection: Connection) -> None:
             connection.exec_driver_sql("BEGIN IMMEDIATE")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from controlcenter.auth.models import UserRecord
+from controlcenter.auth.principal import Principal
 from controlcenter.auth.service import (
     PasswordGuard,
-    Principal,
     principal_from_authorization,
     principal_from_jwt,
 )

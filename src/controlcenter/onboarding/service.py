@@ -9,7 +9,9 @@ from typing import Any
 from sqlalchemy import Table, select
 
 from controlcenter.auth.models import UserRecord
+from controlcenter.auth.verified import CREDENTIALS
 from controlcenter.db import Database, new_id, utcnow
+from controlcenter.db.changes import mark_changed
 from controlcenter.db.upserts import upsert
 from controlcenter.onboarding.crm_sync import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
 from controlcenter.onboarding.models import ARRAY_FIELDS, FIELDS, RECORD, RECORD_COLUMNS, Onboarding
@@ -85,6 +87,7 @@ class OnboardingSaves:
             if brokerage and user.brokerage != brokerage:
                 # Only a change is written, so `users.updated_at` moves only then.
                 user.brokerage = brokerage
+                await mark_changed(session, CREDENTIALS)  # the callers kept in memory
             new = {"id": new_id(), "user_id": user_id, "created_at": now, "updated_at": now}
             saved = upsert(
                 session,

@@ -16,7 +16,7 @@ from fastapi.templating import Jinja2Templates
 
 from controlcenter.auth.deps import optional_principal
 from controlcenter.auth.models import SUPER_ADMIN
-from controlcenter.auth.service import Principal
+from controlcenter.auth.principal import Principal
 from controlcenter.pages.fields import CHECKLIST, ONBOARDING_TAGS, SETTING_GROUPS, SETUP_FIELDS
 from controlcenter.pages.headers import ASSET_HEADERS, with_page_headers
 from controlcenter.pages.return_to import safe_next

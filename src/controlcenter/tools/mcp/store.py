@@ -8,16 +8,16 @@ secret, and the operator needs to see it). A masked value sent back keeps the st
 OAuth client id and issuer are shown as they are. A server has either a bearer token or OAuth
 client credentials.
 
-Chats read the enabled servers through `enabled()`, kept for the tool cache's TTL (chats that
-find it stale at once share one read): a change made through this process is seen at once, one
-made through another process within the TTL.
+Chats read the enabled servers through `enabled()`, kept in memory (`db.changes.Kept`, topic
+`MCP_SERVERS`; chats that find nothing kept at once share one read) until a server is added,
+changed or removed: in this process at once, in every other process and instance within a
+second.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,6 +30,7 @@ from controlcenter.admin_settings.cipher import Cipher
 from controlcenter.admin_settings.names import is_mask, mask_secret
 from controlcenter.common.times import iso
 from controlcenter.db import Database, utcnow
+from controlcenter.db.changes import Kept, mark_changed
 from controlcenter.tools.mcp.models import McpServerRow
 from controlcenter.tools.mcp.server import (
     LOCATION_PLACEHOLDER,
@@ -38,6 +39,8 @@ from controlcenter.tools.mcp.server import (
     OAuthClient,
     shown_url,
 )
+
+MCP_SERVERS = "mcp_servers"  # the topic of the kept servers
 
 
 class NameTakenError(Exception):
@@ -132,36 +135,28 @@ class McpServerStore:
     def __init__(self, db: Database, cipher: Cipher, *, ttl_s: float) -> None:
         self._db = db
         self._cipher = cipher
-        self._ttl_s = ttl_s
-        self._enabled: tuple[float, tuple[McpServer, ...]] | None = None  # (read at, servers)
+        self._kept: Kept[None, tuple[McpServer, ...]] = Kept(
+            db.changes, MCP_SERVERS, maxsize=1, ttl_s=ttl_s
+        )
         self._reading = asyncio.Lock()  # chats that start at once share one read
-        self._changes = 0  # counts `forget()`: a read that a change overtook is not kept
 
     async def enabled(self) -> tuple[McpServer, ...]:
-        """The enabled servers, by name; kept for the TTL."""
-        kept = self._kept()
+        """The enabled servers, by name; from memory when kept."""
+        kept = self._kept.get(None)
         if kept is not None:
             return kept
         async with self._reading:
-            kept = self._kept()
+            kept = self._kept.get(None)
             if kept is not None:
                 return kept
-            changes = self._changes
+            read_under = self._kept.reading()
             servers = tuple(s.server for s in await self.all() if s.enabled)
-            if changes == self._changes:
-                self._enabled = (time.monotonic(), servers)
+            self._kept.keep(read_under, None, servers)
             return servers
 
-    def _kept(self) -> tuple[McpServer, ...] | None:
-        kept = self._enabled
-        if kept is not None and time.monotonic() - kept[0] < self._ttl_s:
-            return kept[1]
-        return None
-
     def forget(self) -> None:
-        """Read the servers again at the next `enabled()`."""
-        self._enabled = None
-        self._changes += 1
+        """Read the servers again at the next `enabled()` (this process only)."""
+        self._db.changes.changed([MCP_SERVERS])
 
     async def all(self) -> list[StoredServer]:
         """Every server, by name. Raises SettingsDecryptError when a row cannot be decrypted."""
@@ -204,9 +199,9 @@ class McpServerStore:
         try:
             async with self._db.write() as session:
                 session.add(row)
+                await mark_changed(session, MCP_SERVERS)
         except IntegrityError as exc:
             await self._refuse_taken(name, exc)
-        self.forget()
         return await self.get(row.id)
 
     async def update(self, server_id: str, changes: ServerChanges, user_id: str) -> StoredServer:
@@ -234,9 +229,9 @@ class McpServerStore:
                 row.credentials_encrypted = self._credentials(token, headers, client)
                 row.updated_by = user_id
                 row.updated_at = utcnow()
+                await mark_changed(session, MCP_SERVERS)
         except IntegrityError as exc:
             await self._refuse_taken(changes.name, exc)
-        self.forget()
         return await self.get(server_id)
 
     async def _refuse_taken(self, name: str | None, exc: IntegrityError) -> NoReturn:
@@ -258,7 +253,7 @@ class McpServerStore:
             if row is None:
                 raise ServerNotFoundError(server_id)
             await session.delete(row)
-        self.forget()
+            await mark_changed(session, MCP_SERVERS)
 
     def _credentials(
         self, bearer_token: str, headers: Sequence[tuple[str, str]], oauth: OAuthClient | None

@@ -30,8 +30,8 @@ def accepted(value: bytes | None) -> str | None:
 
 def new_request_id() -> str:
     """32 random hex digits, the length of a uuid4's hex form. Not a uuid4: building the
-    `UUID` object costs four times the random bytes themselves on every request (profiled
-    under `make bench`), and nothing reads its version digit."""
+    `UUID` object costs more than the random bytes themselves on every request, and nothing
+    reads its version digit."""
     return os.urandom(16).hex()
 
 
