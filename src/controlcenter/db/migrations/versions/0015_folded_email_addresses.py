@@ -1,7 +1,7 @@
 """accounts' e-mail addresses folded: compatibility forms (NFKC) and Unicode case folding
 
 Revision ID: 0015
-Revises: 0012
+Revises: 0014
 Create Date: 2026-11-28 15:00:00.000000
 
 Addresses were put in NFC and lower-cased, so `ａ@example.com` (a full-width letter) could be
@@ -22,7 +22,7 @@ from controlcenter.common.emails import normalise_email
 from controlcenter.common.logs import get_logger
 
 revision: str = "0015"
-down_revision: str | None = "0012"
+down_revision: str | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
