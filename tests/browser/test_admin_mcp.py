@@ -14,6 +14,7 @@ from tests.conftest import RunningServer, UserFactory
 from tests.fakes.highlevel_mcp import TOKEN, FakeHighLevelMcp
 from tests.fakes.mcp_echo import FakeEchoMcp
 from tests.fakes.oauth_mcp import CLIENT_ID, CLIENT_SECRET, FakeOAuthMcp
+from tests.tools.mcp.test_stored_before import store_row
 
 
 @pytest.fixture(autouse=True)
@@ -147,6 +148,21 @@ async def test_a_host_that_echoes_its_headers_shows_no_stored_secret(
     assert any(
         secrets["oauth"] in repr(h) or "basic" in repr(h).lower() for _, h in fake_echo_mcp.seen
     )
+
+
+async def test_an_oauth_server_without_an_issuer_shows_a_warning(
+    browsing: Browsing, users: UserFactory, server: RunningServer, fake_oauth_mcp: FakeOAuthMcp
+) -> None:
+    """A server stored before `oauthIssuer` was required works, and its row says to set it."""
+    admin = await users.create("super_admin")
+    oauth = {"clientId": CLIENT_ID, "clientSecret": CLIENT_SECRET, "issuer": ""}
+    await store_row(
+        server, "Listings", fake_oauth_mcp.url, {"bearerToken": "", "headers": [], "oauth": oauth}
+    )
+    page = await browsing.page(admin)
+    await page.goto("/admin/mcp")
+    row = page.locator("#servers-body tr", has_text="Listings")
+    await expect(row).to_contain_text("working (warning: set oauthIssuer")
 
 
 async def test_the_page_fits_a_phone(

@@ -36,6 +36,7 @@ def redact(text: str, *secrets: str, mask: str = REDACTED) -> str:
 
 
 REMOTE_TEXT_CHARS = 300  # what is kept of a remote system's text: enough to say why it refused
+_WHOLE_WORD_BELOW = 8  # characters: a shorter secret is removed only where it stands alone
 
 
 def remote_text(text: str, secrets: Iterable[str], *, limit: int = REMOTE_TEXT_CHARS) -> str:
@@ -53,7 +54,14 @@ def remote_text(text: str, secrets: Iterable[str], *, limit: int = REMOTE_TEXT_C
         if secret:
             forms.update((secret, quote(secret, safe=""), json.dumps(secret)[1:-1]))
     # Longest first: a secret that contains another is removed whole.
-    cleaned = redact(text, *sorted(forms, key=len, reverse=True), mask=MASK)
+    for form in sorted(forms, key=len, reverse=True):
+        if len(form) >= _WHOLE_WORD_BELOW:
+            text = text.replace(form, MASK)
+        else:
+            # A short value (a header's `1`) is removed where it stands alone, not from every
+            # word that contains it (`HTTP 401`).
+            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(form)}(?![A-Za-z0-9])", MASK, text)
+    cleaned = redact(text, mask=MASK)
     return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
 
 

@@ -162,3 +162,11 @@ def test_remote_text_removes_each_form_of_a_secret_and_cuts_after() -> None:
     cut = remote_text(long, [secret])
     assert len(cut) <= REMOTE_TEXT_CHARS and "0123" not in cut and 'se"c' not in cut
     assert remote_text("Basic b3BlcmF0b3I6cGE1NXcwcmQ=", []) == f"Basic {MASK}"
+
+
+def test_a_short_secret_is_removed_where_it_stands_alone() -> None:
+    text = "HTTP 401 Unauthorized: echo x-debug=1; x-key=k9"
+    assert (
+        remote_text(text, ["1", "k9"])
+        == f"HTTP 401 Unauthorized: echo x-debug={MASK}; x-key={MASK}"
+    )
