@@ -89,7 +89,8 @@ document.addEventListener("DOMContentLoaded", () => {
     states = {};
     for (const state of result.data.servers) states[state.name] = state;
     render();
-    notice.textContent = `Checked ${result.data.servers.length} server(s).`;
+    const checked = result.data.servers.length;
+    notice.textContent = checked === 0 ? "No servers to check yet: add one below." : `Checked ${checked} ${checked === 1 ? "server" : "servers"}.`;
   }
 
   function startEdit(server) {
