@@ -241,3 +241,17 @@ async def test_an_empty_edit_is_not_sent_and_says_why(
     await expect(box).to_have_attribute("aria-invalid", "true")
     await expect(page.locator("article.msg.assistant")).to_have_count(1)
     assert len(fake_anthropic.requests) == 1
+
+
+async def test_a_tool_without_a_title_is_named_by_its_whole_name_in_words(
+    browsing: Browsing, broker: AppUser, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.script(
+        Reply(tool_uses=[ToolUse("contacts_lookup", {"query": "Dana"})]),
+        Reply(text="No such tool."),
+    )
+    page = await browsing.page(broker)
+    await page.goto("/chat")
+    await send(page, "Look Dana up")
+    await answer_done(page)
+    await expect(page.locator(".tool-card .tool-name")).to_have_text(["Contacts lookup"])

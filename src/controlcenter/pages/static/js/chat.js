@@ -249,9 +249,10 @@
 
   async function saveRename() {
     const url = CONVERSATIONS_URL + "/" + encodeURIComponent(state.conversationId);
-    const result = await cc.api("PATCH", url, { title: ui.renameTitle.value });
-    if (result.status !== 200) {
-      cc.show(ui.renameError, "The title was not saved: " + cc.problemText(result));
+    const blank = !ui.renameTitle.value.trim();
+    const result = blank ? null : await cc.api("PATCH", url, { title: ui.renameTitle.value });
+    if (!result || result.status !== 200) {
+      cc.show(ui.renameError, blank ? "The title cannot be empty." : "The title was not saved: " + cc.problemText(result, "The title"));
       ui.renameTitle.setAttribute("aria-invalid", "true");
       ui.renameTitle.focus();
       return;
@@ -584,12 +585,10 @@
     }
   }
 
-  // The tool's title as the service names it, else its name in words.
+  // The tool's title as the service names it, else its whole name in words (its group says
+  // what it works on: `contacts_lookup` reads "Contacts lookup").
   function toolTitle(name) {
-    const title = state.tools[name];
-    if (title) return title;
-    const bare = String(name || "tool").replace(/^[a-z]+_/, "");
-    return words(bare);
+    return state.tools[name] || words(name || "tool");
   }
 
   // `contactId` → "Contact id", `get-free-slots` → "Get free slots".
