@@ -5,9 +5,9 @@ service sends in the demo is checked as the real API would check it. From the us
 it picks topics by keyword ("contacts", "tasks", "calendar", "pipeline", "conversations"),
 calls the CRM tools the service offers for them (several in one turn when several topics are
 asked about, and a second round where a first result is needed, e.g. a calendar's id), then
-writes a Markdown answer from what the tools returned. It is stateless: each request's history says how far the
-turn has got. Every prompt the chat page suggests, and every one of its own help text, gets a
-fitting call and answer; between them the answers show a list (contacts, calendar), a table
+writes a Markdown answer from what the tools returned. It is stateless: each request's history
+says how far the turn has got. Every prompt the chat page suggests, and every one of its own
+help text, gets a fitting call and answer; between them the answers show a list (contacts, calendar), a table
 (pipeline, tasks) and a code block (the contacts as CSV, with the page's `Copy code`).
 """
 
