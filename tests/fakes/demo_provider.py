@@ -7,8 +7,8 @@ calls the CRM tools the service offers for them (several in one turn when severa
 asked about, and a second round where a first result is needed, e.g. a calendar's id), then
 writes a Markdown answer from what the tools returned. It is stateless: each request's history
 says how far the turn has got. Every prompt the chat page suggests, and every one of its own
-help text, gets a fitting call and answer; between them the answers show a list (contacts, calendar), a table
-(pipeline, tasks) and a code block (the contacts as CSV, with the page's `Copy code`).
+help text, gets a fitting call and answer; between them the answers show a list (contacts,
+calendar), a table (pipeline, tasks) and a code block (the contacts as CSV, with the page's `Copy code`).
 """
 
 from __future__ import annotations
