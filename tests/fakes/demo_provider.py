@@ -8,7 +8,8 @@ asked about, and a second round where a first result is needed, e.g. a calendar'
 writes a Markdown answer from what the tools returned. It is stateless: each request's history
 says how far the turn has got. Every prompt the chat page suggests, and every one of its own
 help text, gets a fitting call and answer; between them the answers show a list (contacts,
-calendar), a table (pipeline, tasks) and a code block (the contacts as CSV, with the page's `Copy code`).
+calendar), a table (pipeline, tasks) and a code block (the contacts as CSV, with the page's
+`Copy code`).
 """
 
 from __future__ import annotations
