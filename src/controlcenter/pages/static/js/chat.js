@@ -174,7 +174,8 @@
     for (const c of state.conversations) {
       const label = dayGroup(c.createdAt);
       if (!groups.length || groups[groups.length - 1].label !== label) groups.push({ label, items: [] });
-      const link = cc.el("a", { href: "/chat/" + encodeURIComponent(c.id), text: c.title || "Untitled" });
+      // The whole title, wrapped (and as a tooltip): titles that start alike stay apart.
+      const link = cc.el("a", { href: "/chat/" + encodeURIComponent(c.id), text: c.title || "Untitled", title: c.title || "Untitled" });
       if (c.id === state.conversationId) link.setAttribute("aria-current", "page");
       groups[groups.length - 1].items.push(cc.el("li", {}, link, timeOf(c.createdAt, true)));
     }
@@ -327,6 +328,7 @@
 
   function setTitle(text) {
     ui.title.textContent = text || "Untitled";
+    ui.title.title = text || "Untitled"; // the whole title where the heading is cut short
     document.title = `${text || "Chat"} · Control Center`;
   }
 

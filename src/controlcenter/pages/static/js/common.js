@@ -208,6 +208,26 @@ window.cc = (function () {
     setTimeout(() => (button.textContent = label), 2000);
   }
 
+  // A box that scrolls sideways says so above it while it has more than it shows (`root`:
+  // where to look; the whole page by default). Its edges' shadows say it too (app.css).
+  function scrollHints(root) {
+    for (const box of (root || document).querySelectorAll(".table-scroll")) {
+      const more = box.scrollWidth > box.clientWidth + 1;
+      let hint = box.previousElementSibling;
+      if (!hint || !hint.classList.contains("scroll-hint")) {
+        if (!more) continue;
+        hint = el("p", { class: "scroll-hint", text: "Scroll sideways for more columns →" });
+        box.before(hint);
+      }
+      hint.hidden = !more;
+    }
+  }
+  let resizing = 0;
+  window.addEventListener("resize", () => {
+    clearTimeout(resizing);
+    resizing = setTimeout(() => scrollHints(), 150);
+  });
+
   async function signOut() {
     await api("POST", "/api/v1/auth/logout");
     location.assign("/login");
@@ -224,5 +244,5 @@ window.cc = (function () {
     return node;
   }
 
-  return { api, toLogin, errorText, show, detailsByField, problemText, humanIssue, showFieldErrors, clearFieldErrors, oneTimeSecrets, showSecret, copyText, date, signOut, el };
+  return { api, toLogin, errorText, show, detailsByField, problemText, humanIssue, scrollHints, showFieldErrors, clearFieldErrors, oneTimeSecrets, showSecret, copyText, date, signOut, el };
 })();

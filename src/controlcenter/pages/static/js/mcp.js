@@ -70,6 +70,7 @@ document.addEventListener("DOMContentLoaded", () => {
         cc.el("td", { "data-label": "Tools", text: count }),
         cc.el("td", { "data-label": "Actions" }, cc.el("div", { class: "actions" }, edit, remove))));
     }
+    cc.scrollHints();
   }
 
   async function load() {

@@ -136,6 +136,7 @@ document.addEventListener("DOMContentLoaded", () => {
     if (result.status !== 200) return problem("The users could not be loaded: " + cc.errorText(result));
     if (!next) body.replaceChildren();
     for (const user of result.data.users) body.append(row(user));
+    cc.scrollHints();
     cursor = result.data.nextCursor || null;
     more.hidden = !cursor;
   }
