@@ -15,15 +15,29 @@ from cryptography.fernet import Fernet
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./var/controlcenter.db"
 
 
 def check_database_url(url: str) -> str:
-    """`url`, unless it names an in-memory SQLite database: the service opens several
-    connections (a pool per process, the chat heartbeat's thread, each worker process), and a
-    second connection to ":memory:" is a second, empty database."""
-    if url.startswith("sqlite") and make_url(url).database in (None, "", ":memory:"):
+    """`url` as SQLAlchemy takes it: a plain path (no `scheme://`, the form the commands print
+    after `database:`) is that SQLite file. Refused: a value that is neither a URL nor a path,
+    and an in-memory SQLite database (the service opens several connections: a pool per
+    process, the chat heartbeat's thread, each worker process; a second connection to
+    ":memory:" is a second, empty database)."""
+    if url.strip() == ":memory:":
+        raise ValueError("SQLite must be a file database, not in-memory")
+    if "://" not in url and url.strip():
+        url = "sqlite+aiosqlite:///" + str(Path(url).expanduser())
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError) as exc:
+        raise ValueError(
+            "not a database URL nor a path: use a path to an SQLite file, "
+            "sqlite+aiosqlite:////absolute/path.db or postgresql+asyncpg://user@host/name"
+        ) from exc
+    if url.startswith("sqlite") and parsed.database in (None, "", ":memory:"):
         raise ValueError("SQLite must be a file database, not in-memory")
     return url
 

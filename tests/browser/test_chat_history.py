@@ -83,7 +83,7 @@ async def test_search_rename_date_groups_and_times(
     await expect(title).to_have_value("Who is Dana?")
     await title.fill("   ")
     await page.get_by_role("button", name="Save").click()
-    await expect(page.locator("#rename-error")).to_contain_text("at least 1 character")
+    await expect(page.locator("#rename-error")).to_have_text("The title cannot be empty.")
     await title.fill("Dana Whitfield lease")
     await page.get_by_role("button", name="Save").click()
     await expect(page.get_by_role("heading", name="Dana Whitfield lease")).to_be_visible()

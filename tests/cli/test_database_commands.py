@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import subprocess
 from contextlib import closing
@@ -186,3 +187,102 @@ def test_the_first_start_hint_carries_the_instances_own_locations(tmp_path: Path
         "python3 -m uv run controlcenter users create --email you@example.com --role super_admin"
     ) in output, output
     assert f"database: {cli.db_path}" in output
+
+
+def run_with(cli: Cli, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(ENTRY_POINT), *args],
+        cwd=cli.workdir,
+        env={**cli.env, **env},
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+        check=False,
+    )
+
+
+def test_database_url_may_be_the_plain_path_the_commands_print(cli: Cli) -> None:
+    listed = cli.run("users", "list", "--json")
+    printed = listed.stderr.split("database: ", 1)[1].splitlines()[0]
+    assert printed == str(cli.db_path)
+    result = run_with(cli, {"DATABASE_URL": printed}, "users", "list", "--json")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+    assert f"database: {cli.db_path}" in result.stderr
+
+
+UNREACHABLE = "postgresql+asyncpg://cc:hunter2secret@127.0.0.1:1/cc"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        (
+            "DATABASE_URL",
+            "postgresql+asyncpg://cc:x@db:notaport/cc",
+            "DATABASE_URL: not a database",
+        ),
+        ("DATABASE_URL", ":memory:", "DATABASE_URL: SQLite must be a file database"),
+        ("PROVIDER_TIMEOUT_S", "soon", "PROVIDER_TIMEOUT_S: Input should be a valid number"),
+        ("DATABASE_URL", UNREACHABLE, "the database could not be used"),
+    ],
+)
+def test_a_configuration_that_cannot_be_used_ends_in_one_line(
+    cli: Cli, variable: str, value: str, said: str
+) -> None:
+    result = run_with(cli, {variable: value}, "users", "list")
+    assert result.returncode == 1
+    assert f"error: {said}" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and "╭" not in result.stderr
+    assert "hunter2secret" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) <= 2  # `database: ...` and the error
+
+
+def test_a_backup_into_a_folder_is_a_dated_file_in_it(cli: Cli, tmp_path: Path) -> None:
+    folder = tmp_path / "backups"
+    folder.mkdir()
+    taken = cli.run("db", "backup", str(folder))
+    assert taken.returncode == 0, taken.stderr
+    (written,) = list(folder.iterdir())
+    assert re.fullmatch(r"cli-\d{8}-\d{6}\.db", written.name), written.name
+    assert taken.stdout.strip() == f"backed up to {written}"
+    with closing(sqlite3.connect(written)) as conn:
+        assert conn.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
+
+
+def test_a_backup_onto_the_live_database_or_nowhere_is_refused_and_leaves_nothing(
+    cli: Cli, tmp_path: Path
+) -> None:
+    before = cli.db_path.read_bytes()
+    for target, said in (
+        (cli.db_path, "is the live database"),
+        (Path("var") / "cli.db", "is the live database"),  # relative to the command's folder
+        (cli.db_path.with_name("cli.db-wal"), "is the live database"),
+        (tmp_path / "missing" / "copy.db", f"the folder {tmp_path / 'missing'} does not exist"),
+    ):
+        result = cli.run("db", "backup", str(target))
+        assert result.returncode == 1, (target, result.stdout)
+        assert f"error: {target} {said}" in result.stderr or f"error: {said}" in result.stderr
+        assert "Traceback" not in result.stderr
+    assert cli.db_path.read_bytes() == before
+    assert not list(tmp_path.rglob("*.partial"))
+
+
+def test_a_backup_that_cannot_be_written_leaves_no_partial_file(cli: Cli, tmp_path: Path) -> None:
+    target = tmp_path / "copy.db"
+    (tmp_path / "copy.db.partial").mkdir()  # in the way: the copy cannot be written there
+    result = cli.run("db", "backup", str(target))
+    assert result.returncode == 1
+    assert f"error: the copy could not be written to {target}" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not target.exists()
+
+
+def test_restore_of_a_missing_file_or_a_folder_says_so(cli: Cli, tmp_path: Path) -> None:
+    missing = tmp_path / "missing.db"
+    result = cli.run("db", "restore", str(missing))
+    assert result.returncode == 1
+    assert f"error: {missing} does not exist" in result.stderr
+    result = cli.run("db", "restore", str(tmp_path))
+    assert result.returncode == 1
+    assert f"error: {tmp_path} is a folder" in result.stderr

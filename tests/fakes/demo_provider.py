@@ -2,11 +2,14 @@
 
 It plugs into the strict Anthropic fake (`FakeAnthropic.responder`), so every request the
 service sends in the demo is checked as the real API would check it. From the user's question
-it picks topics by keyword ("contacts", "calendar", "pipeline", "conversations"), calls the CRM
-tools the service offers for them (several in one turn when several topics are asked about, and
-a second round where a first result is needed, e.g. a calendar's id), then writes a Markdown
-answer from what the tools returned. It is stateless: each request's history says how far the
-turn has got.
+it picks topics by keyword ("contacts", "tasks", "calendar", "pipeline", "conversations"),
+calls the CRM tools the service offers for them (several in one turn when several topics are
+asked about, and a second round where a first result is needed, e.g. a calendar's id), then
+writes a Markdown answer from what the tools returned. It is stateless: each request's history
+says how far the turn has got. Every prompt the chat page suggests, and every one of its own
+help text, gets a fitting call and answer; between them the answers show a list (contacts,
+calendar), a table (pipeline, tasks) and a code block (the contacts as CSV, with the page's
+`Copy code`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from tests.fakes.llm import Reply, ToolUse
 REPLY_DELAY_S = 0.35  # long enough to see the answer arrive step by step in the demo
 
 TOPICS: dict[str, tuple[str, ...]] = {
+    "tasks": ("task", "to-do", "todo", "follow-up", "follow up", "due"),
     "contacts": ("contact", "client", "customer", "people", "lead"),
     "calendar": ("calendar", "appointment", "tour", "schedule", "meeting", "agenda"),
     "pipeline": ("pipeline", "deal", "opportunit", "forecast"),
@@ -51,6 +55,8 @@ def demo_responder(body: dict[str, Any]) -> Reply:
     offered = {str(tool.get("name")) for tool in body.get("tools") or []}
     question, rounds = read_turn(body.get("messages") or [])
     topics = [t for t, words in TOPICS.items() if any(w in question.lower() for w in words)]
+    if "tasks" in topics and "contacts" in topics:
+        topics.remove("contacts")  # "tasks of my contacts": the tasks read the contacts first
     if not topics:
         return Reply(text=HELP, delay_s=REPLY_DELAY_S)
     plans = [PLANS[topic] for topic in topics]
@@ -109,6 +115,8 @@ CALENDARS = ("calendars_get-calendars", "get-calendars")
 EVENTS = ("calendars_get-calendar-events", "get-calendar-events")
 DEALS = ("opportunities_search-opportunity", "search-opportunit")
 CONVERSATIONS = ("conversations_search-conversation", "search-conversation")
+TASKS = ("contacts_get-all-tasks", "get-all-tasks")
+TASK_CONTACTS = 5  # the contacts whose tasks one answer reads
 
 
 def _tool(offered: set[str], spec: tuple[str, str]) -> str:
@@ -124,6 +132,19 @@ def _tool(offered: set[str], spec: tuple[str, str]) -> str:
 
 def _contacts(rounds: list[Round], offered: set[str]) -> list[ToolUse]:
     return [ToolUse(_tool(offered, CONTACTS), {"limit": 10})]
+
+
+def _tasks(rounds: list[Round], offered: set[str]) -> list[ToolUse]:
+    """Each listed contact's tasks (the first round's contact search gave their ids)."""
+    contacts = _contact_list(rounds, offered)
+    name = _tool(offered, TASKS)
+    return [ToolUse(name, {"contactId": c["id"]}) for c in contacts[:TASK_CONTACTS] if "id" in c]
+
+
+def _contact_list(rounds: list[Round], offered: set[str]) -> list[dict[str, Any]]:
+    found = rounds[0].outcome(_tool(offered, CONTACTS)) if rounds else None
+    value = found[1] if found and found[0] else {}
+    return list(value.get("contacts", [])) if isinstance(value, dict) else []
 
 
 def _calendars(rounds: list[Round], offered: set[str]) -> list[ToolUse]:
@@ -154,6 +175,7 @@ def _conversations(rounds: list[Round], offered: set[str]) -> list[ToolUse]:
 
 PLANS: dict[str, list[Step]] = {
     "contacts": [_contacts],
+    "tasks": [_contacts, _tasks],
     "calendar": [_calendars, _events],
     "pipeline": [_deals],
     "conversations": [_conversations],
@@ -187,10 +209,9 @@ def _write_contacts(rounds: list[Round], offered: set[str]) -> str:
     if not contacts:
         return "**Contacts:** none in your CRM yet."
     lines = [f"**Your contacts** ({len(contacts)}):", ""]
+    csv = ["name,company,email"]
     for c in contacts:
-        name = c.get("contactName") or " ".join(
-            p for p in (c.get("firstName"), c.get("lastName")) if p
-        )
+        name = _name(c)
         extra = " · ".join(str(p) for p in (c.get("companyName"), c.get("email")) if p)
         tags = ", ".join(f"`{t}`" for t in c.get("tags") or [])
         lines.append(
@@ -198,6 +219,35 @@ def _write_contacts(rounds: list[Round], offered: set[str]) -> str:
             + (f", {extra}" if extra else "")
             + (f" ({tags})" if tags else "")
         )
+        csv.append(",".join(_csv(v) for v in (name, c.get("companyName"), c.get("email"))))
+    lines += ["", "The same as CSV, for a spreadsheet:", "", "```csv", *csv, "```"]
+    return "\n".join(lines)
+
+
+def _name(contact: dict[str, Any]) -> str:
+    return str(
+        contact.get("contactName")
+        or " ".join(p for p in (contact.get("firstName"), contact.get("lastName")) if p)
+    )
+
+
+def _csv(value: Any) -> str:
+    text = str(value or "")
+    return f'"{text.replace(chr(34), chr(34) * 2)}"' if any(c in text for c in ',"\n') else text
+
+
+def _write_tasks(rounds: list[Round], offered: set[str]) -> str:
+    tasks = _records(rounds, offered, (TASKS,), "tasks")
+    if isinstance(tasks, str):
+        return tasks
+    names = {c.get("id"): _name(c) for c in _contact_list(rounds, offered)}
+    due = [t for t in tasks if not t.get("completed")]
+    if not due:
+        return "**Tasks:** nothing due for your contacts."
+    lines = [f"**Tasks due** ({len(due)}):", "", "| Due | Task | Contact |", "|---|---|---|"]
+    for task in sorted(due, key=lambda t: str(t.get("dueDate"))):
+        who = names.get(task.get("contactId")) or "A contact"
+        lines.append(f"| {_when(str(task.get('dueDate', '')))} | {task.get('title')} | {who} |")
     return "\n".join(lines)
 
 
@@ -251,6 +301,7 @@ def _write_conversations(rounds: list[Round], offered: set[str]) -> str:
 
 
 WRITERS: dict[str, Callable[[list[Round], set[str]], str]] = {
+    "tasks": _write_tasks,
     "contacts": _write_contacts,
     "calendar": _write_calendar,
     "pipeline": _write_pipeline,
@@ -261,6 +312,7 @@ HELP = (
     "Hi! I'm the **demo assistant**: I answer from keywords and work with the demo CRM's "
     "sample data. Try one of these:\n\n"
     "- *Show me my contacts*\n"
+    "- *Which tasks are due for my contacts?*\n"
     "- *What's on my calendar?*\n"
     "- *How is my pipeline?*\n"
     "- *Any new conversations?*\n\n"

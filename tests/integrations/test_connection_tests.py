@@ -84,7 +84,10 @@ async def test_crm(
 ) -> None:
     location = str(fake_crm.add_location(name="Operator HQ")["id"])
     token = fake_crm.private_token(location)
-    assert await check(client, admin, "crm") == (False, "crmPrivateToken is not set")
+    assert await check(client, admin, "crm") == (
+        False,
+        "crmPrivateToken and crmOwnerLocationId are not set",
+    )
     await set_settings(server, {"crmPrivateToken": token}, admin)
     assert await check(client, admin, "crm", token) == (False, "crmOwnerLocationId is not set")
     wrong = "pit-" + "0" * 32

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from sqlalchemy import func, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from controlcenter.auth.models import UserRecord
 from controlcenter.cli import database as where
@@ -51,10 +53,13 @@ def db_upgrade() -> None:
 
 
 @db_app.command("backup")
-def db_backup(path: Annotated[Path, typer.Argument(help="the copy to write")]) -> None:
-    """Copy the live database consistently (SQLite: safe while `serve` runs)."""
-    where.backup(opened_config(), path)
-    typer.echo(f"backed up to {path}")
+def db_backup(
+    path: Annotated[Path, typer.Argument(help="the copy to write, or a folder to write it in")],
+) -> None:
+    """Copy the live database consistently (SQLite: safe while `serve` runs); into a folder,
+    as a file named for the moment."""
+    written = where.backup(opened_config(), path)
+    typer.echo(f"backed up to {written}")
 
 
 @db_app.command("restore")
@@ -151,4 +156,21 @@ register_account_commands(users_app, tokens_app)
 
 
 def main() -> None:
-    app()
+    """The command; a configuration that cannot be used ends in one line per problem, naming
+    the variable, not in a traceback."""
+    try:
+        app()
+    except ValidationError as exc:
+        for problem in exc.errors():
+            variable = "_".join(str(part) for part in problem["loc"]).upper() or "configuration"
+            message = str(problem["msg"]).removeprefix("Value error, ")
+            typer.echo(f"error: {variable}: {message}", err=True)
+        raise SystemExit(1) from None
+    except (OSError, SQLAlchemyError) as exc:
+        # The database cannot be reached or opened (a host that does not answer, a file the
+        # process may not open): its reason in one line.
+        reason = str(getattr(exc, "orig", None) or exc).splitlines()[0] if str(exc) else ""
+        typer.echo(
+            f"error: the database could not be used: {reason or type(exc).__name__}", err=True
+        )
+        raise SystemExit(1) from None

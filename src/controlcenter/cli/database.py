@@ -15,8 +15,10 @@ import os
 import shlex
 import sqlite3
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 from alembic.script import ScriptDirectory
@@ -114,7 +116,7 @@ def in_use(config: Config) -> Iterator[None]:
         os.close(fd)
 
 
-def _postgres_refusal(tool: str, command: str) -> None:
+def _postgres_refusal(tool: str, command: str) -> NoReturn:
     typer.echo(f"error: on PostgreSQL use {tool}: {command}", err=True)
     raise typer.Exit(1)
 
@@ -124,22 +126,62 @@ def _libpq_url(config: Config) -> str:
     return shlex.quote(location(config).replace("+asyncpg", "", 1))
 
 
-def backup(config: Config, target: Path) -> None:
-    """Copy the live SQLite database to `target` (replaced whole, never half-written); the
-    caller has refused a database that is not there (`require`)."""
+def backup(config: Config, target: Path) -> Path:
+    """Copy the live SQLite database to `target`, or into it when it is a folder (a file
+    named for the moment, `controlcenter-YYYYMMDD-HHMMSS.db`, UTC); the copy replaces a file
+    whole and is never left half-written. Refused: the live database itself (or one of its
+    companion files), a folder that is not there. The caller has refused a database that is
+    not there (`require`). Returns the file written."""
     path = sqlite_path(config)
     if path is None:
         file = shlex.quote(str(target))
         _postgres_refusal("pg_dump", f"pg_dump --format=custom --file {file} {_libpq_url(config)}")
-        return
+    if target.is_dir():
+        moment = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+        target = target / f"{path.stem}-{moment}{path.suffix or '.db'}"
+    if _is_live(path, target):
+        _refuse(f"{target} is the live database: back up to another file, or into a folder")
+    if not target.parent.is_dir():
+        _refuse(f"the folder {target.parent} does not exist: create it, or choose another")
     partial = target.with_name(target.name + ".partial")
-    partial.unlink(missing_ok=True)
-    with (
-        closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as source,
-        closing(sqlite3.connect(partial)) as copy,
-    ):
-        source.backup(copy)
-    os.replace(partial, target)
+    try:
+        partial.unlink(missing_ok=True)
+        with (
+            closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as source,
+            closing(sqlite3.connect(partial)) as copy,
+        ):
+            source.backup(copy)
+        os.replace(partial, target)
+    except (OSError, sqlite3.Error) as exc:
+        with suppress(OSError):  # what is in the way may not be a file this command wrote
+            partial.unlink(missing_ok=True)
+        _refuse(f"the copy could not be written to {target}: {_reason(exc)}")
+    return target
+
+
+def _is_live(path: Path, target: Path) -> bool:
+    """Whether `target` is the database or one of the files SQLite and `serve` keep beside
+    it (its write-ahead log, shared memory, lock): writing there would damage it."""
+    companions = [path, *(path.with_name(path.name + end) for end in ("-wal", "-shm", ".lock"))]
+    resolved = target.resolve()
+    for companion in companions:
+        if resolved == companion:
+            return True
+        if companion.exists() and target.exists() and os.path.samefile(companion, target):
+            return True
+    return False
+
+
+def _reason(exc: BaseException) -> str:
+    """An OS or SQLite error in words, without its traceback."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()
+    return str(exc) or type(exc).__name__
+
+
+def _refuse(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
 
 
 def restore(config: Config, copy_path: Path) -> None:
@@ -150,7 +192,10 @@ def restore(config: Config, copy_path: Path) -> None:
         _postgres_refusal(
             "pg_restore", f"pg_restore --clean --if-exists --dbname {_libpq_url(config)} {file}"
         )
-        return
+    if not copy_path.exists():
+        _refuse(f"{copy_path} does not exist: give the path of a copy made by `db backup`")
+    if copy_path.is_dir():
+        _refuse(f"{copy_path} is a folder: give the path of a copy made by `db backup` in it")
     revision = _schema_of(copy_path)
     if revision is None:
         typer.echo(f"error: {copy_path} is not a backup of this service's database", err=True)

@@ -56,6 +56,7 @@ class Connections:
     crm: CrmTransport
     mcp: McpSource
     mcp_timeout_s: float
+    hosts: Mapping[str, str]  # integration name -> the host its test calls, for the operator
 
     async def test(self, name: str) -> Result:
         checks: dict[str, Callable[[], Awaitable[Result]]] = {
@@ -85,23 +86,31 @@ class Connections:
         try:
             count = await adapter.list_models(api_key=key, timeout_s=CALL_TIMEOUT_S)
         except ProviderError as exc:
-            status = f"{exc.status_code} " if exc.status_code is not None else ""
-            return False, remote_text(f"Refused: {status}{exc.message}", [key])
+            if exc.status_code is None:
+                return False, remote_text(self._unreached(name, exc.message), [key])
+            return False, remote_text(f"Refused: {exc.status_code} {exc.message}", [key])
         return True, f"Key accepted: {_listed(count, 'model')}"
 
     async def _crm(self) -> Result:
         token, problem = await self._credential(PRIVATE_TOKEN)
         location = (await self.settings.get(OWNER_LOCATION_ID) or "").strip()
-        if problem is None and not location:
-            problem = f"{OWNER_LOCATION_ID} is not set"
+        # Every missing setting named at once, so one visit to Settings fixes them all.
+        missing = [
+            name
+            for name, value in ((PRIVATE_TOKEN, token), (OWNER_LOCATION_ID, location))
+            if not value
+        ]
+        if missing:
+            return False, f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set"
         if problem is not None:
             return False, problem
         client = CrmClient(self.crm, token=token, location_id=location)
         try:
             answer = await client.get(f"/locations/{segment(location)}")
         except CrmError as exc:
-            status = f"{exc.status} " if exc.status is not None else ""
-            return False, remote_text(f"Refused: {status}{exc.message}", [token])
+            if exc.status is None:
+                return False, remote_text(self._unreached(CRM, exc.message), [token])
+            return False, remote_text(f"Refused: {exc.status} {exc.message}", [token])
         found = answer.get("location") if isinstance(answer, dict) else None
         name = found.get("name") if isinstance(found, dict) else None
         return True, remote_text(f"Location {name or location} reached", [token])
@@ -113,6 +122,11 @@ class Connections:
             self.mcp, snapshot, timeout_s=min(self.mcp_timeout_s, CALL_TIMEOUT_S)
         )
         return summary(states)
+
+    def _unreached(self, name: str, message: str) -> str:
+        """No answer came back: the host that was called, and the client's reason."""
+        host = self.hosts.get(name) or "the service"
+        return f"Could not reach {host}: {message.rstrip('.') or 'no answer'}"
 
     async def _credential(self, name: SettingName) -> tuple[str, str | None]:
         """The stored credential, and why it cannot be used (None when it can)."""

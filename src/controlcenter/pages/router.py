@@ -17,6 +17,7 @@ from fastapi.templating import Jinja2Templates
 from controlcenter.auth.deps import optional_principal
 from controlcenter.auth.models import SUPER_ADMIN
 from controlcenter.auth.principal import Principal
+from controlcenter.chat.request import MESSAGE_MAX_CHARS
 from controlcenter.pages.fields import CHECKLIST, ONBOARDING_TAGS, SETTING_GROUPS, SETUP_FIELDS
 from controlcenter.pages.headers import ASSET_HEADERS, with_page_headers
 from controlcenter.pages.return_to import safe_next
@@ -78,12 +79,26 @@ async def login(request: Request, caller: Caller, next: str | None = None) -> Re
 
 @router.get("/chat")
 async def chat(request: Request, caller: Caller) -> Response:
-    return _page(request, caller, "chat.html", title="Chat", conversation_id="")
+    return _page(
+        request,
+        caller,
+        "chat.html",
+        title="Chat",
+        conversation_id="",
+        message_max=MESSAGE_MAX_CHARS,
+    )
 
 
 @router.get("/chat/{conversation_id}")
 async def chat_conversation(request: Request, caller: Caller, conversation_id: str) -> Response:
-    return _page(request, caller, "chat.html", title="Chat", conversation_id=conversation_id)
+    return _page(
+        request,
+        caller,
+        "chat.html",
+        title="Chat",
+        conversation_id=conversation_id,
+        message_max=MESSAGE_MAX_CHARS,
+    )
 
 
 @router.get("/setup")

@@ -46,7 +46,7 @@ document.addEventListener("DOMContentLoaded", () => {
     event.preventDefault();
     cc.show(pageError, "");
     const result = await cc.api("POST", TOKENS_URL, { label: createForm.label.value.trim() });
-    if (result.status !== 201 && result.status !== 200) return cc.show(pageError, "The token was not created: " + cc.errorText(result));
+    if (result.status !== 201 && result.status !== 200) return cc.show(pageError, "The token was not created: " + cc.problemText(result, "The label"));
     cc.showSecret("new-token", result.data.secret);
     createForm.reset();
     tokensBody.prepend(tokenRow(result.data.token));

@@ -19,6 +19,7 @@
     query: "",
     admin: false,
     tools: {}, // tool name -> title
+    maxChars: 32000, // the chat's limit on a message, in characters (the page's `data-message-max`)
     providersLoaded: Promise.resolve(), // the Model list's loading (a send waits for it)
   };
   let ui;
@@ -86,7 +87,10 @@
       renameError: document.getElementById("rename-error"),
       notSetUp: document.getElementById("not-set-up"),
       suggestions: document.getElementById("suggestions"),
+      composerError: document.getElementById("composer-error"),
+      count: document.getElementById("message-count"),
     };
+    state.maxChars = Number(document.body.dataset.messageMax) || state.maxChars;
     ui.stop.addEventListener("click", () => controls.stop());
     state.conversationId = document.body.dataset.conversationId || "";
     state.admin = document.body.dataset.admin === "true";
@@ -100,7 +104,10 @@
         send();
       }
     });
-    ui.input.addEventListener("input", () => grow(ui.input));
+    ui.input.addEventListener("input", () => {
+      grow(ui.input);
+      showCount();
+    });
     let searching = 0;
     ui.search.addEventListener("input", () => {
       clearTimeout(searching);
@@ -167,7 +174,8 @@
     for (const c of state.conversations) {
       const label = dayGroup(c.createdAt);
       if (!groups.length || groups[groups.length - 1].label !== label) groups.push({ label, items: [] });
-      const link = cc.el("a", { href: "/chat/" + encodeURIComponent(c.id), text: c.title || "Untitled" });
+      // The whole title, wrapped (and as a tooltip): titles that start alike stay apart.
+      const link = cc.el("a", { href: "/chat/" + encodeURIComponent(c.id), text: c.title || "Untitled", title: c.title || "Untitled" });
       if (c.id === state.conversationId) link.setAttribute("aria-current", "page");
       groups[groups.length - 1].items.push(cc.el("li", {}, link, timeOf(c.createdAt, true)));
     }
@@ -242,9 +250,10 @@
 
   async function saveRename() {
     const url = CONVERSATIONS_URL + "/" + encodeURIComponent(state.conversationId);
-    const result = await cc.api("PATCH", url, { title: ui.renameTitle.value });
-    if (result.status !== 200) {
-      cc.show(ui.renameError, "The title was not saved: " + cc.problemText(result));
+    const blank = !ui.renameTitle.value.trim();
+    const result = blank ? null : await cc.api("PATCH", url, { title: ui.renameTitle.value });
+    if (!result || result.status !== 200) {
+      cc.show(ui.renameError, blank ? "The title cannot be empty." : "The title was not saved: " + cc.problemText(result, "The title"));
       ui.renameTitle.setAttribute("aria-invalid", "true");
       ui.renameTitle.focus();
       return;
@@ -319,6 +328,7 @@
 
   function setTitle(text) {
     ui.title.textContent = text || "Untitled";
+    ui.title.title = text || "Untitled"; // the whole title where the heading is cut short
     document.title = `${text || "Chat"} · Control Center`;
   }
 
@@ -353,29 +363,46 @@
     const meta = cc.el("div", { class: "msg-meta" });
     const article = cc.el("article", { class: "msg assistant", "aria-label": "Assistant" }, body, error, meta);
     ui.messages.append(article);
-    const answer = { article, body, error, meta, text: null, textValue: "", content: "", cards: {}, lastId: 0, started: false };
+    // `blocks`: the text of each text block, in order (a tool card ends a block).
+    const answer = { article, body, error, meta, text: null, textValue: "", blocks: [], content: "", cards: {}, lastId: 0, started: false };
     article.answer = answer;
     return answer;
   }
 
-  // The answer's time and `Copy` (its whole text), once it is complete.
+  // The answer's time and `Copy` (its text blocks, a blank line between two), once complete.
   function answerDone(answer, message) {
-    answer.content = message.content || "";
+    const blocks = answer.blocks.map((block) => block.trim()).filter(Boolean);
+    answer.content = blocks.length ? blocks.join("\n\n") : message.content || "";
     const copy = cc.el("button", { type: "button", class: "link-button", text: "Copy" });
     copy.addEventListener("click", () => cc.copyText(copy, answer.content, "Copy"));
     answer.meta.prepend(timeOf(message.createdAt), copy);
     if (message.usage) showUsage(answer, message.usage);
   }
 
+  // A stored answer as it looked live: its `parts` (text blocks and tool calls in the order
+  // they happened) when it has them; an older answer without them: its tool calls, then its text.
   function renderStoredAnswer(message) {
     const answer = newAnswer();
     const results = {};
     for (const result of message.toolResults || []) results[result.toolCallId] = result;
-    for (const call of message.toolCalls || []) {
+    const calls = {};
+    for (const call of message.toolCalls || []) calls[call.id] = call;
+    const showCall = (call) => {
       toolStarted(answer, call);
       if (results[call.id]) toolFinished(answer, results[call.id]);
+      delete calls[call.id];
+    };
+    const parts = Array.isArray(message.parts) ? message.parts : [];
+    for (const part of parts) {
+      if (part && part.type === "text" && part.text) {
+        answer.text = null; // each stored block is a block of its own, as it was live
+        appendText(answer, part.text);
+      } else if (part && part.type === "toolCall" && calls[part.toolCallId]) {
+        showCall(calls[part.toolCallId]);
+      }
     }
-    if (message.content) appendText(answer, message.content);
+    for (const call of message.toolCalls || []) if (calls[call.id]) showCall(call);
+    if (!parts.length && message.content) appendText(answer, message.content);
     if (message.interrupted) cc.show(answer.error, "This answer was interrupted before it was complete.");
     answerDone(answer, message);
   }
@@ -417,17 +444,21 @@
     await runTurn(userArticle.querySelector(".bubble").textContent, "lastAnswer");
   }
 
-  // The last message becomes a form: `Edit message`, `Resend`, `Cancel`.
-  function editMessage(article) {
+  // The last message becomes a form: `Edit message`, `Resend`, `Cancel` (`text`: what the
+  // box holds instead of the message; `problem`: why it was not sent).
+  function editMessage(article, text, problem) {
     const bubble = article.querySelector(".bubble");
     const id = "edit-" + Date.now();
-    const box = cc.el("textarea", { id, class: "edit-box", rows: "2" });
-    box.value = bubble.textContent;
+    const box = cc.el("textarea", { id, class: "edit-box", rows: "2", "aria-describedby": id + "-error" });
+    box.value = text ?? bubble.textContent;
+    const error = cc.el("p", { id: id + "-error", class: "field-error", role: "alert" });
+    cc.show(error, problem || "");
     const form = cc.el(
       "form",
       { class: "edit-form" },
       cc.el("label", { for: id, class: "visually-hidden", text: "Edit message" }),
       box,
+      error,
       cc.el("div", { class: "edit-actions" },
         cc.el("button", { type: "button", class: "secondary small", text: "Cancel" }),
         cc.el("button", { type: "submit", class: "primary small", text: "Resend" }))
@@ -441,11 +472,22 @@
     form.addEventListener("keydown", (event) => {
       if (event.key === "Escape") close();
     });
-    box.addEventListener("input", () => grow(box));
+    box.addEventListener("input", () => {
+      grow(box);
+      cc.show(error, "");
+      box.removeAttribute("aria-invalid");
+    });
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       const text = box.value;
-      if (!text.trim() || state.running) return;
+      if (state.running) return;
+      const problem = messageProblem(text);
+      if (problem) {
+        cc.show(error, text.trim() ? problem : "The message cannot be empty: write what to send instead, or Cancel to keep it as it is.");
+        box.setAttribute("aria-invalid", "true");
+        box.focus();
+        return;
+      }
       form.remove();
       bubble.textContent = text;
       bubble.hidden = false;
@@ -498,8 +540,10 @@
       answer.text = cc.el("div", { class: "markdown" });
       answer.textValue = "";
       answer.body.append(answer.text);
+      answer.blocks.push("");
     }
     answer.textValue += delta;
+    answer.blocks[answer.blocks.length - 1] = answer.textValue;
     renderMarkdown(answer.text, answer.textValue);
   }
 
@@ -543,12 +587,10 @@
     }
   }
 
-  // The tool's title as the service names it, else its name in words.
+  // The tool's title as the service names it, else its whole name in words (its group says
+  // what it works on: `contacts_lookup` reads "Contacts lookup").
   function toolTitle(name) {
-    const title = state.tools[name];
-    if (title) return title;
-    const bare = String(name || "tool").replace(/^[a-z]+_/, "");
-    return words(bare);
+    return state.tools[name] || words(name || "tool");
   }
 
   // `contactId` → "Contact id", `get-free-slots` → "Get free slots".
@@ -599,8 +641,9 @@
   }
 
   // A chat error as the reader is told it: an administrator reads the service's own words
-  // (and the provider's status code); a broker a plain sentence of what to do.
-  function chatError(error, code) {
+  // (and the provider's status code); a broker a plain sentence of what to do, else
+  // `otherwise` (a refusal before the answer started is shown in its own words).
+  function chatError(error, code, otherwise) {
     if (state.admin) return code ? `${error} (code ${code})` : error || "An unexpected error occurred";
     const text = String(error || "");
     const status = Number(code) || 0;
@@ -614,7 +657,7 @@
     if (text === "Conversation not found") return "This conversation no longer exists. Start a new chat.";
     if (text === "The answer was interrupted") return "The answer was interrupted. Regenerate it to try again.";
     if (text === "An answer is still running in this conversation") return "An answer is still being written here. Wait for it or stop it first.";
-    return "The assistant could not answer this time. Please try again.";
+    return otherwise || "The assistant could not answer this time. Please try again.";
   }
 
   function scrollToEnd(force) {
@@ -628,16 +671,81 @@
     // A message typed while the page still loads goes with the provider the list then shows.
     await state.providersLoaded;
     const text = ui.input.value;
-    if (state.running || ui.input.disabled || !text.trim()) return;
+    if (state.running || ui.input.disabled) return;
+    const problem = messageProblem(text);
+    if (problem) {
+      cc.show(ui.composerError, problem);
+      ui.input.focus();
+      return;
+    }
     cc.show(ui.pageError, "");
+    cc.show(ui.composerError, "");
+    const welcomed = !ui.welcome.hidden;
     ui.welcome.hidden = true;
-    addUserMessage(text);
+    const article = addUserMessage(text);
     ui.input.value = "";
     grow(ui.input);
-    await runTurn(text);
+    showCount();
+    const refused = await runTurn(text);
+    if (!refused) return;
+    // Refused before anything was stored: the message leaves the page and goes back into
+    // the composer (unless something new was typed meanwhile), with the reason above it.
+    article.remove();
+    ui.welcome.hidden = !welcomed;
+    turnActions();
+    if (!ui.input.value) ui.input.value = text;
+    grow(ui.input);
+    showCount();
+    cc.show(ui.composerError, refused);
+    ui.input.focus();
   }
 
-  // One turn: a new message, or (`replace`) the last answer or last message again.
+  // Why a message cannot be sent as it is ("" when it can): empty, or over the chat's limit.
+  function messageProblem(text) {
+    if (!text.trim()) return "Write a message first: an empty message cannot be sent.";
+    const count = charCount(text);
+    if (count <= state.maxChars) return "";
+    return (
+      `This message is too long to send: it has ${number(count)} characters, and a message can have ` +
+      `at most ${number(state.maxChars)} (about ${number(wordsIn(state.maxChars))} words). ` +
+      "Shorten it or send it in parts."
+    );
+  }
+
+  // Characters as the service counts them (code points, so an emoji is one).
+  function charCount(text) {
+    let count = 0;
+    for (const _ of text) count++;
+    return count;
+  }
+
+  // Words in so many characters of ordinary English (about six characters a word).
+  function wordsIn(chars) {
+    return chars >= 6000 ? Math.floor(chars / 6000) * 1000 : Math.max(1, Math.round(chars / 6));
+  }
+
+  function number(value) {
+    return value.toLocaleString("en-US");
+  }
+
+  // Near the limit (from nine tenths of it), the count of characters under the composer.
+  function showCount() {
+    cc.show(ui.composerError, "");
+    const text = ui.input.value;
+    const near = Math.floor(state.maxChars * 0.9);
+    const count = text.length < near ? 0 : charCount(text); // UTF-16 length >= code points
+    if (count < near) {
+      cc.show(ui.count, "");
+      return;
+    }
+    const over = count - state.maxChars;
+    ui.count.classList.toggle("over", over > 0);
+    const said = `${number(count)} of ${number(state.maxChars)} characters`;
+    cc.show(ui.count, over > 0 ? `${said}: ${number(over)} too many to send` : said);
+  }
+
+  // One turn: a new message, or (`replace`) the last answer or last message again. Returns
+  // the reason when the service refused it before starting (then nothing of it was stored).
   async function runTurn(text, replace) {
     state.running = true;
     ui.send.disabled = true;
@@ -645,12 +753,26 @@
     const answer = newAnswer();
     answer.article.setAttribute("aria-busy", "true");
     scrollToEnd(true);
+    let refused = "";
     try {
-      await stream(text, answer, replace);
+      refused = await stream(text, answer, replace);
+      if (refused) answer.article.remove();
     } finally {
       answerEnded(answer);
     }
-    if (replace) await refreshTitle();
+    if (refused && replace) await refusedReplace(refused, text, replace);
+    else if (replace) await refreshTitle();
+    return refused;
+  }
+
+  // A regenerate or an edit the service refused changed nothing: the conversation is shown
+  // again as stored, an edit reopened with its text, and the reason beside it.
+  async function refusedReplace(refused, text, replace) {
+    ui.messages.replaceChildren(ui.welcome);
+    await openConversation(state.conversationId);
+    const lastUser = [...ui.messages.querySelectorAll(".msg.user")].pop();
+    if (replace === "lastMessage" && lastUser) editMessage(lastUser, text, refused);
+    else cc.show(ui.pageError, refused);
   }
 
   // An edit of the first message may have moved the title: the list has it.
@@ -674,8 +796,7 @@
         body: JSON.stringify(body),
       });
     } catch (err) {
-      cc.show(answer.error, "The service cannot be reached. Your message was not sent.");
-      return;
+      return "The service cannot be reached, so your message was not sent. Check your connection and send it again.";
     }
     if (!response.ok || !(response.headers.get("content-type") || "").startsWith("text/event-stream")) {
       if (response.status === 401) cc.toLogin();
@@ -684,8 +805,7 @@
         data = await response.json();
       } catch (err) {}
       const error = data && typeof data.error === "string" ? data.error : "";
-      cc.show(answer.error, error ? chatError(error) : cc.errorText({ status: response.status, data }));
-      return;
+      return error ? chatError(error, "", error) : cc.errorText({ status: response.status, data });
     }
     let finished;
     try {

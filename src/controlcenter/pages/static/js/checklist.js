@@ -13,10 +13,28 @@ document.addEventListener("DOMContentLoaded", async () => {
     el.textContent = text;
   }
 
-  const loaded = await cc.api("GET", "/api/v1/admin/settings");
-  const settings = loaded.status === 200 ? loaded.data.settings : {};
-  if (loaded.status !== 200) cc.show(pageError, "The settings could not be loaded: " + cc.errorText(loaded));
-  const unset = (names) => names.filter((name) => !settings[name]);
+  // What is saved now: the settings, and whether an MCP server is in use (a stored, enabled
+  // server, or the mcpServerUrl setting). Read again before a failed test is shown, so a
+  // setting cleared in another tab is said as not set, not as failing.
+  async function saved() {
+    const loaded = await cc.api("GET", "/api/v1/admin/settings");
+    if (loaded.status !== 200) {
+      cc.show(pageError, "The settings could not be loaded: " + cc.errorText(loaded));
+      return { settings: {}, mcp: false };
+    }
+    const settings = loaded.data.settings;
+    if (settings.mcpServerUrl) return { settings, mcp: true };
+    const servers = await cc.api("GET", "/api/v1/admin/mcp-servers");
+    return { settings, mcp: servers.status === 200 && servers.data.servers.some((server) => server.enabled) };
+  }
+
+  // The row's state while nothing is tested: not set (every missing setting named), MCP not
+  // configured (it is optional), or null when everything it needs is there.
+  function notReady(row, now) {
+    if (row.dataset.integration === "mcp") return now.mcp ? null : ["optional", "Not configured (optional)"];
+    const missing = row.dataset.settings.split(" ").filter((name) => !now.settings[name]);
+    return missing.length ? ["unset", "Not set: " + missing.join(", ")] : null;
+  }
 
   async function test(row) {
     const button = row.querySelector("button[data-test]");
@@ -24,23 +42,24 @@ document.addEventListener("DOMContentLoaded", async () => {
     button.disabled = true;
     setState(state, "testing", "Testing…");
     const result = await cc.api("POST", `/api/v1/admin/integrations/${row.dataset.integration}/test`);
+    const shown = result.status === 200 && !result.data.ok ? notReady(row, await saved()) : null;
     button.disabled = false;
     if (result.status !== 200) {
       setState(state, "failing", "The test could not run: " + cc.errorText(result));
     } else if (result.data.ok) {
       setState(state, "working", "Working: " + result.data.detail);
+    } else if (shown) {
+      setState(state, ...shown);
     } else {
       setState(state, "failing", "Failing: " + result.data.detail);
     }
   }
 
+  const now = await saved();
+  const settings = now.settings;
+  const unset = (names) => names.filter((name) => !settings[name]);
   for (const row of rows) {
-    const missing = unset(row.dataset.settings.split(" "));
-    setState(
-      row.querySelector(".check-state"),
-      missing.length ? "unset" : "set",
-      missing.length ? "Not set: " + missing.join(", ") : "Set, not tested yet",
-    );
+    setState(row.querySelector(".check-state"), ...(notReady(row, now) || ["set", "Set, not tested yet"]));
     row.querySelector("button[data-test]").addEventListener("click", () => test(row));
   }
   table.removeAttribute("aria-busy");

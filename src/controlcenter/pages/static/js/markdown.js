@@ -33,6 +33,7 @@ window.renderMarkdown = (function () {
       button.type = "button";
       button.className = "code-copy";
       button.textContent = "Copy code";
+      pre.tabIndex = 0; // a long line scrolls sideways: by the keyboard too
       pre.replaceWith(box);
       box.append(button, pre);
     }
@@ -51,5 +52,6 @@ window.renderMarkdown = (function () {
     const html = marked.parse(String(text || ""), { gfm: true, breaks: true, async: false });
     target.innerHTML = DOMPurify.sanitize(html, options);
     decorate(target);
+    requestAnimationFrame(() => cc.scrollHints(target));
   };
 })();

@@ -71,6 +71,7 @@ document.addEventListener("DOMContentLoaded", () => {
         cc.el("td", { "data-label": "Tools", text: count }),
         cc.el("td", { "data-label": "Actions" }, cc.el("div", { class: "actions" }, edit, remove))));
     }
+    cc.scrollHints();
   }
 
   async function load() {
@@ -90,7 +91,8 @@ document.addEventListener("DOMContentLoaded", () => {
     states = {};
     for (const state of result.data.servers) states[state.name] = state;
     render();
-    notice.textContent = `Checked ${result.data.servers.length} server(s).`;
+    const checked = result.data.servers.length;
+    notice.textContent = checked === 0 ? "No servers to check yet: add one below." : `Checked ${checked} ${checked === 1 ? "server" : "servers"}.`;
   }
 
   function startEdit(server) {

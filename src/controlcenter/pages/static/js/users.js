@@ -92,7 +92,7 @@ document.addEventListener("DOMContentLoaded", () => {
       clearProblems();
       if (!confirm(`Reset the password of ${user.email}? Their sessions are signed out.`)) return;
       const result = await cc.api("POST", `${USERS_URL}/${encodeURIComponent(user.id)}/password`, {});
-      if (result.status !== 200) return problem("The password was not reset: " + cc.errorText(result));
+      if (result.status !== 200) return problem("The password was not reset: " + cc.problemText(result, "The password"));
       say(`The password of ${user.email} was reset.`);
       cc.showSecret("one-time-password", result.data.password, `New password for ${user.email} (shown once):`);
     });
@@ -136,6 +136,7 @@ document.addEventListener("DOMContentLoaded", () => {
     if (result.status !== 200) return problem("The users could not be loaded: " + cc.errorText(result));
     if (!next) body.replaceChildren();
     for (const user of result.data.users) body.append(row(user));
+    cc.scrollHints();
     cursor = result.data.nextCursor || null;
     more.hidden = !cursor;
   }
@@ -153,7 +154,7 @@ document.addEventListener("DOMContentLoaded", () => {
       // Each message beside its field; one the answer ties to no field below the form.
       const first = cc.showFieldErrors(result.data, (field) => createForm.elements[field]);
       if (first) first.focus();
-      else cc.show(createError, cc.errorText(result));
+      else cc.show(createError, cc.problemText(result));
       return;
     }
     createForm.reset();
