@@ -124,7 +124,8 @@ async def test_masked_values_sent_back_keep_the_stored_ones(
         # What HTTP cannot carry for the server.
         ({"name": "Echo\r\nX-Injected: 1"}, "name"),
         ({"name": "Tab\there"}, "name"),
-        ({"name": "Zero\u200bwidth"}, "name"),
+        ({"name": "Next\u0085line"}, "name"),
+        ({"name": "Line\u2028break"}, "name"),
         ({"url": "http://user:pa55w0rd@example.com/mcp"}, "url"),
         ({"url": "http://token@example.com/mcp"}, "url"),
         *(
