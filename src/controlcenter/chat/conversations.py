@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlalchemy import Select, and_, delete, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from controlcenter.chat.locks import hold_owned
 from controlcenter.chat.models import (
     RUNNING,
     ChatRun,
@@ -76,8 +77,10 @@ async def rename_conversation(
     db: Database, user_id: str, conversation_id: str, title: str
 ) -> ConversationRow | None:
     """The caller's conversation with its new title; None when not theirs."""
+    if text_problem(conversation_id) is not None:
+        return None
     async with db.write() as session:
-        conversation = await _owned(session, user_id, conversation_id)
+        conversation = await hold_owned(session, user_id, conversation_id)
         if conversation is None:
             return None
         conversation.title = title
@@ -88,8 +91,11 @@ async def rename_conversation(
 async def delete_conversation(db: Database, user_id: str, conversation_id: str) -> bool:
     """Its answers still running are stopped, as the stop endpoint stops them (they end with
     an `error` event saying the conversation was deleted)."""
+    if text_problem(conversation_id) is not None:
+        return False
     async with db.write() as session:
-        conversation = await _owned(session, user_id, conversation_id)
+        # Its row first, as every writer of a conversation's rows takes it (`chat.locks`).
+        conversation = await hold_owned(session, user_id, conversation_id, deleting=True)
         if conversation is None:
             return False
         await stop_conversation_runs(session, conversation.id)

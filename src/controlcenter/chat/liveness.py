@@ -33,6 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from controlcenter.chat import events, store
 from controlcenter.chat.events import event_data
 from controlcenter.chat.heartbeat import Heartbeat
+from controlcenter.chat.locks import hold_conversations
 from controlcenter.chat.models import RUNNING_NOW, ChatRun, ConversationRow, Message, RunningMessage
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database, utcnow
@@ -206,6 +207,9 @@ class Liveness:
             query = query.with_for_update(skip_locked=True)
         closed = 0
         async with self._db.write() as session:
+            # The lock order of `chat.locks`: the conversations first, then the rows.
+            conversations = select(RunningMessage.conversation_id).where(*stale_rows)
+            await hold_conversations(session, filter(None, await session.scalars(conversations)))
             for row in (await session.scalars(query)).all():
                 saved = await self._save_interrupted(session, row)
                 await session.delete(row)

@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.conversations import LAST_ANSWER, revise_last_turn
 from controlcenter.chat.events import Event, event_data, message_start
+from controlcenter.chat.locks import hold_conversations, hold_owned
 from controlcenter.chat.models import RUNNING as RUNNING  # a run's status, for its readers
 from controlcenter.chat.models import (
     STOPS_ASKED,
@@ -129,6 +130,7 @@ class RunEnd:
     status: str
     usage: RunUsage
     answer: Message | None = None  # the assistant message, saved with the end
+    conversation_id: str | None = None  # its row is locked first (`chat.locks`)
 
 
 class Answer(Enum):
@@ -197,19 +199,20 @@ async def start_turn(
                 )
             )
         else:
-            owned = await _owned_history(session, user_id, conversation_id)
-            if owned is None:
+            if not isinstance(conversation_id, str) or text_problem(conversation_id) is not None:
+                return None  # no id holds NUL or a lone surrogate, and PostgreSQL refuses it
+            # First, as every writer of a conversation's rows does (`chat.locks`).
+            if await hold_owned(session, user_id, conversation_id) is None:
                 return None
-            history = owned
             await session.execute(_TOUCH, {"conversation": conversation_id, "now": now})
-            if replace is not None:  # after the touch, which holds the conversation's row
+            if replace is not None:
                 message = await revise_last_turn(
                     session, conversation_id, replace, message, TITLE_LENGTH
                 )
-                history = await _owned_history(session, user_id, conversation_id) or ()
-                if replace == LAST_ANSWER:
-                    history = history[:-1]  # the message answered again, already saved
-                    save_message = False
+            history = await _history(session, conversation_id)
+            if replace == LAST_ANSWER:
+                history = history[:-1]  # the message answered again, already saved
+                save_message = False
         if save_message:
             await session.execute(
                 insert(_MESSAGES).values(
@@ -252,25 +255,15 @@ async def start_turn(
     return StartedTurn(conversation_id=conversation_id, history=history, message=message)
 
 
-async def _owned_history(
-    session: AsyncSession, user_id: str, conversation_id: Any
-) -> tuple[StoredText, ...] | None:
-    """The stored messages of the caller's conversation, oldest first; None when not theirs.
-    Another user's conversation is indistinguishable from a missing one."""
-    if not isinstance(conversation_id, str) or text_problem(conversation_id) is not None:
-        return None  # no id holds NUL or a lone surrogate, and PostgreSQL refuses the query
-    rows = (
-        await session.execute(
-            select(ConversationRow.id, Message.role, Message.content)
-            .outerjoin(Message, Message.conversation_id == ConversationRow.id)
-            .where(ConversationRow.id == conversation_id, ConversationRow.user_id == user_id)
-            .order_by(Message.seq)
-        )
-    ).all()
-    if not rows:
-        return None
-    # Empty contents are left out: the APIs reject empty text.
-    return tuple(StoredText(role, content) for _, role, content in rows if role and content)
+async def _history(session: AsyncSession, conversation_id: str) -> tuple[StoredText, ...]:
+    """The stored messages of the conversation, oldest first, empty ones left out (the APIs
+    reject empty text)."""
+    rows = await session.execute(
+        select(Message.role, Message.content)
+        .where(Message.conversation_id == conversation_id, Message.content != "")
+        .order_by(Message.seq)
+    )
+    return tuple(StoredText(role, content) for role, content in rows)
 
 
 def assistant_message(
@@ -492,8 +485,13 @@ async def _write_batch(db: Database, batch: _Pending) -> None:
     ]
     answers = [ending.end.answer for _, ending in ends if ending.end.answer is not None]
     async with db.write() as session:
+        # The lock order of `chat.locks`: the conversations of the runs that end, then their
+        # runs, messages and events. A deletion takes them in the same order.
+        held = await hold_conversations(
+            session, (e.end.conversation_id for _, e in ends if e.end.conversation_id)
+        )
         if answers:
-            await _save_answers(session, answers)
+            await _save_answers(session, [a for a in answers if a.conversation_id in held])
         if events:
             await session.execute(insert(_EVENTS), events)
         if ends:
@@ -502,19 +500,10 @@ async def _write_batch(db: Database, batch: _Pending) -> None:
 
 
 async def _save_answers(session: AsyncSession, answers: Sequence[Message]) -> None:
-    """Inserted; an answer that another process closed as interrupted meanwhile (it took this
-    process for dead, `chat.liveness`) replaces that copy instead. An answer whose
-    conversation was deleted meanwhile is not saved: its conversation's rows are locked
-    against a deletion until the commit (PostgreSQL; SQLite's write holds the database)."""
-    asked = {answer.conversation_id for answer in answers}
-    kept = set(
-        await session.scalars(
-            select(ConversationRow.id)
-            .where(ConversationRow.id.in_(asked))
-            .with_for_update(read=True)
-        )
-    )
-    answers = [answer for answer in answers if answer.conversation_id in kept]
+    """Inserted, their conversations' rows held by the caller (an answer whose conversation
+    was deleted meanwhile is not among them); an answer that another process closed as
+    interrupted meanwhile (it took this process for dead, `chat.liveness`) replaces that copy
+    instead."""
     if not answers:
         return
     ids = [answer.id for answer in answers]
@@ -645,7 +634,8 @@ class RunRecord:
         n = self._n + 1
         data = event_data(last) if last is not None else None
         stored = [(n, data)] if data is not None else []
-        await self._writer.end(self.message_id, RunEnd(status, self.usage, answer), stored)
+        end = RunEnd(status, self.usage, answer, self.conversation_id)
+        await self._writer.end(self.message_id, end, stored)
         self._ended = True
         if last is not None:
             self._n = n
