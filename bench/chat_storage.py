@@ -58,6 +58,7 @@ from controlcenter.chat.events import (
     tool_call_start,
     tool_result,
 )
+from controlcenter.chat.fold import fold
 from controlcenter.chat.models import ConversationRow, Message
 from controlcenter.chat.schemas import message_json
 from controlcenter.chat.signals import Signals
@@ -109,14 +110,14 @@ Chat = Callable[[Parts, str, str], Awaitable[None]]
 
 
 def _answer(conversation_id: str, message_id: str, usage: RunUsage) -> Message:
-    return store.assistant_message(
-        conversation_id=conversation_id,
-        message_id=message_id,
-        content="Looking that up." * 2 + ANSWER,
-        tool_calls=[_CALL.to_json()] * TOOL_CALLS,
-        tool_results=[_RESULT.to_json()] * TOOL_CALLS,
-        usage=usage.json(),
+    answer = fold(
+        [
+            {"type": "content_delta", "delta": "Looking that up." * 2 + ANSWER},
+            *[{"type": "tool_call_start", "toolCall": _CALL.to_json()}] * TOOL_CALLS,
+            *[{"type": "tool_result", "toolResult": _RESULT.to_json()}] * TOOL_CALLS,
+        ]
     )
+    return store.assistant_message(conversation_id, message_id, answer, usage=usage.json())
 
 
 async def _messages_alone(parts: Parts, user_id: str, message_id: str) -> None:

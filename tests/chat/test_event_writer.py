@@ -19,6 +19,7 @@ from structlog.testing import capture_logs
 from controlcenter.chat import store
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.events import Event, content_delta, event_data
+from controlcenter.chat.fold import fold
 from controlcenter.chat.models import ChatRun, ConversationRow, Message
 from controlcenter.chat.signals import Signals
 from controlcenter.chat.store import EventWriter, RunRecord, assistant_message, start_turn
@@ -97,13 +98,19 @@ async def _stream(run: RunRecord, events: int) -> None:
 def _answer(
     run: RunRecord, content: str = "The answer", conversation: str | None = None
 ) -> Message:
+    call = {"id": "t1", "name": "echo_text", "arguments": {"text": "x"}}
+    result = {"toolCallId": "t1", "success": True, "result": "x"}
+    answer = fold(
+        [
+            {"type": "content_delta", "delta": content},
+            {"type": "tool_call_start", "toolCall": call},
+            {"type": "tool_result", "toolResult": result},
+        ]
+    )
+    usage = {"inputTokens": 3, "outputTokens": 4, "providerCalls": 1}
     return assistant_message(
-        conversation_id=conversation or run.conversation_id, message_id=run.message_id,
-        content=content,
-        tool_calls=[{"id": "t1", "name": "echo_text", "arguments": {"text": "x"}}],
-        tool_results=[{"toolCallId": "t1", "success": True, "result": "x"}],
-        usage={"inputTokens": 3, "outputTokens": 4, "providerCalls": 1},
-    )  # fmt: skip
+        conversation or run.conversation_id, run.message_id, answer, usage=usage
+    )
 
 
 async def _stored_answer(db: Database, message_id: str) -> Message | None:

@@ -48,7 +48,8 @@ async def test_plain_answer(
     assert delta == {"type": "content_delta", "delta": "Hello broker"}
     assert set(complete) == {"type", "message"}
     final = complete["message"]
-    assert set(final) == {"id", "role", "content", "createdAt", "usage"}
+    assert set(final) == {"id", "role", "content", "createdAt", "usage", "parts"}
+    assert final["parts"] == [{"type": "text", "text": "Hello broker"}]
     assert final["id"] == start["messageId"]
     assert (final["role"], final["content"]) == ("assistant", "Hello broker")
     assert ISO.match(final["createdAt"])

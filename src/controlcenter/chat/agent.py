@@ -171,9 +171,6 @@ async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run:
         streamed.append(piece)
         run.send(events.content_delta(piece))
 
-    content = ""
-    tool_calls: list[dict[str, Any]] = []
-    tool_results: list[dict[str, Any]] = []
     for _ in range(MAX_ITERATIONS):
         streamed.clear()
         sent = fit(history, turns[len(history) :], turn.context_token_budget)
@@ -188,13 +185,10 @@ async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run:
             run.send(events.provider_fallback(turn.provider, other.name))
             reply = await run.unless_stopped(asking.of(other.provider, other.api_key))
         if reply is None:  # stopped: the text already sent is kept
-            content += "".join(streamed)
             break
         run.count_provider_call(reply.input_tokens, reply.output_tokens)
-        if reply.text:
-            content += reply.text
-            if not streamed:
-                run.send(events.content_delta(reply.text))
+        if reply.text and not streamed:
+            run.send(events.content_delta(reply.text))
         if not reply.tool_calls:
             break
         results = []
@@ -202,7 +196,6 @@ async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run:
             if run.stopped:  # a tool call under way finishes; none starts after a stop
                 break
             shown = toolbox.original(call)
-            tool_calls.append(shown.to_json())
             run.send(events.tool_call_start(shown))
             if turn.approve_writes and toolbox.writes(call):
                 await run.ask_approval(call.id)  # stored first: the event invites an answer
@@ -212,13 +205,11 @@ async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run:
                     refused = STOPPED_BEFORE_RUNNING if answer == STOPPED else DENIED_BY_USER
                     result = ToolOutcome(call.id, False, error=refused)
                     results.append(result)
-                    tool_results.append(result.to_json())
                     run.send(events.tool_result(result))
                     continue
             run.count_tool_call()
             result = await toolbox.execute(call, acting_for)
             results.append(result)
-            tool_results.append(result.to_json())
             run.send(events.tool_result(result))
         if run.stopped:
             break
@@ -229,13 +220,9 @@ async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run:
         # Stopped by the deletion: there is no conversation to save the answer in.
         await run.finish(STOPPED, events.error(CONVERSATION_DELETED))
         return
+    # The answer is what its events said (`chat.fold`).
     message = assistant_message(
-        conversation_id=run.conversation_id,
-        message_id=run.message_id,
-        content=content,
-        tool_calls=tool_calls,
-        tool_results=tool_results,
-        usage=run.usage.json(),
+        run.conversation_id, run.message_id, run.answer, usage=run.usage.json()
     )
     complete = events.message_complete(message_json(message), stopped=run.stopped)
     # One write: the message, the events still pending, message_complete and the run's end.

@@ -4,17 +4,11 @@ through `chat.store`; this module returns rows, and `chat.schemas` shapes them."
 
 from __future__ import annotations
 
-from sqlalchemy import Select, and_, delete, exists, or_, select, update
+from sqlalchemy import and_, delete, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.locks import hold_owned
-from controlcenter.chat.models import (
-    RUNNING,
-    ChatRun,
-    ConversationRow,
-    Message,
-    RunningMessage,
-)
+from controlcenter.chat.models import RUNNING, ChatRun, ConversationRow, Message
 from controlcenter.chat.stops import ask_stop
 from controlcenter.db import Database, utcnow
 from controlcenter.db.text_match import lowered
@@ -177,23 +171,14 @@ async def _answer_running(session: AsyncSession, conversation_id: str) -> bool:
     """Whether a run answers in this conversation now."""
     running = await session.scalar(
         select(ChatRun.message_id)
-        .where(ChatRun.message_id.in_(_liveness_rows(conversation_id)), ChatRun.status == RUNNING)
+        .where(ChatRun.conversation_id == conversation_id, ChatRun.status == RUNNING)
         .limit(1)
     )
     return running is not None
 
 
-def _liveness_rows(conversation_id: str) -> Select[str]:
-    """The message ids of the conversation's runs that have a liveness row
-    (`running_messages`), as every run has from its start until shortly after its end."""
-    return select(RunningMessage.message_id).where(
-        RunningMessage.conversation_id == conversation_id
-    )
-
-
 async def stop_conversation_runs(session: AsyncSession, conversation_id: str) -> list[str]:
-    """In the caller's transaction (the conversation's deletion): a stop asked for each run of
-    the conversation still running (`stops.ask_stop`, as the stop endpoint asks it); their
-    message ids. The runs are those with a liveness row (`running_messages`), which every run
-    has while it runs."""
-    return await ask_stop(session, ChatRun.message_id.in_(_liveness_rows(conversation_id)))
+    """In the caller's transaction (the conversation's deletion, its row held): a stop asked
+    for each run of the conversation still running (`stops.ask_stop`, as the stop endpoint
+    asks it); their message ids."""
+    return await ask_stop(session, ChatRun.conversation_id == conversation_id)

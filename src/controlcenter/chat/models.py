@@ -36,6 +36,9 @@ class Message(Base):
     tool_results: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
     # {inputTokens, outputTokens, providerCalls} of an assistant message.
     usage: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    # An assistant message's text parts and tool calls in the order they happened
+    # (`chat.fold`); None for user messages and for answers stored before it was kept.
+    parts: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     # Closed by another process after its own died mid-answer (chat/liveness.py).
     interrupted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
@@ -80,6 +83,10 @@ class ChatRun(Base):
 
     message_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    # The conversation it answers in. No foreign key: a run outlives its conversation (its
+    # usage counts for the month), and a conversation's deletion writes none of its runs
+    # but those it stops. None for runs begun before it was kept.
+    conversation_id: Mapped[str | None] = mapped_column(String(36), default=None, index=True)
     status: Mapped[str] = mapped_column(String(20))
     stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
@@ -117,18 +124,11 @@ class ChatApproval(Base):
 
 
 class RunningMessage(Base):
-    """An assistant message being written, and the process writing it (its heartbeat)."""
+    """An assistant message being written: the process writing it and its heartbeat. What
+    the answer has so far is its stored events (`chat_events`), nothing else."""
 
     __tablename__ = "running_messages"
 
     message_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    # Outlives its conversation (set to NULL when it is deleted): the row is how another
-    # process learns that the run's own process died, deleted while the answer ran or not.
-    conversation_id: Mapped[str | None] = mapped_column(
-        ForeignKey("conversations.id", ondelete="SET NULL"), index=True
-    )
     owner: Mapped[str] = mapped_column(String(32), index=True)
     heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
-    content: Mapped[str] = mapped_column(Text, default="")
-    tool_calls: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
-    tool_results: Mapped[list[Any] | None] = mapped_column(JSON, default=None)

@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.conversations import LAST_ANSWER, revise_last_turn
 from controlcenter.chat.events import Event, event_data, message_start
+from controlcenter.chat.fold import Fold
 from controlcenter.chat.locks import hold_conversations, hold_owned
 from controlcenter.chat.models import RUNNING as RUNNING  # a run's status, for its readers
 from controlcenter.chat.models import (
@@ -228,6 +229,7 @@ async def start_turn(
             insert(_RUNS).values(
                 message_id=answer_id,
                 user_id=user_id,
+                conversation_id=conversation_id,
                 status=RUNNING,
                 created_at=now,
                 stop_requested=False,
@@ -244,11 +246,7 @@ async def start_turn(
             # leaves a row whose heartbeat goes stale, and another process closes the run.
             await session.execute(
                 insert(_RUNNING_MESSAGES).values(
-                    message_id=answer_id,
-                    conversation_id=conversation_id,
-                    owner=owner,
-                    heartbeat_at=now,
-                    content="",
+                    message_id=answer_id, owner=owner, heartbeat_at=now
                 )
             )
         await notify(session, EVENTS_CHANNEL, [answer_id])
@@ -267,25 +265,28 @@ async def _history(session: AsyncSession, conversation_id: str) -> tuple[StoredT
 
 
 def assistant_message(
-    *,
     conversation_id: str,
     message_id: str,
-    content: str,
-    tool_calls: list[dict[str, Any]],
-    tool_results: list[dict[str, Any]],
+    answer: Fold,
+    *,
     usage: dict[str, int] | None = None,
+    interrupted: bool = False,
+    created_at: datetime | None = None,
 ) -> Message:
-    """The answer's row, not saved yet: it is saved with the run's end (`RunRecord.finish`)."""
+    """The answer's row as its events made it (`chat.fold`), not saved yet: a run saves it
+    with its end (`RunRecord.finish`), another process when it closes the run of a dead one
+    (`interrupted`)."""
     return Message(
         id=message_id,
         conversation_id=conversation_id,
         role=ASSISTANT,
-        content=content,
-        tool_calls=tool_calls or None,
-        tool_results=tool_results or None,
+        content=answer.content,
+        tool_calls=list(answer.tool_calls) or None,
+        tool_results=list(answer.tool_results) or None,
+        parts=[dict(part) for part in answer.parts],
         usage=usage,
-        created_at=utcnow(),
-        interrupted=False,
+        created_at=created_at or utcnow(),
+        interrupted=interrupted,
     )
 
 
@@ -525,6 +526,7 @@ async def _save_answers(session: AsyncSession, answers: Sequence[Message]) -> No
                     content=answer.content,
                     tool_calls=answer.tool_calls,
                     tool_results=answer.tool_results,
+                    parts=answer.parts,
                     usage=answer.usage,
                     interrupted=False,
                 )
@@ -532,6 +534,19 @@ async def _save_answers(session: AsyncSession, answers: Sequence[Message]) -> No
     # Sorted: two answers of one conversation ending together leave it the later's time.
     touched = sorted((answer.created_at, answer.conversation_id) for answer in answers)
     await session.execute(_TOUCH, [{"conversation": c, "now": when} for when, c in touched])
+
+
+async def save_interrupted(session: AsyncSession, answer: Message) -> bool:
+    """For a process that closes another's run (its process died), in the caller's
+    transaction, the conversation's row held (`chat.locks`): the answer so far saved, its
+    conversation touched. False when the conversation was deleted while the answer ran."""
+    touched = await session.execute(
+        _TOUCH, {"conversation": answer.conversation_id, "now": answer.created_at}
+    )
+    if not touched.rowcount:  # type: ignore[attr-defined]
+        return False
+    await session.execute(insert(_MESSAGES).values(_answer_row(answer)))
+    return True
 
 
 def _answer_row(answer: Message) -> dict[str, Any]:
@@ -542,9 +557,10 @@ def _answer_row(answer: Message) -> dict[str, Any]:
         "content": answer.content,
         "tool_calls": answer.tool_calls,
         "tool_results": answer.tool_results,
+        "parts": answer.parts,
         "usage": answer.usage,
         "created_at": answer.created_at,
-        "interrupted": False,
+        "interrupted": answer.interrupted,
     }
 
 
@@ -581,6 +597,7 @@ class RunRecord:
         self.history = started.history
         self.message = started.message  # the user's message it answers
         self.usage = RunUsage()
+        self.answer = Fold()  # the answer so far: the events sent, folded
         self._db = db
         self._signals = signals
         self._writer = writer
@@ -613,11 +630,14 @@ class RunRecord:
 
     def begin(self) -> None:
         """Send `message_start`, stored with the run's row."""
-        self._channel.send(message_start(self.conversation_id, self.message_id), self._id(1))
+        start = message_start(self.conversation_id, self.message_id)
+        self.answer.add(start)
+        self._channel.send(start, self._id(1))
 
     def send(self, event: Event) -> None:
         """An event after `message_start`: sent at once, stored behind the stream."""
         data = event_data(event)
+        self.answer.add(event)
         self._n += 1
         self._writer.add(self.message_id, (self._n, data))
         self._channel.send(event, self._id(self._n), data)
