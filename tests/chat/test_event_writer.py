@@ -16,13 +16,17 @@ from sqlalchemy import delete, event, select, text
 from sqlalchemy.exc import IntegrityError
 from structlog.testing import capture_logs
 
-from controlcenter.chat import store
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.events import Event, content_delta, event_data
 from controlcenter.chat.fold import fold
-from controlcenter.chat.models import ChatRun, ConversationRow, Message
+from controlcenter.chat.models import DONE, FAILED, RUNNING, ChatRun, ConversationRow, Message
+from controlcenter.chat.run import writer as run_writer
+from controlcenter.chat.run.answer import assistant_message
+from controlcenter.chat.run.record import RunRecord
+from controlcenter.chat.run.start import start_turn
+from controlcenter.chat.run.stored import events_after, run_owner_status
+from controlcenter.chat.run.writer import EventWriter, RunEnd, RunUsage
 from controlcenter.chat.signals import Signals
-from controlcenter.chat.store import EventWriter, RunRecord, assistant_message, start_turn
 from controlcenter.db import Database, utcnow
 from tests.conftest import UserFactory
 
@@ -48,7 +52,7 @@ def counted_commits(db: Database) -> Iterator[list[object]]:
 @pytest.fixture
 async def parts(database_url: str) -> AsyncIterator[tuple[Database, Signals]]:
     db = Database(database_url)
-    signals = Signals(db, on_stop=lambda _: None)
+    signals = Signals(db)
     try:
         yield db, signals
     finally:
@@ -84,7 +88,7 @@ def _delta(text: str) -> Event:
 
 
 async def _numbers(db: Database, message_id: str) -> list[int]:
-    return [n for n, _ in await store.events_after(db, message_id, 0)]
+    return [n for n, _ in await events_after(db, message_id, 0)]
 
 
 async def _stream(run: RunRecord, events: int) -> None:
@@ -92,7 +96,7 @@ async def _stream(run: RunRecord, events: int) -> None:
         run.send(_delta(f"{run.message_id} part {i}"))
         await asyncio.sleep(0.002)  # a provider's pace: bursts of a few events per window
     run.count_provider_call(10, 5)
-    await run.finish(store.DONE)
+    await run.finish(DONE)
 
 
 def _answer(
@@ -135,7 +139,7 @@ async def test_many_runs_share_transactions_and_keep_every_event_in_order(
     with counted_commits(db) as commits:
         await asyncio.gather(*(_stream(run, EVENTS) for run in runs))
     for run in runs:
-        stored = await store.events_after(db, run.message_id, 0)
+        stored = await events_after(db, run.message_id, 0)
         assert [n for n, _ in stored] == list(range(1, EVENTS + 2))
         assert stored[-1][1] == event_data(_delta(f"{run.message_id} part {EVENTS - 1}"))
     async with db.read() as session:
@@ -146,7 +150,7 @@ async def test_many_runs_share_transactions_and_keep_every_event_in_order(
                 )
             )
         ).all()
-    assert sorted(ended) == [(store.DONE, 10, 1)] * RUNS
+    assert sorted(ended) == [(DONE, 10, 1)] * RUNS
     # 1,000 events and 40 ends: one transaction each would be 1,040; by windows, a few dozen.
     assert 0 < len(commits) < (RUNS * (EVENTS + 1)) / 10, len(commits)
 
@@ -162,16 +166,16 @@ async def test_a_run_whose_write_fails_loses_nothing_of_the_others(
     # An event number already stored: the database refuses the row, and with it the batch.
     writer.add(bad.message_id, (1, event_data(_delta("duplicate"))))
     results = await asyncio.gather(
-        good.finish(store.DONE),
-        writer.end(bad.message_id, store.RunEnd(store.DONE, store.RunUsage())),
+        good.finish(DONE),
+        writer.end(bad.message_id, RunEnd(DONE, RunUsage())),
         return_exceptions=True,
     )
     assert results[0] is None
     assert isinstance(results[1], IntegrityError)
     assert await _numbers(db, good.message_id) == [1, 2]
-    assert await store.run_owner_status(db, good.message_id) == (user.id, store.DONE)
+    assert await run_owner_status(db, good.message_id) == (user.id, DONE)
     # The failed run's end was not stored, and its caller was told so.
-    assert await store.run_owner_status(db, bad.message_id) == (user.id, store.RUNNING)
+    assert await run_owner_status(db, bad.message_id) == (user.id, RUNNING)
     await writer.close(0.01)  # the refused event is tried again meanwhile, and still refused
 
 
@@ -190,9 +194,7 @@ async def test_the_events_of_a_run_deleted_with_its_user_are_dropped(
     with capture_logs() as logs:
         gone.send(_delta("nowhere to go"))
         kept.send(_delta("kept"))
-        results = await asyncio.gather(
-            kept.finish(store.DONE), gone.finish(store.DONE), return_exceptions=True
-        )
+        results = await asyncio.gather(kept.finish(DONE), gone.finish(DONE), return_exceptions=True)
         await writer.close(30.0)  # returns as soon as nothing is pending
     assert results[0] is None
     assert isinstance(results[1], IntegrityError)
@@ -227,7 +229,7 @@ async def test_readers_are_woken_once_the_events_are_stored(
         run.send(_delta("news"))
         await woken.wait()
         assert await _numbers(db, run.message_id) == [1, 2]
-    await run.finish(store.DONE)
+    await run.finish(DONE)
 
 
 async def test_the_answer_the_last_events_and_the_end_are_one_write(
@@ -246,15 +248,15 @@ async def test_the_answer_the_last_events_and_the_end_are_one_write(
     answer = _answer(run)
     with counted_commits(db) as commits, signals.watch(run.message_id) as woken:
         woken.clear()
-        await run.finish(store.DONE, last, answer)
+        await run.finish(DONE, last, answer)
         assert woken.is_set()
     assert len(commits) == 1
-    stored = await store.events_after(db, run.message_id, 0)
+    stored = await events_after(db, run.message_id, 0)
     assert [n for n, _ in stored] == [1, 2, 3] and stored[-1][1] == event_data(last)
     channel.close()
     frames = [frame async for frame in channel.frames()]
     assert frames[-1].startswith(f"id: {run.message_id}:3\n".encode())
-    assert await store.run_owner_status(db, run.message_id) == (user.id, store.DONE)
+    assert await run_owner_status(db, run.message_id) == (user.id, DONE)
     saved = await _stored_answer(db, run.message_id)
     assert saved is not None
     assert (saved.role, saved.content, saved.interrupted) == ("assistant", "The answer", False)
@@ -265,8 +267,8 @@ async def test_the_answer_the_last_events_and_the_end_are_one_write(
     )
     assert saved.created_at == answer.created_at
     assert await _updated_at(db, run.conversation_id) == answer.created_at
-    await run.finish(store.FAILED)  # already ended: nothing more is written
-    assert await store.run_owner_status(db, run.message_id) == (user.id, store.DONE)
+    await run.finish(FAILED)  # already ended: nothing more is written
+    assert await run_owner_status(db, run.message_id) == (user.id, DONE)
 
 
 async def test_answers_of_one_conversation_ending_together_leave_it_the_later_s_time(
@@ -283,7 +285,7 @@ async def test_answers_of_one_conversation_ending_together_leave_it_the_later_s_
     ]
     answers[0].created_at += timedelta(seconds=1)  # the later one, first in the write
     await asyncio.gather(
-        first.finish(store.DONE, None, answers[0]), second.finish(store.DONE, None, answers[1])
+        first.finish(DONE, None, answers[0]), second.finish(DONE, None, answers[1])
     )
     assert await _updated_at(db, conversation) == answers[0].created_at
 
@@ -302,16 +304,16 @@ async def test_a_refused_answer_loses_nothing_and_the_run_still_ends(
     run.send(_delta("pending"))
     last = _delta("last")
     with pytest.raises(IntegrityError):
-        await run.finish(store.DONE, last, _answer(run))
-    assert await store.run_owner_status(db, run.message_id) == (user.id, store.RUNNING)
+        await run.finish(DONE, last, _answer(run))
+    assert await run_owner_status(db, run.message_id) == (user.id, RUNNING)
     stored_answer = await _stored_answer(db, run.message_id)
     assert stored_answer is not None and stored_answer.content == "taken"
     # The last event is numbered after the pending one, with no gap.
     run.send(last)
-    await run.finish(store.DONE)
-    stored = await store.events_after(db, run.message_id, 0)
+    await run.finish(DONE)
+    stored = await events_after(db, run.message_id, 0)
     assert [n for n, _ in stored] == [1, 2, 3] and stored[-1][1] == event_data(last)
-    assert await store.run_owner_status(db, run.message_id) == (user.id, store.DONE)
+    assert await run_owner_status(db, run.message_id) == (user.id, DONE)
 
 
 async def test_an_answer_whose_conversation_was_deleted_is_not_saved_and_the_run_ends(
@@ -328,10 +330,10 @@ async def test_an_answer_whose_conversation_was_deleted_is_not_saved_and_the_run
             delete(ConversationRow).where(ConversationRow.id == run.conversation_id)
         )
     run.send(_delta("pending"))
-    await run.finish(store.DONE, _delta("last"), _answer(run))
+    await run.finish(DONE, _delta("last"), _answer(run))
     assert await _stored_answer(db, run.message_id) is None
-    assert [n for n, _ in await store.events_after(db, run.message_id, 0)] == [1, 2, 3]
-    assert await store.run_owner_status(db, run.message_id) == (user.id, store.DONE)
+    assert [n for n, _ in await events_after(db, run.message_id, 0)] == [1, 2, 3]
+    assert await run_owner_status(db, run.message_id) == (user.id, DONE)
 
 
 async def test_nothing_of_the_last_write_is_stored_when_the_answer_s_id_is_taken(
@@ -347,9 +349,9 @@ async def test_nothing_of_the_last_write_is_stored_when_the_answer_s_id_is_taken
         session.add(_answer(run, "the first"))
     touched = await _updated_at(db, run.conversation_id)
     with pytest.raises(IntegrityError):
-        await run.finish(store.DONE, _delta("the last one"), _answer(run, "a second answer"))
+        await run.finish(DONE, _delta("the last one"), _answer(run, "a second answer"))
     assert await _numbers(db, run.message_id) == [1]
-    assert await store.run_owner_status(db, run.message_id) == (user.id, store.RUNNING)
+    assert await run_owner_status(db, run.message_id) == (user.id, RUNNING)
     saved = await _stored_answer(db, run.message_id)
     assert saved is not None and saved.content == "the first"
     assert await _updated_at(db, run.conversation_id) == touched
@@ -376,7 +378,7 @@ async def test_the_real_end_replaces_an_interrupted_copy(
             )
         )
     answer = _answer(run, "The whole answer")
-    await run.finish(store.DONE, _delta("last"), answer)
+    await run.finish(DONE, _delta("last"), answer)
     async with db.read() as session:
         rows = (await session.scalars(select(Message).where(Message.id == run.message_id))).all()
     assert len(rows) == 1
@@ -409,11 +411,11 @@ async def test_a_connection_the_server_dropped_is_replaced_and_nothing_is_lost(
         await other.dispose()
     assert ended is True
     await _written(signals, run, "after")
-    await run.finish(store.DONE)
-    stored = await store.events_after(db, run.message_id, 0)
+    await run.finish(DONE)
+    stored = await events_after(db, run.message_id, 0)
     assert [n for n, _ in stored] == [1, 2, 3]
     assert stored[-1][1] == event_data(_delta("after"))
-    assert await store.run_owner_status(db, run.message_id) == (user.id, store.DONE)
+    assert await run_owner_status(db, run.message_id) == (user.id, DONE)
 
 
 async def _written(signals: Signals, run: RunRecord, delta: str) -> None:
@@ -436,7 +438,7 @@ async def test_answers_ending_while_one_is_written_share_the_next_transaction(
     for run in (first, *others):
         run.send(_delta(f"{run.message_id} pending"))
     entered, release = asyncio.Event(), asyncio.Event()
-    write_batch = store._write_batch
+    write_batch = run_writer._write_batch
 
     async def held(*args: Any) -> None:
         if not entered.is_set():  # the first write: held until released
@@ -444,14 +446,12 @@ async def test_answers_ending_while_one_is_written_share_the_next_transaction(
             await release.wait()
         await write_batch(*args)
 
-    monkeypatch.setattr(store, "_write_batch", held)
+    monkeypatch.setattr(run_writer, "_write_batch", held)
     last = _delta("last")
     with counted_commits(db) as commits:
-        ending = [asyncio.create_task(first.finish(store.DONE, last, _answer(first)))]
+        ending = [asyncio.create_task(first.finish(DONE, last, _answer(first)))]
         await entered.wait()
-        ending += [
-            asyncio.create_task(run.finish(store.DONE, last, _answer(run))) for run in others
-        ]
+        ending += [asyncio.create_task(run.finish(DONE, last, _answer(run))) for run in others]
         for _ in range(10):  # the loop's turns: they wait for the write under way
             await asyncio.sleep(0)
         assert not any(task.done() for task in ending)
@@ -459,9 +459,9 @@ async def test_answers_ending_while_one_is_written_share_the_next_transaction(
         await asyncio.gather(*ending)
     assert len(commits) == 2
     for run in (first, *others):
-        stored = await store.events_after(db, run.message_id, 0)
+        stored = await events_after(db, run.message_id, 0)
         assert [n for n, _ in stored] == [1, 2, 3] and stored[-1][1] == event_data(last)
-        assert await store.run_owner_status(db, run.message_id) == (user.id, store.DONE)
+        assert await run_owner_status(db, run.message_id) == (user.id, DONE)
         saved = await _stored_answer(db, run.message_id)
         assert saved is not None and saved.content == "The answer"
 
@@ -480,20 +480,20 @@ async def test_an_answer_refused_in_a_shared_transaction_fails_alone(
     for run in runs:
         run.send(_delta("pending"))
     results = await asyncio.gather(
-        *(run.finish(store.DONE, last, _answer(run)) for run in runs), return_exceptions=True
+        *(run.finish(DONE, last, _answer(run)) for run in runs), return_exceptions=True
     )
     assert [isinstance(r, IntegrityError) for r in results] == [False, False, True, False, False]
     for run in runs:
         if run is not bad:
             assert await _numbers(db, run.message_id) == [1, 2, 3]
-            assert await store.run_owner_status(db, run.message_id) == (user.id, store.DONE)
+            assert await run_owner_status(db, run.message_id) == (user.id, DONE)
             saved = await _stored_answer(db, run.message_id)
             assert saved is not None and saved.content == "The answer"
     # The refused run's pending event is kept, and its end is its own again.
     bad.send(last)
-    await bad.finish(store.DONE)
+    await bad.finish(DONE)
     assert await _numbers(db, bad.message_id) == [1, 2, 3]
-    assert await store.run_owner_status(db, bad.message_id) == (user.id, store.DONE)
+    assert await run_owner_status(db, bad.message_id) == (user.id, DONE)
 
 
 async def test_a_run_about_to_wait_has_its_events_written_then_at_most_once_a_window(

@@ -15,19 +15,20 @@ from sqlalchemy import delete, select, update
 
 from controlcenter.chat.conversations import delete_conversation
 from controlcenter.chat.liveness import STALE_INTERVALS, Liveness
-from controlcenter.chat.models import ChatEventRow, ChatRun, Message, RunningMessage
-from controlcenter.chat.resume import tail
-from controlcenter.chat.service import ChatParts
-from controlcenter.chat.signals import Signals
-from controlcenter.chat.store import (
+from controlcenter.chat.models import (
     INTERRUPTED,
     RUNNING,
-    StopAnswer,
-    events_after,
-    new_message_id,
-    request_stop,
-    start_turn,
+    ChatEventRow,
+    ChatRun,
+    Message,
+    RunningMessage,
 )
+from controlcenter.chat.resume import tail
+from controlcenter.chat.run.commands import StopAnswer, request_stop
+from controlcenter.chat.run.start import new_message_id, start_turn
+from controlcenter.chat.run.stored import events_after
+from controlcenter.chat.service import ChatParts
+from controlcenter.chat.signals import Signals
 from controlcenter.db import Database, utcnow
 from tests.chat.helpers import CHAT, Llm, wait_for
 from tests.chat.test_resume import read_frames
@@ -213,7 +214,7 @@ async def test_a_run_cut_before_its_first_event_after_message_start_is_closed(
         conversation_id,
     )
     assert run is not None and run.status == INTERRUPTED
-    signals = Signals(db, on_stop=lambda _: None)
+    signals = Signals(db)
     try:
         frames = [frame async for frame in tail(db, signals, answer_id, 0)]
     finally:
@@ -223,7 +224,7 @@ async def test_a_run_cut_before_its_first_event_after_message_start_is_closed(
         "error": "The answer was interrupted",
     }
     assert len(frames) == 2  # message_start, then the error
-    assert await request_stop(db, answer_id, run.user_id) == StopAnswer.NOT_RUNNING
+    assert await request_stop(db, Signals(db), answer_id, run.user_id) == StopAnswer.NOT_RUNNING
 
 
 async def test_a_run_whose_conversation_was_deleted_before_its_process_died_is_closed(
@@ -248,7 +249,7 @@ async def test_a_run_whose_conversation_was_deleted_before_its_process_died_is_c
     assert saved is None  # there is no conversation to save it in
     stored = await events_after(db, answer_id, 0)
     assert json.loads(stored[-1][1]) == {"type": "error", "error": "The answer was interrupted"}
-    assert await request_stop(db, answer_id, run.user_id) == StopAnswer.NOT_RUNNING
+    assert await request_stop(db, Signals(db), answer_id, run.user_id) == StopAnswer.NOT_RUNNING
 
 
 async def test_a_run_still_marked_running_without_its_liveness_row_is_closed(
@@ -281,7 +282,7 @@ async def test_a_run_still_marked_running_without_its_liveness_row_is_closed(
     assert young is not None and young.status == RUNNING
     stored = await events_after(db, old_id, 0)
     assert json.loads(stored[-1][1]) == {"type": "error", "error": "The answer was interrupted"}
-    assert await request_stop(db, old_id, old.user_id) == StopAnswer.NOT_RUNNING
+    assert await request_stop(db, Signals(db), old_id, old.user_id) == StopAnswer.NOT_RUNNING
 
 
 async def test_a_live_run_is_not_closed(db: Database, users: UserFactory) -> None:

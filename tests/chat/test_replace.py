@@ -7,8 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from controlcenter.chat.models import ChatRun, ConversationRow, RunningMessage
-from controlcenter.chat.store import FAILED, run_owner_status
+from controlcenter.chat.models import FAILED, ChatRun, ConversationRow, RunningMessage
+from controlcenter.chat.run.stored import run_owner_status
 from tests.chat.helpers import (
     CHAT,
     CONVERSATIONS,

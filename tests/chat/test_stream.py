@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from controlcenter.chat.agent import SYSTEM_PROMPT
-from controlcenter.chat.store import RUNNING, run_owner_status
+from controlcenter.chat.models import RUNNING
+from controlcenter.chat.run.stored import run_owner_status
 from tests.chat.conftest import ToolLog, recording_tool
 from tests.chat.helpers import (
     CHAT,

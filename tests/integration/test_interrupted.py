@@ -21,8 +21,8 @@ from sqlalchemy import select
 from controlcenter.app import create_app
 from controlcenter.chat.events import parsed
 from controlcenter.chat.fold import fold
-from controlcenter.chat.models import ChatRun, Message, RunningMessage
-from controlcenter.chat.store import INTERRUPTED, RUNNING, events_after
+from controlcenter.chat.models import INTERRUPTED, RUNNING, ChatRun, Message, RunningMessage
+from controlcenter.chat.run.stored import events_after
 from tests.chat.helpers import set_settings, stored_messages
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.llm import FakeAnthropic, Reply, ToolUse

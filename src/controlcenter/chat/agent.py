@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import traceback
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -18,19 +17,12 @@ from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.context import ChatContext
 from controlcenter.chat.context_budget import fit
 from controlcenter.chat.conversations import TurnRefusedError
+from controlcenter.chat.models import APPROVED, ASSISTANT, DONE, FAILED, INTERRUPTED, STOPPED
 from controlcenter.chat.policy import DEFAULT_CONTEXT_TOKEN_BUDGET
+from controlcenter.chat.run.answer import assistant_message
+from controlcenter.chat.run.record import RunRecord
+from controlcenter.chat.run.runs import ChatRuns
 from controlcenter.chat.schemas import message_json
-from controlcenter.chat.store import (
-    APPROVED,
-    ASSISTANT,
-    DONE,
-    FAILED,
-    INTERRUPTED,
-    STOPPED,
-    RunRecord,
-    assistant_message,
-)
-from controlcenter.chat.stream import ChatRuns
 from controlcenter.common.logs import get_logger
 from controlcenter.common.secrets import MASK, redact
 from controlcenter.llm.types import (
@@ -75,7 +67,7 @@ class ChatTurn:
 
     user: UserRecord
     message: str
-    conversation_id: Any  # the raw request value; None when absent
+    conversation_id: str | None  # None: a new conversation
     provider: str
     key_setting: SettingName  # where `api_key` comes from, named when it is unusable
     api_key: str
@@ -143,7 +135,7 @@ async def run_chat(
             if failure is not None:
                 channel.send(failure)
         else:
-            runs.forget(run)
+            run.dismiss()
             try:
                 # The failure reaches the client once the run's end is stored: a client that
                 # reads it may at once answer the message again, and is never told that this

@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.locks import hold_owned
 from controlcenter.chat.models import RUNNING, ChatRun, ConversationRow, Message
-from controlcenter.chat.stops import ask_stop
+from controlcenter.chat.run.commands import ask_stop
 from controlcenter.db import Database, utcnow
 from controlcenter.db.text_match import lowered
 from controlcenter.web.pagination import DEFAULT_LIMIT, Cursor

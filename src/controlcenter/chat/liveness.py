@@ -2,7 +2,7 @@
 
 Each process keeps a row per assistant message it is writing (`running_messages`): its owner
 and a heartbeat, nothing of the answer. The row is written with the run itself, in the
-transaction that starts the turn (`chat.store.start_turn`), so a process that dies at any
+transaction that starts the turn (`chat.run.start.start_turn`), so a process that dies at any
 moment after a run exists leaves a row behind. One task per process (`Liveness.run`) removes
 the rows of finished answers (gathered over `FLUSH_DELAY_S`); the heartbeat of all its rows
 comes from a thread (chat/heartbeat.py) every `CHAT_LIVENESS_INTERVAL_S`, so that a busy event
@@ -29,12 +29,21 @@ from datetime import datetime, timedelta
 from sqlalchemy import ColumnElement, Select, delete, exists, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlcenter.chat import events, store
+from controlcenter.chat import events
 from controlcenter.chat.events import event_data
 from controlcenter.chat.fold import fold
 from controlcenter.chat.heartbeat import Heartbeat
 from controlcenter.chat.locks import hold_conversations
-from controlcenter.chat.models import RUNNING_NOW, ChatEventRow, ChatRun, Message, RunningMessage
+from controlcenter.chat.models import (
+    INTERRUPTED,
+    RUNNING_NOW,
+    ChatEventRow,
+    ChatRun,
+    Message,
+    RunningMessage,
+)
+from controlcenter.chat.run.answer import assistant_message, save_interrupted
+from controlcenter.chat.run.stored import close_run
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database, utcnow
 
@@ -64,7 +73,7 @@ class Liveness:
     # -- from the chats (synchronous, no I/O) --------------------------------------------------
 
     def started(self, message_id: str) -> None:
-        """An answer whose row its turn's start wrote (`store.start_turn` with this owner)."""
+        """An answer whose row its turn's start wrote (`start_turn` with this owner)."""
         self._written.add(message_id)
 
     def finished(self, message_id: str) -> None:
@@ -159,7 +168,7 @@ class Liveness:
                 # Its stored event stream (what the events endpoint reads) ends in the same
                 # transaction, so that a client resuming it from any process reads the error
                 # and stops waiting, and a stop asked from now on is answered `Not running`.
-                ended = await store.close_run(session, message_id, _FINAL, store.INTERRUPTED)
+                ended = await close_run(session, message_id, _FINAL, INTERRUPTED)
                 if saved or ended:
                     closed += 1
         return closed
@@ -180,10 +189,10 @@ class Liveness:
         if await session.scalar(select(Message.id).where(Message.id == message_id)):
             return False
         now = self._now()
-        message = store.assistant_message(
+        message = assistant_message(
             conversation_id, message_id, answer, interrupted=True, created_at=now
         )
-        return await store.save_interrupted(session, message)
+        return await save_interrupted(session, message)
 
     async def _close_rowless(self, message_ids: list[str]) -> int:
         """Runs still marked running with no liveness row, older than the stale limit: their
@@ -192,7 +201,7 @@ class Liveness:
         closed = 0
         async with self._db.write() as session:
             for message_id in message_ids:  # closed once: only a run still running is
-                if await store.close_run(session, message_id, _FINAL, store.INTERRUPTED):
+                if await close_run(session, message_id, _FINAL, INTERRUPTED):
                     closed += 1
         return closed
 

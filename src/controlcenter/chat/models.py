@@ -44,7 +44,19 @@ class Message(Base):
     interrupted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
-RUNNING = "running"  # a run's status while it runs
+USER = "user"  # a message's role
+ASSISTANT = "assistant"
+# A run's status: running, then how it ended.
+RUNNING = "running"
+DONE = "done"
+STOPPED = "stopped"
+FAILED = "failed"
+INTERRUPTED = "interrupted"  # closed by another process after its own died
+# An approval's status: pending, then its answer.
+PENDING = "pending"
+APPROVED = "approved"
+DENIED = "denied"
+EXPIRED = "expired"
 
 
 # The condition of `ix_chat_runs_stops_asked`, written the same in the poll's query: SQLite uses
@@ -63,7 +75,7 @@ class ChatRun(Base):
     __tablename__ = "chat_runs"
     # SQLite's processes poll for stops (nothing notifies them): this index holds only the
     # running runs a stop was asked for, so a poll reads those few rows whatever the number
-    # of runs (an IN list of every running id cost ~7% of the CPU with 10,000 streams open).
+    # of runs (an IN list of every running id grows with the streams open).
     __table_args__ = (
         Index(
             "ix_chat_runs_stops_asked",
