@@ -9,7 +9,6 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any
 
 import pytest
 from sqlalchemy import delete, event, select, text
@@ -19,8 +18,8 @@ from structlog.testing import capture_logs
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.events import Event, content_delta, event_data
 from controlcenter.chat.fold import fold
+from controlcenter.chat.locks import hold_conversations
 from controlcenter.chat.models import DONE, FAILED, RUNNING, ChatRun, ConversationRow, Message
-from controlcenter.chat.run import writer as run_writer
 from controlcenter.chat.run.answer import assistant_message
 from controlcenter.chat.run.record import RunRecord
 from controlcenter.chat.run.start import start_turn
@@ -427,36 +426,46 @@ async def _written(signals: Signals, run: RunRecord, delta: str) -> None:
 
 
 async def test_answers_ending_while_one_is_written_share_the_next_transaction(
-    parts: tuple[Database, Signals], users: UserFactory, monkeypatch: pytest.MonkeyPatch
+    parts: tuple[Database, Signals], users: UserFactory
 ) -> None:
     """The first end is written at once; those that end while it is under way wait for it
-    and go together in the next transaction, each with its own events, end and answer."""
+    and go together in the next transaction, each with its own events, end and answer.
+
+    Another connection holds the first run's conversation (its row, and on SQLite the
+    database's write lock), so the first write waits, under way, until it lets go."""
     db, signals = parts
     user = await users.create()
     writer = EventWriter(db, signals, window_s=3600.0)  # the window alone writes nothing
     first, *others = await _started(db, signals, writer, user.id, "group", 20)
     for run in (first, *others):
         run.send(_delta(f"{run.message_id} pending"))
-    entered, release = asyncio.Event(), asyncio.Event()
-    write_batch = run_writer._write_batch
+    entered = asyncio.Event()
 
-    async def held(*args: Any) -> None:
-        if not entered.is_set():  # the first write: held until released
+    def writing(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        # A write's first statement: SQLite's `BEGIN IMMEDIATE`, PostgreSQL's lock of the
+        # conversations (`chat.locks`); either waits for the other connection.
+        if "BEGIN IMMEDIATE" in statement or "FOR NO KEY UPDATE" in statement:
             entered.set()
-            await release.wait()
-        await write_batch(*args)
 
-    monkeypatch.setattr(run_writer, "_write_batch", held)
+    other = Database(db.url)
     last = _delta("last")
-    with counted_commits(db) as commits:
-        ending = [asyncio.create_task(first.finish(DONE, last, _answer(first)))]
-        await entered.wait()
-        ending += [asyncio.create_task(run.finish(DONE, last, _answer(run))) for run in others]
-        for _ in range(10):  # the loop's turns: they wait for the write under way
-            await asyncio.sleep(0)
-        assert not any(task.done() for task in ending)
-        release.set()
-        await asyncio.gather(*ending)
+    event.listen(db.engine.sync_engine, "before_cursor_execute", writing)
+    try:
+        with counted_commits(db) as commits:
+            async with other.write() as holding:
+                await hold_conversations(holding, [first.conversation_id])
+                ending = [asyncio.create_task(first.finish(DONE, last, _answer(first)))]
+                await entered.wait()
+                ending += [
+                    asyncio.create_task(run.finish(DONE, last, _answer(run))) for run in others
+                ]
+                for _ in range(10):  # the loop's turns: they wait for the write under way
+                    await asyncio.sleep(0)
+                assert not any(task.done() for task in ending)
+            await asyncio.gather(*ending)
+    finally:
+        event.remove(db.engine.sync_engine, "before_cursor_execute", writing)
+        await other.dispose()
     assert len(commits) == 2
     for run in (first, *others):
         stored = await events_after(db, run.message_id, 0)

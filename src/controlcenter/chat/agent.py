@@ -19,10 +19,8 @@ from controlcenter.chat.context_budget import fit
 from controlcenter.chat.conversations import TurnRefusedError
 from controlcenter.chat.models import APPROVED, ASSISTANT, DONE, FAILED, INTERRUPTED, STOPPED
 from controlcenter.chat.policy import DEFAULT_CONTEXT_TOKEN_BUDGET
-from controlcenter.chat.run.answer import assistant_message
 from controlcenter.chat.run.record import RunRecord
 from controlcenter.chat.run.runs import ChatRuns
-from controlcenter.chat.schemas import message_json
 from controlcenter.common.logs import get_logger
 from controlcenter.common.secrets import MASK, redact
 from controlcenter.llm.types import (
@@ -212,13 +210,7 @@ async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run:
         # Stopped by the deletion: there is no conversation to save the answer in.
         await run.finish(STOPPED, events.error(CONVERSATION_DELETED))
         return
-    # The answer is what its events said (`chat.fold`).
-    message = assistant_message(
-        run.conversation_id, run.message_id, run.answer, usage=run.usage.json()
-    )
-    complete = events.message_complete(message_json(message), stopped=run.stopped)
-    # One write: the message, the events still pending, message_complete and the run's end.
-    await run.finish(STOPPED if run.stopped else DONE, complete, message)
+    await run.complete()
 
 
 def _passing(exc: ProviderError) -> bool:

@@ -4,6 +4,8 @@ through `chat.store`; this module returns rows, and `chat.schemas` shapes them."
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import and_, delete, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -12,21 +14,20 @@ from controlcenter.chat.models import RUNNING, ChatRun, ConversationRow, Message
 from controlcenter.chat.run.commands import ask_stop
 from controlcenter.db import Database, utcnow
 from controlcenter.db.text_match import lowered
-from controlcenter.web.pagination import DEFAULT_LIMIT, Cursor
-from controlcenter.web.validation import text_problem
 
 
 async def list_conversations(
     db: Database,
     user_id: str,
     *,
-    limit: int = DEFAULT_LIMIT,
-    after: Cursor | None = None,
+    limit: int,
+    after: tuple[datetime, str] | None = None,
     containing: str | None = None,
-) -> tuple[list[ConversationRow], str | None]:
-    """A page of the caller's conversations, newest first, and the cursor of the next page
-    (None after the last). `containing`: only those whose title or a message's text holds it,
-    whatever the case (its `%` and `_` are plain characters)."""
+) -> tuple[list[ConversationRow], bool]:
+    """A page of the caller's conversations, newest first, after the conversation `after`
+    names (its creation time and id), and whether more follow. `containing`: only those
+    whose title or a message's text holds it, whatever the case (its `%` and `_` are plain
+    characters)."""
     query = select(ConversationRow).where(ConversationRow.user_id == user_id)
     if containing:
         needle = containing.lower()
@@ -38,19 +39,17 @@ async def list_conversations(
             or_(lowered(ConversationRow.title).contains(needle, autoescape=True), in_messages)
         )
     if after is not None:
+        created_at, after_id = after
         query = query.where(
             or_(
-                ConversationRow.created_at < after.created_at,
-                and_(ConversationRow.created_at == after.created_at, ConversationRow.id < after.id),
+                ConversationRow.created_at < created_at,
+                and_(ConversationRow.created_at == created_at, ConversationRow.id < after_id),
             )
         )
     query = query.order_by(ConversationRow.created_at.desc(), ConversationRow.id.desc())
     async with db.read() as session:
         rows = list(await session.scalars(query.limit(limit + 1)))
-    page = rows[:limit]
-    more = len(rows) > limit
-    next_cursor = Cursor(page[-1].created_at, page[-1].id).encode() if more else None
-    return page, next_cursor
+    return rows[:limit], len(rows) > limit
 
 
 async def get_conversation(
@@ -71,8 +70,6 @@ async def rename_conversation(
     db: Database, user_id: str, conversation_id: str, title: str
 ) -> ConversationRow | None:
     """The caller's conversation with its new title; None when not theirs."""
-    if text_problem(conversation_id) is not None:
-        return None
     async with db.write() as session:
         conversation = await hold_owned(session, user_id, conversation_id)
         if conversation is None:
@@ -85,17 +82,13 @@ async def rename_conversation(
 async def delete_conversation(db: Database, user_id: str, conversation_id: str) -> bool:
     """Its answers still running are stopped, as the stop endpoint stops them (they end with
     an `error` event saying the conversation was deleted)."""
-    if text_problem(conversation_id) is not None:
-        return False
     async with db.write() as session:
         # Its row first, as every writer of a conversation's rows takes it (`chat.locks`).
         conversation = await hold_owned(session, user_id, conversation_id, deleting=True)
         if conversation is None:
             return False
         await stop_conversation_runs(session, conversation.id)
-        # Explicitly, not only by the foreign key's cascade: SQLite enforces it per connection.
-        await session.execute(delete(Message).where(Message.conversation_id == conversation.id))
-        await session.delete(conversation)
+        await session.delete(conversation)  # its messages by the declared cascade
         return True
 
 
@@ -103,8 +96,6 @@ async def _owned(
     session: AsyncSession, user_id: str, conversation_id: str
 ) -> ConversationRow | None:
     # Another user's conversation is indistinguishable from a missing one.
-    if text_problem(conversation_id) is not None:
-        return None  # no id holds NUL or a lone surrogate, and PostgreSQL refuses the query
     return await session.scalar(
         select(ConversationRow).where(
             ConversationRow.id == conversation_id, ConversationRow.user_id == user_id

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, false, text
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Table, Text, false, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlcenter.db import Base, UTCDateTime, new_id, utcnow
@@ -144,3 +144,11 @@ class RunningMessage(Base):
     message_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     owner: Mapped[str] = mapped_column(String(32), index=True)
     heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+
+
+# The tables as SQLAlchemy Core handles, for the statements the chat writes in Core.
+CONVERSATIONS_TABLE = cast(Table, ConversationRow.__table__)
+MESSAGES_TABLE = cast(Table, Message.__table__)
+RUNS_TABLE = cast(Table, ChatRun.__table__)
+EVENTS_TABLE = cast(Table, ChatEventRow.__table__)
+RUNNING_TABLE = cast(Table, RunningMessage.__table__)

@@ -266,17 +266,30 @@ async def conversations(
         raise ApiError(400, INVALID_CURSOR) from exc
     if q is not None and text_problem(q) is not None:
         raise ApiError(400, INVALID_TEXT)
-    page, next_cursor = await list_conversations(
-        db, principal.user.id, limit=limit, after=after, containing=q
+    page, more = await list_conversations(
+        db,
+        principal.user.id,
+        limit=limit,
+        after=(after.created_at, after.id) if after is not None else None,
+        containing=q,
     )
+    next_cursor = Cursor(page[-1].created_at, page[-1].id).encode() if more else None
     return {"conversations": [conversation_json(row) for row in page], "nextCursor": next_cursor}
+
+
+def _conversation_id(value: str) -> str:
+    """A path's conversation id, as storage may be asked about it: an id no conversation can
+    have (NUL or a lone surrogate, which PostgreSQL refuses in a query) is not found."""
+    if text_problem(value) is not None:
+        raise ApiError(404, CONVERSATION_NOT_FOUND)
+    return value
 
 
 @router.get("/conversations/{conversation_id}", **answers(ConversationAnswer, 401, 404))
 async def conversation(
     conversation_id: str, principal: CurrentUser, db: DatabaseDep
 ) -> dict[str, Any]:
-    found = await get_conversation(db, principal.user.id, conversation_id)
+    found = await get_conversation(db, principal.user.id, _conversation_id(conversation_id))
     if found is None:
         raise ApiError(404, CONVERSATION_NOT_FOUND)
     return {"conversation": conversation_with_messages(*found)}
@@ -292,7 +305,8 @@ async def rename(
 ) -> dict[str, Any]:
     """Give the conversation a title of the caller's choosing."""
     body = await read_model(request, ConversationRename)
-    found = await rename_conversation(db, principal.user.id, conversation_id, body.title)
+    owned = _conversation_id(conversation_id)
+    found = await rename_conversation(db, principal.user.id, owned, body.title)
     if found is None:
         raise ApiError(404, CONVERSATION_NOT_FOUND)
     return {"conversation": conversation_json(found)}
@@ -302,6 +316,6 @@ async def rename(
 async def remove_conversation(
     conversation_id: str, principal: CurrentUser, db: DatabaseDep
 ) -> dict[str, Any]:
-    if not await delete_conversation(db, principal.user.id, conversation_id):
+    if not await delete_conversation(db, principal.user.id, _conversation_id(conversation_id)):
         raise ApiError(404, CONVERSATION_NOT_FOUND)
     return {"success": True}

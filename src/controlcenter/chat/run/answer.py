@@ -5,34 +5,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.fold import Fold
 from controlcenter.chat.models import (
     ASSISTANT,
-    ChatEventRow,
-    ChatRun,
-    ConversationRow,
+    CONVERSATIONS_TABLE,
+    MESSAGES_TABLE,
     Message,
-    RunningMessage,
 )
 from controlcenter.common.logs import get_logger
 from controlcenter.db import utcnow
 
 log = get_logger(__name__)
 
-_EVENTS = cast(Table, ChatEventRow.__table__)
-_RUNS = cast(Table, ChatRun.__table__)
-_CONVERSATIONS = cast(Table, ConversationRow.__table__)
-_MESSAGES = cast(Table, Message.__table__)
-_RUNNING_MESSAGES = cast(Table, RunningMessage.__table__)
 
 TOUCH = (
-    update(_CONVERSATIONS)
-    .where(_CONVERSATIONS.c.id == bindparam("conversation"))
+    update(CONVERSATIONS_TABLE)
+    .where(CONVERSATIONS_TABLE.c.id == bindparam("conversation"))
     .values(updated_at=bindparam("now"))
 )
 
@@ -78,13 +71,13 @@ async def save_answers(session: AsyncSession, answers: Sequence[Message]) -> Non
     )
     new = [_answer_row(answer) for answer in answers if answer.id not in copies]
     if new:
-        await session.execute(insert(_MESSAGES), new)
+        await session.execute(insert(MESSAGES_TABLE), new)
     for answer in answers:
         if answer.id in copies:
             log.warning("chat answer closed as interrupted by another process, then finished")
             await session.execute(
-                update(_MESSAGES)
-                .where(_MESSAGES.c.id == answer.id)
+                update(MESSAGES_TABLE)
+                .where(MESSAGES_TABLE.c.id == answer.id)
                 .values(
                     content=answer.content,
                     tool_calls=answer.tool_calls,
@@ -108,7 +101,7 @@ async def save_interrupted(session: AsyncSession, answer: Message) -> bool:
     )
     if not touched.rowcount:  # type: ignore[attr-defined]
         return False
-    await session.execute(insert(_MESSAGES).values(_answer_row(answer)))
+    await session.execute(insert(MESSAGES_TABLE).values(_answer_row(answer)))
     return True
 
 

@@ -7,37 +7,32 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable
 from contextlib import suppress
-from typing import TypeVar, cast
+from typing import TypeVar
 
-from sqlalchemy import Table, select, update
+from sqlalchemy import select, update
 
 from controlcenter.chat.channel import EventChannel
-from controlcenter.chat.events import Event, event_data, message_start
+from controlcenter.chat.events import Event, event_data, message_complete, message_start
 from controlcenter.chat.fold import Fold
 from controlcenter.chat.models import (
+    DONE,
     EXPIRED,
     PENDING,
     STOPPED,
     ChatApproval,
-    ChatEventRow,
-    ChatRun,
     ConversationRow,
     Message,
-    RunningMessage,
 )
+from controlcenter.chat.run.answer import assistant_message
 from controlcenter.chat.run.start import StartedTurn
 from controlcenter.chat.run.writer import EventWriter, RunEnd, RunUsage
+from controlcenter.chat.schemas import message_json
 from controlcenter.chat.signals import Signals
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database
 
 log = get_logger(__name__)
 
-_EVENTS = cast(Table, ChatEventRow.__table__)
-_RUNS = cast(Table, ChatRun.__table__)
-_CONVERSATIONS = cast(Table, ConversationRow.__table__)
-_MESSAGES = cast(Table, Message.__table__)
-_RUNNING_MESSAGES = cast(Table, RunningMessage.__table__)
 
 T = TypeVar("T")
 
@@ -123,6 +118,16 @@ class RunRecord:
         if last is not None:
             self._n = n
             self._channel.send(last, self._id(n), data)
+
+    async def complete(self) -> None:
+        """The run's end with its answer, as its events made it (`chat.fold`): in one write
+        the assistant message, the events still pending, `message_complete` (sent once
+        stored) and the run's end."""
+        message = assistant_message(
+            self.conversation_id, self.message_id, self.answer, usage=self.usage.json()
+        )
+        last = message_complete(message_json(message), stopped=self.stopped)
+        await self.finish(STOPPED if self.stopped else DONE, last, message)
 
     def _id(self, n: int) -> str:
         return f"{self.message_id}:{n}"

@@ -9,22 +9,22 @@ import secrets
 import string
 import time
 from dataclasses import dataclass
-from typing import cast
 
-from sqlalchemy import Table, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.conversations import LAST_ANSWER, revise_last_turn
 from controlcenter.chat.events import event_data, message_start
 from controlcenter.chat.locks import hold_owned
 from controlcenter.chat.models import (
+    CONVERSATIONS_TABLE,
+    EVENTS_TABLE,
+    MESSAGES_TABLE,
     RUNNING,
+    RUNNING_TABLE,
+    RUNS_TABLE,
     USER,
-    ChatEventRow,
-    ChatRun,
-    ConversationRow,
     Message,
-    RunningMessage,
 )
 from controlcenter.chat.run.answer import TOUCH
 from controlcenter.chat.signals import EVENTS_CHANNEL
@@ -34,11 +34,6 @@ from controlcenter.db.notifications import notify
 
 log = get_logger(__name__)
 
-_EVENTS = cast(Table, ChatEventRow.__table__)
-_RUNS = cast(Table, ChatRun.__table__)
-_CONVERSATIONS = cast(Table, ConversationRow.__table__)
-_MESSAGES = cast(Table, Message.__table__)
-_RUNNING_MESSAGES = cast(Table, RunningMessage.__table__)
 
 TITLE_LENGTH = 100  # characters (code points), not bytes
 _BASE36 = string.digits + string.ascii_lowercase
@@ -94,7 +89,7 @@ async def start_turn(
             history: tuple[StoredText, ...] = ()
             title = message[:TITLE_LENGTH]
             await session.execute(
-                insert(_CONVERSATIONS).values(
+                insert(CONVERSATIONS_TABLE).values(
                     id=conversation_id, user_id=user_id, title=title, created_at=now, updated_at=now
                 )
             )
@@ -113,7 +108,7 @@ async def start_turn(
                 save_message = False
         if save_message:
             await session.execute(
-                insert(_MESSAGES).values(
+                insert(MESSAGES_TABLE).values(
                     id=new_message_id(),
                     conversation_id=conversation_id,
                     role=USER,
@@ -123,7 +118,7 @@ async def start_turn(
                 )
             )
         await session.execute(
-            insert(_RUNS).values(
+            insert(RUNS_TABLE).values(
                 message_id=answer_id,
                 user_id=user_id,
                 conversation_id=conversation_id,
@@ -137,14 +132,12 @@ async def start_turn(
             )
         )
         first = event_data(message_start(conversation_id, answer_id))
-        await session.execute(insert(_EVENTS).values(message_id=answer_id, n=1, data=first))
+        await session.execute(insert(EVENTS_TABLE).values(message_id=answer_id, n=1, data=first))
         if owner is not None:
             # With the run, not after it: a process that dies at any moment after this commit
             # leaves a row whose heartbeat goes stale, and another process closes the run.
             await session.execute(
-                insert(_RUNNING_MESSAGES).values(
-                    message_id=answer_id, owner=owner, heartbeat_at=now
-                )
+                insert(RUNNING_TABLE).values(message_id=answer_id, owner=owner, heartbeat_at=now)
             )
         await notify(session, EVENTS_CHANNEL, [answer_id])
     return StartedTurn(conversation_id=conversation_id, history=history, message=message)

@@ -4,18 +4,15 @@ its close by a process that took over a dead one's run."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import cast
 
-from sqlalchemy import Table, delete, func, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.models import (
+    EVENTS_TABLE,
     RUNNING,
     ChatEventRow,
     ChatRun,
-    ConversationRow,
-    Message,
-    RunningMessage,
 )
 from controlcenter.chat.run.writer import StoredEvent
 from controlcenter.chat.signals import EVENTS_CHANNEL
@@ -25,11 +22,6 @@ from controlcenter.db.notifications import notify
 
 log = get_logger(__name__)
 
-_EVENTS = cast(Table, ChatEventRow.__table__)
-_RUNS = cast(Table, ChatRun.__table__)
-_CONVERSATIONS = cast(Table, ConversationRow.__table__)
-_MESSAGES = cast(Table, Message.__table__)
-_RUNNING_MESSAGES = cast(Table, RunningMessage.__table__)
 
 KEPT_FOR = timedelta(hours=24)
 
@@ -50,7 +42,7 @@ async def close_run(session: AsyncSession, message_id: str, final_data: str, sta
         select(func.max(ChatEventRow.n)).where(ChatEventRow.message_id == message_id)
     )
     await session.execute(
-        insert(_EVENTS).values(message_id=message_id, n=int(last or 0) + 1, data=final_data)
+        insert(EVENTS_TABLE).values(message_id=message_id, n=int(last or 0) + 1, data=final_data)
     )
     await notify(session, EVENTS_CHANNEL, [message_id])
     return True

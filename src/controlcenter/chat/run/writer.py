@@ -14,18 +14,17 @@ import asyncio
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 
 from controlcenter.chat.locks import hold_conversations
 from controlcenter.chat.models import (
+    EVENTS_TABLE,
     RUNNING,
-    ChatEventRow,
+    RUNS_TABLE,
     ChatRun,
-    ConversationRow,
     Message,
-    RunningMessage,
 )
 from controlcenter.chat.run.answer import save_answers
 from controlcenter.chat.signals import EVENTS_CHANNEL, Signals
@@ -35,11 +34,6 @@ from controlcenter.db.notifications import notify
 
 log = get_logger(__name__)
 
-_EVENTS = cast(Table, ChatEventRow.__table__)
-_RUNS = cast(Table, ChatRun.__table__)
-_CONVERSATIONS = cast(Table, ConversationRow.__table__)
-_MESSAGES = cast(Table, Message.__table__)
-_RUNNING_MESSAGES = cast(Table, RunningMessage.__table__)
 
 StoredEvent = tuple[int, str]  # (n, the event's JSON text)
 WINDOW_S = 0.05  # how long events wait to share a transaction; the live stream never waits
@@ -48,8 +42,8 @@ RETRY_MAX_S = 1.0  # the longest pause between attempts while the database refus
 
 # One statement for any number of rows each (executemany).
 _END_RUN = (
-    update(_RUNS)
-    .where(_RUNS.c.message_id == bindparam("run"))
+    update(RUNS_TABLE)
+    .where(RUNS_TABLE.c.message_id == bindparam("run"))
     .values(
         status=bindparam("status"),
         input_tokens=bindparam("input_tokens"),
@@ -285,7 +279,7 @@ async def _write_batch(db: Database, batch: _Pending) -> None:
         if answers:
             await save_answers(session, [a for a in answers if a.conversation_id in held])
         if events:
-            await session.execute(insert(_EVENTS), events)
+            await session.execute(insert(EVENTS_TABLE), events)
         if ends:
             await session.execute(_END_RUN, [_end_row(m, ending.end) for m, ending in ends])
         await notify(session, EVENTS_CHANNEL, batch.runs())
