@@ -11,7 +11,7 @@ chat:
   chat's pauses for its provider between them: what a chat would write if its run and its
   events were not stored;
 - the service's path, as `stream.ChatRuns.begin` and `agent.run_chat` take it: the turn's
-  start in one write (`store.start_turn`: the conversation, the user's message, the run and
+  start in one write (`start_turn`: the conversation, the user's message, the run and
   message_start), the process's LISTEN connection (`Signals.listen`, PostgreSQL only), each
   event through the run's `RunRecord` to the process's `EventWriter` (`RunRecord.waiting`
   before each pause for the provider, usage counted), and the run's end in one awaited write
@@ -48,7 +48,6 @@ from bench.deploy import Deployment, Options
 from bench.results import Row, ms, pct
 from bench.seed import seed_accounts
 from bench.timeline import step
-from controlcenter.chat import store
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.events import (
     Event,
@@ -58,10 +57,14 @@ from controlcenter.chat.events import (
     tool_call_start,
     tool_result,
 )
-from controlcenter.chat.models import ConversationRow, Message
+from controlcenter.chat.fold import fold
+from controlcenter.chat.models import DONE, USER, ConversationRow, Message
+from controlcenter.chat.run.answer import assistant_message
+from controlcenter.chat.run.record import RunRecord
+from controlcenter.chat.run.start import TITLE_LENGTH, new_message_id, start_turn
+from controlcenter.chat.run.writer import EventWriter, RunUsage
 from controlcenter.chat.schemas import message_json
 from controlcenter.chat.signals import Signals
-from controlcenter.chat.store import EventWriter, RunRecord, RunUsage
 from controlcenter.db import Database, new_id, utcnow
 from controlcenter.llm.types import ToolInvocation, ToolOutcome
 
@@ -109,14 +112,14 @@ Chat = Callable[[Parts, str, str], Awaitable[None]]
 
 
 def _answer(conversation_id: str, message_id: str, usage: RunUsage) -> Message:
-    return store.assistant_message(
-        conversation_id=conversation_id,
-        message_id=message_id,
-        content="Looking that up." * 2 + ANSWER,
-        tool_calls=[_CALL.to_json()] * TOOL_CALLS,
-        tool_results=[_RESULT.to_json()] * TOOL_CALLS,
-        usage=usage.json(),
+    answer = fold(
+        [
+            {"type": "content_delta", "delta": "Looking that up." * 2 + ANSWER},
+            *[{"type": "tool_call_start", "toolCall": _CALL.to_json()}] * TOOL_CALLS,
+            *[{"type": "tool_result", "toolResult": _RESULT.to_json()}] * TOOL_CALLS,
+        ]
     )
+    return assistant_message(conversation_id, message_id, answer, usage=usage.json())
 
 
 async def _messages_alone(parts: Parts, user_id: str, message_id: str) -> None:
@@ -127,13 +130,13 @@ async def _messages_alone(parts: Parts, user_id: str, message_id: str) -> None:
     async with parts.db.write() as session:
         await session.execute(
             insert(ConversationRow).values(
-                id=conversation_id, user_id=user_id, title=QUESTION[: store.TITLE_LENGTH],
+                id=conversation_id, user_id=user_id, title=QUESTION[: TITLE_LENGTH],
                 created_at=now, updated_at=now,
             )
         )  # fmt: skip
         await session.execute(
             insert(Message).values(
-                id=store.new_message_id(), conversation_id=conversation_id, role=store.USER,
+                id=new_message_id(), conversation_id=conversation_id, role=USER,
                 content=QUESTION, created_at=now, interrupted=False,
             )
         )  # fmt: skip
@@ -173,7 +176,7 @@ def _row(message: Message) -> dict[str, Any]:
 async def _with_store(parts: Parts, user_id: str, message_id: str) -> None:
     """The service's path: the turn's start, the run's events and its end, by the store."""
     channel = EventChannel()
-    started = await store.start_turn(
+    started = await start_turn(
         parts.db, user_id=user_id, conversation_id=None, message=QUESTION, answer_id=message_id
     )
     assert started is not None
@@ -191,9 +194,9 @@ async def _with_store(parts: Parts, user_id: str, message_id: str) -> None:
     # As the agent ends an answer: the message, the last events, message_complete and the
     # run's end in one write, then the channel closed and the (already stored) end again.
     message = _answer(run.conversation_id, message_id, run.usage)
-    await run.finish(store.DONE, message_complete(message_json(message)), message)
+    await run.finish(DONE, message_complete(message_json(message)), message)
     channel.close()
-    await run.finish(store.DONE)
+    await run.finish(DONE)
 
 
 async def _rounds(url: str, user_id: str, chats: int, limit: float) -> dict[str, list[float]]:
@@ -231,7 +234,7 @@ async def _rounds(url: str, user_id: str, chats: int, limit: float) -> dict[str,
 @asynccontextmanager
 async def _parts(url: str) -> AsyncIterator[Parts]:
     db = Database(url)
-    signals = Signals(db, on_stop=lambda _: None)
+    signals = Signals(db)
     writer = EventWriter(db, signals)
     try:
         yield Parts(db, signals, writer)

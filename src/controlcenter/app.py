@@ -23,8 +23,8 @@ from controlcenter.auth.throttle import TooManyAttemptsError
 from controlcenter.chat.admin_router import router as chat_admin_router
 from controlcenter.chat.liveness import Liveness
 from controlcenter.chat.router import router as chat_router
+from controlcenter.chat.run.runs import ChatRuns
 from controlcenter.chat.service import ChatParts
-from controlcenter.chat.stream import ChatRuns
 from controlcenter.chat.ui_router import router as ui_chat_router
 from controlcenter.common import collector
 from controlcenter.common.async_library import declared_asyncio

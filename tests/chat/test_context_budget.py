@@ -12,7 +12,7 @@ import httpx
 
 from controlcenter.chat.context_budget import estimate, fit
 from controlcenter.chat.models import ConversationRow, Message
-from controlcenter.chat.store import new_message_id
+from controlcenter.chat.run.start import new_message_id
 from controlcenter.db import utcnow
 from controlcenter.llm.types import (
     AssistantTurn,

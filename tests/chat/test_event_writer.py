@@ -9,19 +9,23 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any
 
 import pytest
 from sqlalchemy import delete, event, select, text
 from sqlalchemy.exc import IntegrityError
 from structlog.testing import capture_logs
 
-from controlcenter.chat import store
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.events import Event, content_delta, event_data
-from controlcenter.chat.models import ChatRun, ConversationRow, Message
+from controlcenter.chat.fold import fold
+from controlcenter.chat.locks import hold_conversations
+from controlcenter.chat.models import DONE, FAILED, RUNNING, ChatRun, ConversationRow, Message
+from controlcenter.chat.run.answer import assistant_message
+from controlcenter.chat.run.record import RunRecord
+from controlcenter.chat.run.start import start_turn
+from controlcenter.chat.run.stored import events_after, run_owner_status
+from controlcenter.chat.run.writer import EventWriter, RunEnd, RunUsage
 from controlcenter.chat.signals import Signals
-from controlcenter.chat.store import EventWriter, RunRecord, assistant_message, start_turn
 from controlcenter.db import Database, utcnow
 from tests.conftest import UserFactory
 
@@ -47,7 +51,7 @@ def counted_commits(db: Database) -> Iterator[list[object]]:
 @pytest.fixture
 async def parts(database_url: str) -> AsyncIterator[tuple[Database, Signals]]:
     db = Database(database_url)
-    signals = Signals(db, on_stop=lambda _: None)
+    signals = Signals(db)
     try:
         yield db, signals
     finally:
@@ -83,7 +87,7 @@ def _delta(text: str) -> Event:
 
 
 async def _numbers(db: Database, message_id: str) -> list[int]:
-    return [n for n, _ in await store.events_after(db, message_id, 0)]
+    return [n for n, _ in await events_after(db, message_id, 0)]
 
 
 async def _stream(run: RunRecord, events: int) -> None:
@@ -91,19 +95,25 @@ async def _stream(run: RunRecord, events: int) -> None:
         run.send(_delta(f"{run.message_id} part {i}"))
         await asyncio.sleep(0.002)  # a provider's pace: bursts of a few events per window
     run.count_provider_call(10, 5)
-    await run.finish(store.DONE)
+    await run.finish(DONE)
 
 
 def _answer(
     run: RunRecord, content: str = "The answer", conversation: str | None = None
 ) -> Message:
+    call = {"id": "t1", "name": "echo_text", "arguments": {"text": "x"}}
+    result = {"toolCallId": "t1", "success": True, "result": "x"}
+    answer = fold(
+        [
+            {"type": "content_delta", "delta": content},
+            {"type": "tool_call_start", "toolCall": call},
+            {"type": "tool_result", "toolResult": result},
+        ]
+    )
+    usage = {"inputTokens": 3, "outputTokens": 4, "providerCalls": 1}
     return assistant_message(
-        conversation_id=conversation or run.conversation_id, message_id=run.message_id,
-        content=content,
-        tool_calls=[{"id": "t1", "name": "echo_text", "arguments": {"text": "x"}}],
-        tool_results=[{"toolCallId": "t1", "success": True, "result": "x"}],
-        usage={"inputTokens": 3, "outputTokens": 4, "providerCalls": 1},
-    )  # fmt: skip
+        conversation or run.conversation_id, run.message_id, answer, usage=usage
+    )
 
 
 async def _stored_answer(db: Database, message_id: str) -> Message | None:
@@ -128,7 +138,7 @@ async def test_many_runs_share_transactions_and_keep_every_event_in_order(
     with counted_commits(db) as commits:
         await asyncio.gather(*(_stream(run, EVENTS) for run in runs))
     for run in runs:
-        stored = await store.events_after(db, run.message_id, 0)
+        stored = await events_after(db, run.message_id, 0)
         assert [n for n, _ in stored] == list(range(1, EVENTS + 2))
         assert stored[-1][1] == event_data(_delta(f"{run.message_id} part {EVENTS - 1}"))
     async with db.read() as session:
@@ -139,7 +149,7 @@ async def test_many_runs_share_transactions_and_keep_every_event_in_order(
                 )
             )
         ).all()
-    assert sorted(ended) == [(store.DONE, 10, 1)] * RUNS
+    assert sorted(ended) == [(DONE, 10, 1)] * RUNS
     # 1,000 events and 40 ends: one transaction each would be 1,040; by windows, a few dozen.
     assert 0 < len(commits) < (RUNS * (EVENTS + 1)) / 10, len(commits)
 
@@ -155,16 +165,16 @@ async def test_a_run_whose_write_fails_loses_nothing_of_the_others(
     # An event number already stored: the database refuses the row, and with it the batch.
     writer.add(bad.message_id, (1, event_data(_delta("duplicate"))))
     results = await asyncio.gather(
-        good.finish(store.DONE),
-        writer.end(bad.message_id, store.RunEnd(store.DONE, store.RunUsage())),
+        good.finish(DONE),
+        writer.end(bad.message_id, RunEnd(DONE, RunUsage())),
         return_exceptions=True,
     )
     assert results[0] is None
     assert isinstance(results[1], IntegrityError)
     assert await _numbers(db, good.message_id) == [1, 2]
-    assert await store.run_owner_status(db, good.message_id) == (user.id, store.DONE)
+    assert await run_owner_status(db, good.message_id) == (user.id, DONE)
     # The failed run's end was not stored, and its caller was told so.
-    assert await store.run_owner_status(db, bad.message_id) == (user.id, store.RUNNING)
+    assert await run_owner_status(db, bad.message_id) == (user.id, RUNNING)
     await writer.close(0.01)  # the refused event is tried again meanwhile, and still refused
 
 
@@ -183,9 +193,7 @@ async def test_the_events_of_a_run_deleted_with_its_user_are_dropped(
     with capture_logs() as logs:
         gone.send(_delta("nowhere to go"))
         kept.send(_delta("kept"))
-        results = await asyncio.gather(
-            kept.finish(store.DONE), gone.finish(store.DONE), return_exceptions=True
-        )
+        results = await asyncio.gather(kept.finish(DONE), gone.finish(DONE), return_exceptions=True)
         await writer.close(30.0)  # returns as soon as nothing is pending
     assert results[0] is None
     assert isinstance(results[1], IntegrityError)
@@ -220,7 +228,7 @@ async def test_readers_are_woken_once_the_events_are_stored(
         run.send(_delta("news"))
         await woken.wait()
         assert await _numbers(db, run.message_id) == [1, 2]
-    await run.finish(store.DONE)
+    await run.finish(DONE)
 
 
 async def test_the_answer_the_last_events_and_the_end_are_one_write(
@@ -239,15 +247,15 @@ async def test_the_answer_the_last_events_and_the_end_are_one_write(
     answer = _answer(run)
     with counted_commits(db) as commits, signals.watch(run.message_id) as woken:
         woken.clear()
-        await run.finish(store.DONE, last, answer)
+        await run.finish(DONE, last, answer)
         assert woken.is_set()
     assert len(commits) == 1
-    stored = await store.events_after(db, run.message_id, 0)
+    stored = await events_after(db, run.message_id, 0)
     assert [n for n, _ in stored] == [1, 2, 3] and stored[-1][1] == event_data(last)
     channel.close()
     frames = [frame async for frame in channel.frames()]
     assert frames[-1].startswith(f"id: {run.message_id}:3\n".encode())
-    assert await store.run_owner_status(db, run.message_id) == (user.id, store.DONE)
+    assert await run_owner_status(db, run.message_id) == (user.id, DONE)
     saved = await _stored_answer(db, run.message_id)
     assert saved is not None
     assert (saved.role, saved.content, saved.interrupted) == ("assistant", "The answer", False)
@@ -258,8 +266,8 @@ async def test_the_answer_the_last_events_and_the_end_are_one_write(
     )
     assert saved.created_at == answer.created_at
     assert await _updated_at(db, run.conversation_id) == answer.created_at
-    await run.finish(store.FAILED)  # already ended: nothing more is written
-    assert await store.run_owner_status(db, run.message_id) == (user.id, store.DONE)
+    await run.finish(FAILED)  # already ended: nothing more is written
+    assert await run_owner_status(db, run.message_id) == (user.id, DONE)
 
 
 async def test_answers_of_one_conversation_ending_together_leave_it_the_later_s_time(
@@ -276,7 +284,7 @@ async def test_answers_of_one_conversation_ending_together_leave_it_the_later_s_
     ]
     answers[0].created_at += timedelta(seconds=1)  # the later one, first in the write
     await asyncio.gather(
-        first.finish(store.DONE, None, answers[0]), second.finish(store.DONE, None, answers[1])
+        first.finish(DONE, None, answers[0]), second.finish(DONE, None, answers[1])
     )
     assert await _updated_at(db, conversation) == answers[0].created_at
 
@@ -295,16 +303,16 @@ async def test_a_refused_answer_loses_nothing_and_the_run_still_ends(
     run.send(_delta("pending"))
     last = _delta("last")
     with pytest.raises(IntegrityError):
-        await run.finish(store.DONE, last, _answer(run))
-    assert await store.run_owner_status(db, run.message_id) == (user.id, store.RUNNING)
+        await run.finish(DONE, last, _answer(run))
+    assert await run_owner_status(db, run.message_id) == (user.id, RUNNING)
     stored_answer = await _stored_answer(db, run.message_id)
     assert stored_answer is not None and stored_answer.content == "taken"
     # The last event is numbered after the pending one, with no gap.
     run.send(last)
-    await run.finish(store.DONE)
-    stored = await store.events_after(db, run.message_id, 0)
+    await run.finish(DONE)
+    stored = await events_after(db, run.message_id, 0)
     assert [n for n, _ in stored] == [1, 2, 3] and stored[-1][1] == event_data(last)
-    assert await store.run_owner_status(db, run.message_id) == (user.id, store.DONE)
+    assert await run_owner_status(db, run.message_id) == (user.id, DONE)
 
 
 async def test_an_answer_whose_conversation_was_deleted_is_not_saved_and_the_run_ends(
@@ -321,10 +329,10 @@ async def test_an_answer_whose_conversation_was_deleted_is_not_saved_and_the_run
             delete(ConversationRow).where(ConversationRow.id == run.conversation_id)
         )
     run.send(_delta("pending"))
-    await run.finish(store.DONE, _delta("last"), _answer(run))
+    await run.finish(DONE, _delta("last"), _answer(run))
     assert await _stored_answer(db, run.message_id) is None
-    assert [n for n, _ in await store.events_after(db, run.message_id, 0)] == [1, 2, 3]
-    assert await store.run_owner_status(db, run.message_id) == (user.id, store.DONE)
+    assert [n for n, _ in await events_after(db, run.message_id, 0)] == [1, 2, 3]
+    assert await run_owner_status(db, run.message_id) == (user.id, DONE)
 
 
 async def test_nothing_of_the_last_write_is_stored_when_the_answer_s_id_is_taken(
@@ -340,9 +348,9 @@ async def test_nothing_of_the_last_write_is_stored_when_the_answer_s_id_is_taken
         session.add(_answer(run, "the first"))
     touched = await _updated_at(db, run.conversation_id)
     with pytest.raises(IntegrityError):
-        await run.finish(store.DONE, _delta("the last one"), _answer(run, "a second answer"))
+        await run.finish(DONE, _delta("the last one"), _answer(run, "a second answer"))
     assert await _numbers(db, run.message_id) == [1]
-    assert await store.run_owner_status(db, run.message_id) == (user.id, store.RUNNING)
+    assert await run_owner_status(db, run.message_id) == (user.id, RUNNING)
     saved = await _stored_answer(db, run.message_id)
     assert saved is not None and saved.content == "the first"
     assert await _updated_at(db, run.conversation_id) == touched
@@ -369,7 +377,7 @@ async def test_the_real_end_replaces_an_interrupted_copy(
             )
         )
     answer = _answer(run, "The whole answer")
-    await run.finish(store.DONE, _delta("last"), answer)
+    await run.finish(DONE, _delta("last"), answer)
     async with db.read() as session:
         rows = (await session.scalars(select(Message).where(Message.id == run.message_id))).all()
     assert len(rows) == 1
@@ -402,11 +410,11 @@ async def test_a_connection_the_server_dropped_is_replaced_and_nothing_is_lost(
         await other.dispose()
     assert ended is True
     await _written(signals, run, "after")
-    await run.finish(store.DONE)
-    stored = await store.events_after(db, run.message_id, 0)
+    await run.finish(DONE)
+    stored = await events_after(db, run.message_id, 0)
     assert [n for n, _ in stored] == [1, 2, 3]
     assert stored[-1][1] == event_data(_delta("after"))
-    assert await store.run_owner_status(db, run.message_id) == (user.id, store.DONE)
+    assert await run_owner_status(db, run.message_id) == (user.id, DONE)
 
 
 async def _written(signals: Signals, run: RunRecord, delta: str) -> None:
@@ -418,43 +426,51 @@ async def _written(signals: Signals, run: RunRecord, delta: str) -> None:
 
 
 async def test_answers_ending_while_one_is_written_share_the_next_transaction(
-    parts: tuple[Database, Signals], users: UserFactory, monkeypatch: pytest.MonkeyPatch
+    parts: tuple[Database, Signals], users: UserFactory
 ) -> None:
     """The first end is written at once; those that end while it is under way wait for it
-    and go together in the next transaction, each with its own events, end and answer."""
+    and go together in the next transaction, each with its own events, end and answer.
+
+    Another connection holds the first run's conversation (its row, and on SQLite the
+    database's write lock), so the first write waits, under way, until it lets go."""
     db, signals = parts
     user = await users.create()
     writer = EventWriter(db, signals, window_s=3600.0)  # the window alone writes nothing
     first, *others = await _started(db, signals, writer, user.id, "group", 20)
     for run in (first, *others):
         run.send(_delta(f"{run.message_id} pending"))
-    entered, release = asyncio.Event(), asyncio.Event()
-    write_batch = store._write_batch
+    entered = asyncio.Event()
 
-    async def held(*args: Any) -> None:
-        if not entered.is_set():  # the first write: held until released
+    def writing(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        # A write's first statement: SQLite's `BEGIN IMMEDIATE`, PostgreSQL's lock of the
+        # conversations (`chat.locks`); either waits for the other connection.
+        if "BEGIN IMMEDIATE" in statement or "FOR NO KEY UPDATE" in statement:
             entered.set()
-            await release.wait()
-        await write_batch(*args)
 
-    monkeypatch.setattr(store, "_write_batch", held)
+    other = Database(db.url)
     last = _delta("last")
-    with counted_commits(db) as commits:
-        ending = [asyncio.create_task(first.finish(store.DONE, last, _answer(first)))]
-        await entered.wait()
-        ending += [
-            asyncio.create_task(run.finish(store.DONE, last, _answer(run))) for run in others
-        ]
-        for _ in range(10):  # the loop's turns: they wait for the write under way
-            await asyncio.sleep(0)
-        assert not any(task.done() for task in ending)
-        release.set()
-        await asyncio.gather(*ending)
+    event.listen(db.engine.sync_engine, "before_cursor_execute", writing)
+    try:
+        with counted_commits(db) as commits:
+            async with other.write() as holding:
+                await hold_conversations(holding, [first.conversation_id])
+                ending = [asyncio.create_task(first.finish(DONE, last, _answer(first)))]
+                await entered.wait()
+                ending += [
+                    asyncio.create_task(run.finish(DONE, last, _answer(run))) for run in others
+                ]
+                for _ in range(10):  # the loop's turns: they wait for the write under way
+                    await asyncio.sleep(0)
+                assert not any(task.done() for task in ending)
+            await asyncio.gather(*ending)
+    finally:
+        event.remove(db.engine.sync_engine, "before_cursor_execute", writing)
+        await other.dispose()
     assert len(commits) == 2
     for run in (first, *others):
-        stored = await store.events_after(db, run.message_id, 0)
+        stored = await events_after(db, run.message_id, 0)
         assert [n for n, _ in stored] == [1, 2, 3] and stored[-1][1] == event_data(last)
-        assert await store.run_owner_status(db, run.message_id) == (user.id, store.DONE)
+        assert await run_owner_status(db, run.message_id) == (user.id, DONE)
         saved = await _stored_answer(db, run.message_id)
         assert saved is not None and saved.content == "The answer"
 
@@ -473,20 +489,20 @@ async def test_an_answer_refused_in_a_shared_transaction_fails_alone(
     for run in runs:
         run.send(_delta("pending"))
     results = await asyncio.gather(
-        *(run.finish(store.DONE, last, _answer(run)) for run in runs), return_exceptions=True
+        *(run.finish(DONE, last, _answer(run)) for run in runs), return_exceptions=True
     )
     assert [isinstance(r, IntegrityError) for r in results] == [False, False, True, False, False]
     for run in runs:
         if run is not bad:
             assert await _numbers(db, run.message_id) == [1, 2, 3]
-            assert await store.run_owner_status(db, run.message_id) == (user.id, store.DONE)
+            assert await run_owner_status(db, run.message_id) == (user.id, DONE)
             saved = await _stored_answer(db, run.message_id)
             assert saved is not None and saved.content == "The answer"
     # The refused run's pending event is kept, and its end is its own again.
     bad.send(last)
-    await bad.finish(store.DONE)
+    await bad.finish(DONE)
     assert await _numbers(db, bad.message_id) == [1, 2, 3]
-    assert await store.run_owner_status(db, bad.message_id) == (user.id, store.DONE)
+    assert await run_owner_status(db, bad.message_id) == (user.id, DONE)
 
 
 async def test_a_run_about_to_wait_has_its_events_written_then_at_most_once_a_window(

@@ -15,19 +15,20 @@ from sqlalchemy import delete, select, update
 
 from controlcenter.chat.conversations import delete_conversation
 from controlcenter.chat.liveness import STALE_INTERVALS, Liveness
-from controlcenter.chat.models import ChatRun, Message, RunningMessage
-from controlcenter.chat.resume import tail
-from controlcenter.chat.service import ChatParts
-from controlcenter.chat.signals import Signals
-from controlcenter.chat.store import (
+from controlcenter.chat.models import (
     INTERRUPTED,
     RUNNING,
-    StopAnswer,
-    events_after,
-    new_message_id,
-    request_stop,
-    start_turn,
+    ChatEventRow,
+    ChatRun,
+    Message,
+    RunningMessage,
 )
+from controlcenter.chat.resume import tail
+from controlcenter.chat.run.commands import StopAnswer, request_stop
+from controlcenter.chat.run.start import new_message_id, start_turn
+from controlcenter.chat.run.stored import events_after
+from controlcenter.chat.service import ChatParts
+from controlcenter.chat.signals import Signals
 from controlcenter.db import Database, utcnow
 from tests.chat.helpers import CHAT, Llm, wait_for
 from tests.chat.test_resume import read_frames
@@ -67,19 +68,17 @@ async def test_a_busy_loop_is_not_taken_for_a_dead_process(
     db: Database, users: UserFactory
 ) -> None:
     busy = Liveness(db, INTERVAL_S)
-    conversation_id, answer_id = await _answer_started(db, users, busy.owner)
+    _, answer_id = await _answer_started(db, users, busy.owner)
     task = asyncio.create_task(busy.run())
     try:
-        answer = busy.started(conversation_id, answer_id)
-        answer.apply({"type": "content_delta", "delta": "Half an ans"})
+        busy.started(answer_id)
 
-        async def saved() -> bool:
-            row = await _running_row(db, answer_id)  # written with the run, saved at a beat
-            return row is not None and row.content == "Half an ans"
+        async def beaten() -> bool:
+            return busy.heartbeat.last_beat is not None
 
-        # The task's write is over before the loop blocks: a write transaction held by a
-        # blocked loop would hold SQLite's lock against the heartbeat's thread.
-        await wait_until(saved, within=10)
+        # The task's first beat is over before the loop blocks: a write transaction held by
+        # a blocked loop would hold SQLite's lock against the heartbeat's thread.
+        await wait_until(beaten, within=10)
         # The loop does nothing else for longer than the stale limit (a burst of chats), and
         # until the heartbeat's thread has beaten meanwhile.
         blocked = utcnow()
@@ -106,16 +105,10 @@ async def test_a_beat_that_finds_nothing_stale_takes_no_write_lock(
     """Every beat looks for stale answers; finding none, it must not wait for (nor hold) the
     write lock: held while the loop was blocked, it kept the heartbeat's thread from
     writing, and the process's live answers were closed as interrupted."""
-    conversation_id, answer_id = await _answer_started(db, users)
+    _, answer_id = await _answer_started(db, users)
     async with db.write() as session:  # a live answer of another process
         session.add(
-            RunningMessage(
-                message_id=answer_id,
-                conversation_id=conversation_id,
-                owner="another-process",
-                heartbeat_at=utcnow(),
-                content="",
-            )
+            RunningMessage(message_id=answer_id, owner="another-process", heartbeat_at=utcnow())
         )
     writer = Database(database_url)
     try:
@@ -134,15 +127,15 @@ async def test_a_beat_that_finds_nothing_stale_takes_no_write_lock(
 async def test_a_dead_process_is_still_closed(db: Database, users: UserFactory) -> None:
     """The heartbeat's thread stops with its process: its answers are closed as before."""
     dying = Liveness(db, INTERVAL_S)
-    conversation_id, answer_id = await _answer_started(db, users, dying.owner)
+    _, answer_id = await _answer_started(db, users, dying.owner)
     task = asyncio.create_task(dying.run())
-    dying.started(conversation_id, answer_id).apply({"type": "content_delta", "delta": "Cut"})
+    dying.started(answer_id)
+    await _stored_events(db, answer_id, [{"type": "content_delta", "delta": "Cut"}])
 
-    async def written() -> bool:
-        row = await _running_row(db, answer_id)
-        return row is not None and row.content == "Cut"
+    async def beaten() -> bool:
+        return dying.heartbeat.last_beat is not None
 
-    await wait_until(written, within=10)
+    await wait_until(beaten, within=10)
     task.cancel()  # its thread stops: what a killed process's heartbeat does
     await asyncio.gather(task, return_exceptions=True)
     later = utcnow() + 2 * STALE  # another process, once the row's heartbeat is stale
@@ -153,50 +146,48 @@ async def test_a_dead_process_is_still_closed(db: Database, users: UserFactory) 
     assert (closed.content, closed.interrupted) == ("Cut", True)
 
 
-async def test_what_the_answers_gain_after_their_first_write_is_saved_at_the_next_beat(
+async def test_a_dead_processs_answer_is_rebuilt_from_its_stored_events(
     db: Database, users: UserFactory
 ) -> None:
-    """Each running answer's row follows it (content, tool calls, results): what a process
-    that dies leaves of it; several answers' changes in one statement."""
-    liveness = Liveness(db, INTERVAL_S)
-    started = [await _answer_started(db, users, liveness.owner) for _ in range(3)]
-    task = asyncio.create_task(liveness.run())
-    try:
-        answers = [liveness.started(c, a) for c, a in started]
-        for answer in answers:
-            answer.apply({"type": "content_delta", "delta": "First"})
+    """The events its process stored are the whole record: the interrupted message has their
+    text, tool calls and results, and the order of its text parts and tool calls."""
+    dead = Liveness(db, INTERVAL_S)  # never runs: its process died
+    _, answer_id = await _answer_started(db, users, dead.owner)
+    call = {"id": "toolu_1", "name": "echo_text", "arguments": {"text": "é"}}
+    result = {"toolCallId": "toolu_1", "success": True, "result": {"text": "é"}}
+    await _stored_events(
+        db,
+        answer_id,
+        [
+            {"type": "content_delta", "delta": "First"},
+            {"type": "content_delta", "delta": " and more"},
+            {"type": "tool_call_start", "toolCall": call},
+            {"type": "tool_result", "toolResult": result},
+            {"type": "content_delta", "delta": "Then"},
+        ],
+    )
+    later = utcnow() + 2 * STALE
+    assert await Liveness(db, INTERVAL_S, now=lambda: later).close_stale() == 1
+    async with db.read() as session:
+        closed = await session.scalar(select(Message).where(Message.id == answer_id))
+    assert closed is not None and closed.interrupted
+    assert (closed.content, closed.tool_calls, closed.tool_results) == (
+        "First and moreThen",
+        [call],
+        [result],
+    )
+    assert closed.parts == [
+        {"type": "text", "text": "First and more"},
+        {"type": "toolCall", "toolCallId": "toolu_1"},
+        {"type": "text", "text": "Then"},
+    ]
 
-        async def all_written() -> bool:
-            rows = [await _running_row(db, a) for _, a in started]
-            return all(row is not None and row.content == "First" for row in rows)
 
-        await wait_until(all_written, within=10)
-        call = {"id": "toolu_1", "name": "echo_text", "arguments": {"text": "é"}}
-        result = {"toolCallId": "toolu_1", "success": True, "result": {"text": "é"}}
-        for answer in answers[:2]:
-            answer.apply({"type": "content_delta", "delta": " and more"})
-            answer.apply({"type": "tool_call_start", "toolCall": call})
-            answer.apply({"type": "tool_result", "toolResult": result})
-
-        async def saved() -> bool:
-            row = await _running_row(db, started[1][1])
-            return row is not None and row.content == "First and more"
-
-        await wait_until(saved, within=10)
-        for (_, answer_id), gained in zip(started, (True, True, False), strict=True):
-            row = await _running_row(db, answer_id)
-            assert row is not None
-            if gained:
-                assert (row.content, row.tool_calls, row.tool_results) == (
-                    "First and more",
-                    [call],
-                    [result],
-                )
-            else:
-                assert (row.content, row.tool_calls, row.tool_results) == ("First", None, None)
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+async def _stored_events(db: Database, answer_id: str, events: list[dict[str, object]]) -> None:
+    """The events a run's writer stored after its `message_start`."""
+    async with db.write() as session:
+        for n, event in enumerate(events, start=2):
+            session.add(ChatEventRow(message_id=answer_id, n=n, data=json.dumps(event)))
 
 
 async def test_a_run_cut_before_its_first_event_after_message_start_is_closed(
@@ -223,7 +214,7 @@ async def test_a_run_cut_before_its_first_event_after_message_start_is_closed(
         conversation_id,
     )
     assert run is not None and run.status == INTERRUPTED
-    signals = Signals(db, on_stop=lambda _: None)
+    signals = Signals(db)
     try:
         frames = [frame async for frame in tail(db, signals, answer_id, 0)]
     finally:
@@ -233,7 +224,7 @@ async def test_a_run_cut_before_its_first_event_after_message_start_is_closed(
         "error": "The answer was interrupted",
     }
     assert len(frames) == 2  # message_start, then the error
-    assert await request_stop(db, answer_id, run.user_id) == StopAnswer.NOT_RUNNING
+    assert await request_stop(db, Signals(db), answer_id, run.user_id) == StopAnswer.NOT_RUNNING
 
 
 async def test_a_run_whose_conversation_was_deleted_before_its_process_died_is_closed(
@@ -258,7 +249,7 @@ async def test_a_run_whose_conversation_was_deleted_before_its_process_died_is_c
     assert saved is None  # there is no conversation to save it in
     stored = await events_after(db, answer_id, 0)
     assert json.loads(stored[-1][1]) == {"type": "error", "error": "The answer was interrupted"}
-    assert await request_stop(db, answer_id, run.user_id) == StopAnswer.NOT_RUNNING
+    assert await request_stop(db, Signals(db), answer_id, run.user_id) == StopAnswer.NOT_RUNNING
 
 
 async def test_a_run_still_marked_running_without_its_liveness_row_is_closed(
@@ -291,7 +282,7 @@ async def test_a_run_still_marked_running_without_its_liveness_row_is_closed(
     assert young is not None and young.status == RUNNING
     stored = await events_after(db, old_id, 0)
     assert json.loads(stored[-1][1]) == {"type": "error", "error": "The answer was interrupted"}
-    assert await request_stop(db, old_id, old.user_id) == StopAnswer.NOT_RUNNING
+    assert await request_stop(db, Signals(db), old_id, old.user_id) == StopAnswer.NOT_RUNNING
 
 
 async def test_a_live_run_is_not_closed(db: Database, users: UserFactory) -> None:

@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from controlcenter.chat import store
 from controlcenter.chat.events import content_delta, event_data
+from controlcenter.chat.models import INTERRUPTED
 from controlcenter.chat.resume import tail
+from controlcenter.chat.run.start import start_turn
+from controlcenter.chat.run.stored import close_run
+from controlcenter.chat.run.writer import EventWriter
 from controlcenter.chat.signals import Signals
-from controlcenter.chat.store import EventWriter
 from controlcenter.db import Database
 from tests.conftest import RunningServer, UserFactory
 
@@ -29,7 +31,7 @@ READER_READS = ("chat_events.data", "chat_runs.user_id")
 async def process(server: RunningServer) -> AsyncIterator[tuple[Database, Signals]]:
     """A database and signals of their own: what the readers' process holds."""
     db = Database(server.db.url)
-    signals = Signals(db, on_stop=lambda _: None)
+    signals = Signals(db)
     yield db, signals
     await signals.aclose()
     await db.dispose()
@@ -46,7 +48,7 @@ async def test_many_waiting_readers_make_no_query_of_their_own(
     db, signals = process
     user = await users.create()
     message_id = "msg_1_readers0001"
-    await store.start_turn(
+    await start_turn(
         server.db, user_id=user.id, conversation_id=None, message="x", answer_id=message_id
     )
     statements: list[str] = []
@@ -83,12 +85,12 @@ async def test_many_waiting_readers_make_no_query_of_their_own(
     # Another process writes: every reader gets the event, then the end.
     other_db = Database(server.db.url)
     try:
-        other = EventWriter(other_db, Signals(other_db, on_stop=lambda _: None))
+        other = EventWriter(other_db, Signals(other_db))
         other.add(message_id, (2, event_data(content_delta("y"))))
         await other.close(10.0)
         async with other_db.write() as session:
             final = event_data({"type": "error", "error": "The answer was interrupted"})
-            await store.close_run(session, message_id, final, store.INTERRUPTED)
+            await close_run(session, message_id, final, INTERRUPTED)
         await asyncio.wait_for(asyncio.gather(*readers), 30)
     finally:
         await other_db.dispose()
@@ -105,9 +107,7 @@ async def test_the_process_s_own_writer_wakes_its_readers(
     db, signals = process
     user = await users.create()
     message_id = "msg_1_readers0002"
-    await store.start_turn(
-        db, user_id=user.id, conversation_id=None, message="x", answer_id=message_id
-    )
+    await start_turn(db, user_id=user.id, conversation_id=None, message="x", answer_id=message_id)
     got: list[list[Any]] = [[] for _ in range(10)]
     readers = [asyncio.create_task(_read(db, signals, message_id, into)) for into in got]
     writer = EventWriter(db, signals)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from controlcenter.chat.models import ConversationRow, RunningMessage
-from controlcenter.chat.store import FAILED, run_owner_status
+from controlcenter.chat.models import FAILED, ChatRun, ConversationRow, RunningMessage
+from controlcenter.chat.run.stored import run_owner_status
 from tests.chat.helpers import (
     CHAT,
     CONVERSATIONS,
@@ -217,8 +217,9 @@ async def test_a_replacing_answer_has_its_liveness_row_while_it_runs(
     message_id = running[0][1]["messageId"]
     async with server.db.read() as session:
         row = await session.get(RunningMessage, message_id)
+        run = await session.get(ChatRun, message_id)
     assert row is not None
-    assert row.conversation_id == conversation_id
+    assert run is not None and run.conversation_id == conversation_id
     await client.post(f"{CHAT}/{message_id}/stop", headers=user.headers)
     await read_frames(client, "GET", events_url(message_id), user)
 

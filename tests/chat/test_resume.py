@@ -10,8 +10,8 @@ import httpx
 from httpx_sse import aconnect_sse
 from sqlalchemy import update
 
-from controlcenter.chat import store
-from controlcenter.chat.models import ChatRun, Message
+from controlcenter.chat.models import DONE, ChatRun, Message
+from controlcenter.chat.run.stored import KEPT_FOR, events_after, prune, run_owner_status
 from controlcenter.db import utcnow
 from tests.chat.conftest import ToolLog, recording_tool
 from tests.chat.helpers import CHAT, Llm, stored_messages, stream_chat, types, wait_for
@@ -161,20 +161,20 @@ async def test_events_are_kept_24_hours(
     message_id = events[0]["messageId"]
 
     async def finished() -> bool:
-        found = await store.run_owner_status(server.db, message_id)
-        return found is not None and found[1] == store.DONE
+        found = await run_owner_status(server.db, message_id)
+        return found is not None and found[1] == DONE
 
     await wait_for(finished)
-    assert await store.prune(server.db) == 0
-    assert len(await store.events_after(server.db, message_id, 0)) == 3
+    assert await prune(server.db) == 0
+    assert len(await events_after(server.db, message_id, 0)) == 3
     async with server.db.write() as db:  # a day and a bit later
         await db.execute(
             update(ChatRun)
             .where(ChatRun.message_id == message_id)
-            .values(created_at=utcnow() - store.KEPT_FOR * 1.01)
+            .values(created_at=utcnow() - KEPT_FOR * 1.01)
         )
-    assert await store.prune(server.db) == 3
-    assert await store.events_after(server.db, message_id, 0) == []
+    assert await prune(server.db) == 3
+    assert await events_after(server.db, message_id, 0) == []
     response = await client.get(events_url(message_id), headers=user.headers)
     assert (response.status_code, response.json()) == (404, {"error": "Message not found"})
 
@@ -213,9 +213,9 @@ async def test_an_answer_closed_as_interrupted_meanwhile_still_ends_and_replays(
     assert [(m.id, m.content, m.interrupted) for m in stored[1:]] == [
         (message_id, "The whole answer.", False)
     ]
-    await wait_for(lambda: _status_is(server, message_id, store.DONE))
+    await wait_for(lambda: _status_is(server, message_id, DONE))
 
 
 async def _status_is(server: RunningServer, message_id: str, status: str) -> bool:
-    owner_status = await store.run_owner_status(server.db, message_id)
+    owner_status = await run_owner_status(server.db, message_id)
     return owner_status is not None and owner_status[1] == status

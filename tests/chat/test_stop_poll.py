@@ -12,10 +12,12 @@ from pathlib import Path
 from sqlalchemy import Select
 from sqlalchemy.dialects import sqlite
 
-from controlcenter.chat import store
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.liveness import _runs_without_row
-from controlcenter.chat.stream import ChatRuns
+from controlcenter.chat.models import STOPPED
+from controlcenter.chat.run.commands import StopAnswer, request_stop
+from controlcenter.chat.run.runs import ChatRuns
+from controlcenter.chat.signals import ASKED_STOPS, Signals
 from controlcenter.db import Database, utcnow
 from controlcenter.db.migrate import upgrade
 from tests.conftest import RunningServer, UserFactory
@@ -32,22 +34,29 @@ async def test_a_stop_asked_elsewhere_stops_the_run_here_and_no_other(
         stopped = await here.begin(user.id, None, "stop me", EventChannel())
         going_on = await here.begin(user.id, None, "go on", EventChannel())
         assert stopped is not None and going_on is not None
-        asked = await store.request_stop(there_db, stopped.message_id, user.id)
-        assert asked is store.StopAnswer.ASKED
+        there = Signals(there_db)  # another process's
+        asked = await request_stop(there_db, there, stopped.message_id, user.id)
+        assert asked is StopAnswer.ASKED
         # What the run's loop does while its provider answers: it waits until a stop comes.
         assert await stopped.unless_stopped(asyncio.Event().wait()) is None
         assert not going_on.stopped
-        assert await store.stops_asked(there_db) == [stopped.message_id]
+        assert await _stops_asked(there_db) == [stopped.message_id]
         # Ended, it is no longer polled for, stop flag or not.
-        await stopped.finish(store.STOPPED)
-        assert await store.stops_asked(there_db) == []
+        await stopped.finish(STOPPED)
+        assert await _stops_asked(there_db) == []
     finally:
         for run in (stopped, going_on):
             if run is not None:
-                here.forget(run)
+                run.dismiss()
         await here.drain(1.0)
         await here_db.dispose()
         await there_db.dispose()
+
+
+async def _stops_asked(db: Database) -> list[str]:
+    """What every process's poll reads: the running runs a stop was asked for."""
+    async with db.read() as session:
+        return list(await session.scalars(ASKED_STOPS))
 
 
 def _plan(path: Path, query: Select[str], *params: object) -> list[str]:
@@ -61,7 +70,7 @@ def _plan(path: Path, query: Select[str], *params: object) -> list[str]:
 def test_sqlites_poll_reads_the_partial_index_only(tmp_path: Path) -> None:
     path = tmp_path / "poll.db"
     upgrade(f"sqlite+aiosqlite:///{path}")
-    plan = _plan(path, store._STOPS_ASKED)
+    plan = _plan(path, ASKED_STOPS)
     assert plan == ["SCAN chat_runs USING INDEX ix_chat_runs_stops_asked"]
     # The liveness task's look for running runs without a row reads its own partial index.
     later = _plan(path, _runs_without_row(utcnow()), utcnow().isoformat())

@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from controlcenter.chat.agent import SYSTEM_PROMPT
-from controlcenter.chat.store import RUNNING, run_owner_status
+from controlcenter.chat.models import RUNNING
+from controlcenter.chat.run.stored import run_owner_status
 from tests.chat.conftest import ToolLog, recording_tool
 from tests.chat.helpers import (
     CHAT,
@@ -48,7 +49,8 @@ async def test_plain_answer(
     assert delta == {"type": "content_delta", "delta": "Hello broker"}
     assert set(complete) == {"type", "message"}
     final = complete["message"]
-    assert set(final) == {"id", "role", "content", "createdAt", "usage"}
+    assert set(final) == {"id", "role", "content", "createdAt", "usage", "parts"}
+    assert final["parts"] == [{"type": "text", "text": "Hello broker"}]
     assert final["id"] == start["messageId"]
     assert (final["role"], final["content"]) == ("assistant", "Hello broker")
     assert ISO.match(final["createdAt"])

@@ -1,4 +1,4 @@
-"""A turn's start (`store.start_turn`): a new or continued conversation, its history, the user's
+"""A turn's start (`start_turn`): a new or continued conversation, its history, the user's
 message and the run with message_start, in one write; None, with nothing saved, for a
 conversation that is not the caller's. On both databases."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from sqlalchemy import delete, func, select
 
-from controlcenter.chat import store
-from controlcenter.chat.models import ConversationRow, Message
-from controlcenter.chat.store import StartedTurn, StoredText, start_turn
+from controlcenter.chat.models import RUNNING, ConversationRow, Message
+from controlcenter.chat.run.start import StartedTurn, StoredText, start_turn
+from controlcenter.chat.run.stored import events_after, run_owner_status
 from controlcenter.db import Database
 from tests.conftest import UserFactory
 
@@ -24,7 +24,7 @@ async def _messages(db: Database, conversation_id: str) -> list[str]:
 
 
 async def _start(
-    db: Database, user_id: str, conversation_id: object, message: str, answer: str
+    db: Database, user_id: str, conversation_id: str | None, message: str, answer: str
 ) -> StartedTurn | None:
     return await start_turn(
         db, user_id=user_id, conversation_id=conversation_id, message=message, answer_id=answer
@@ -46,7 +46,7 @@ async def test_a_turn_starts_or_continues_the_callers_conversation(
     assert once is not None
     assert once.history == (StoredText("user", "Earlier"), StoredText("user", "Again"))
     assert await _start(db, mine.id, other.conversation_id, "x", "msg_1_startnotmine") is None
-    assert await _start(db, mine.id, 42, "x", "msg_1_startnotanid") is None
+    assert await _start(db, mine.id, "", "x", "msg_1_startnotanid") is None  # names none
     assert await _messages(db, kept.conversation_id) == ["Earlier", "Again", "Once more"]
     assert await _messages(db, other.conversation_id) == ["Theirs"]
     async with db.read() as session:
@@ -57,11 +57,11 @@ async def test_a_turn_starts_or_continues_the_callers_conversation(
         assert set(titles) == {"Earlier"}
     assert continued is not None and continued.updated_at > continued.created_at
     for answer, turn in (("msg_1_startagain", again), ("msg_1_startonce", once)):
-        stored = await store.events_after(db, answer, 0)
+        stored = await events_after(db, answer, 0)
         assert [n for n, _ in stored] == [1] and turn.conversation_id in stored[0][1]
-        assert await store.run_owner_status(db, answer) == (mine.id, store.RUNNING)
+        assert await run_owner_status(db, answer) == (mine.id, RUNNING)
     for refused in ("msg_1_startnotmine", "msg_1_startnotanid"):
-        assert await store.run_owner_status(db, refused) is None
+        assert await run_owner_status(db, refused) is None
 
 
 async def test_a_start_the_database_refuses_saves_nothing(db: Database, users: UserFactory) -> None:

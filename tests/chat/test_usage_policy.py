@@ -6,7 +6,8 @@ from typing import Any
 
 import httpx
 
-from controlcenter.chat import store
+from controlcenter.chat.models import DONE
+from controlcenter.chat.run.stored import run_owner_status
 from controlcenter.db import utcnow
 from tests.chat.conftest import ToolLog, recording_tool
 from tests.chat.helpers import (
@@ -116,8 +117,8 @@ async def test_the_quota_refuses_before_the_stream_once_reached(
     assert events[-1]["type"] == "message_complete"  # 0 used before: allowed
 
     async def counted() -> bool:  # the run's usage is stored as it ends, after its last event
-        found = await store.run_owner_status(server.db, events[0]["messageId"])
-        return found is not None and found[1] == store.DONE
+        found = await run_owner_status(server.db, events[0]["messageId"])
+        return found is not None and found[1] == DONE
 
     await wait_for(counted)
     before = await count_rows(server)

@@ -19,8 +19,10 @@ import pytest
 from sqlalchemy import select
 
 from controlcenter.app import create_app
-from controlcenter.chat.models import ChatRun, Message, RunningMessage
-from controlcenter.chat.store import INTERRUPTED, RUNNING
+from controlcenter.chat.events import parsed
+from controlcenter.chat.fold import fold
+from controlcenter.chat.models import INTERRUPTED, RUNNING, ChatRun, Message, RunningMessage
+from controlcenter.chat.run.stored import events_after
 from tests.chat.helpers import set_settings, stored_messages
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.llm import FakeAnthropic, Reply, ToolUse
@@ -110,8 +112,15 @@ async def chat_until_held(url: str, user: AppUser, fake: FakeAnthropic) -> str:
 
 
 async def running_content(server: RunningServer) -> list[str]:
+    """The text of each answer in flight whose stored events hold a tool's result: what a
+    process that dies now leaves of it."""
     async with server.db.read() as db:
-        return [row.content for row in await db.scalars(select(RunningMessage))]
+        running = list(await db.scalars(select(RunningMessage.message_id)))
+    answers = [
+        fold(parsed(data) for _, data in await events_after(server.db, message_id, 0))
+        for message_id in running
+    ]
+    return [answer.content for answer in answers if answer.tool_results]
 
 
 async def assert_closed(

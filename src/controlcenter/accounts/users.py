@@ -21,13 +21,13 @@ from controlcenter.auth.models import ADMIN, SUPER_ADMIN, USER, ApiTokenRecord, 
 from controlcenter.auth.passwords import hash_password_off_loop, verify_password
 from controlcenter.auth.service import create_user
 from controlcenter.auth.verified import CREDENTIALS
-from controlcenter.chat.models import ConversationRow, Message
+from controlcenter.chat.locks import hold_conversations
+from controlcenter.chat.models import ConversationRow
 from controlcenter.common.emails import normalise_email
 from controlcenter.common.logs import get_logger
 from controlcenter.common.times import iso
 from controlcenter.db import Database, utcnow
 from controlcenter.db.changes import mark_changed
-from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import PENDING, OutboxJob
 
 log = get_logger(__name__)
@@ -237,17 +237,18 @@ async def reset_password(
 async def delete_user(database: Database, user_id: str, *, actor_role: str) -> int:
     """Remove the user with sessions, tokens, conversations and onboarding record; their
     pending outbox jobs end as cancelled. Returns how many jobs were cancelled."""
+    owned = select(ConversationRow.id).where(ConversationRow.user_id == user_id)
     async with database.write() as db:
+        # The conversations' rows first, as every writer of them takes them (`chat.locks`),
+        # then the user's: a chat of theirs ending meanwhile waits, or is waited for.
+        await hold_conversations(db, await db.scalars(owned))
         user = await _locked_target(db, user_id)
         _check_may_act(actor_role, user.role)
         await _check_not_last_super_admin(db, user)
-        conversations = select(ConversationRow.id).where(ConversationRow.user_id == user_id)
-        await db.execute(delete(Message).where(Message.conversation_id.in_(conversations)))
-        await db.execute(delete(ConversationRow).where(ConversationRow.user_id == user_id))
-        await db.execute(delete(Onboarding).where(Onboarding.userId == user_id))
-        await db.execute(delete(Session).where(Session.user_id == user_id))
-        await db.execute(delete(ApiTokenRecord).where(ApiTokenRecord.user_id == user_id))
         cancelled = await _cancel_jobs(db, user_id)
+        # The declared `ON DELETE CASCADE` of each table removes with the user their
+        # sessions, tokens, onboarding record, conversations with their messages, and runs
+        # with their events.
         await db.delete(user)
         await mark_changed(db, CREDENTIALS)
     log.info("user deleted", user_id=user_id, by=actor_role, cancelled_jobs=len(cancelled))

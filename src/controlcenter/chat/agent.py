@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import traceback
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -18,19 +17,10 @@ from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.context import ChatContext
 from controlcenter.chat.context_budget import fit
 from controlcenter.chat.conversations import TurnRefusedError
+from controlcenter.chat.models import APPROVED, ASSISTANT, DONE, FAILED, INTERRUPTED, STOPPED
 from controlcenter.chat.policy import DEFAULT_CONTEXT_TOKEN_BUDGET
-from controlcenter.chat.schemas import message_json
-from controlcenter.chat.store import (
-    APPROVED,
-    ASSISTANT,
-    DONE,
-    FAILED,
-    INTERRUPTED,
-    STOPPED,
-    RunRecord,
-    assistant_message,
-)
-from controlcenter.chat.stream import ChatRuns
+from controlcenter.chat.run.record import RunRecord
+from controlcenter.chat.run.runs import ChatRuns
 from controlcenter.common.logs import get_logger
 from controlcenter.common.secrets import MASK, redact
 from controlcenter.llm.types import (
@@ -75,7 +65,7 @@ class ChatTurn:
 
     user: UserRecord
     message: str
-    conversation_id: Any  # the raw request value; None when absent
+    conversation_id: str | None  # None: a new conversation
     provider: str
     key_setting: SettingName  # where `api_key` comes from, named when it is unusable
     api_key: str
@@ -143,7 +133,7 @@ async def run_chat(
             if failure is not None:
                 channel.send(failure)
         else:
-            runs.forget(run)
+            run.dismiss()
             try:
                 # The failure reaches the client once the run's end is stored: a client that
                 # reads it may at once answer the message again, and is never told that this
@@ -171,9 +161,6 @@ async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run:
         streamed.append(piece)
         run.send(events.content_delta(piece))
 
-    content = ""
-    tool_calls: list[dict[str, Any]] = []
-    tool_results: list[dict[str, Any]] = []
     for _ in range(MAX_ITERATIONS):
         streamed.clear()
         sent = fit(history, turns[len(history) :], turn.context_token_budget)
@@ -188,13 +175,10 @@ async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run:
             run.send(events.provider_fallback(turn.provider, other.name))
             reply = await run.unless_stopped(asking.of(other.provider, other.api_key))
         if reply is None:  # stopped: the text already sent is kept
-            content += "".join(streamed)
             break
         run.count_provider_call(reply.input_tokens, reply.output_tokens)
-        if reply.text:
-            content += reply.text
-            if not streamed:
-                run.send(events.content_delta(reply.text))
+        if reply.text and not streamed:
+            run.send(events.content_delta(reply.text))
         if not reply.tool_calls:
             break
         results = []
@@ -202,7 +186,6 @@ async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run:
             if run.stopped:  # a tool call under way finishes; none starts after a stop
                 break
             shown = toolbox.original(call)
-            tool_calls.append(shown.to_json())
             run.send(events.tool_call_start(shown))
             if turn.approve_writes and toolbox.writes(call):
                 await run.ask_approval(call.id)  # stored first: the event invites an answer
@@ -212,13 +195,11 @@ async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run:
                     refused = STOPPED_BEFORE_RUNNING if answer == STOPPED else DENIED_BY_USER
                     result = ToolOutcome(call.id, False, error=refused)
                     results.append(result)
-                    tool_results.append(result.to_json())
                     run.send(events.tool_result(result))
                     continue
             run.count_tool_call()
             result = await toolbox.execute(call, acting_for)
             results.append(result)
-            tool_results.append(result.to_json())
             run.send(events.tool_result(result))
         if run.stopped:
             break
@@ -229,17 +210,7 @@ async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run:
         # Stopped by the deletion: there is no conversation to save the answer in.
         await run.finish(STOPPED, events.error(CONVERSATION_DELETED))
         return
-    message = assistant_message(
-        conversation_id=run.conversation_id,
-        message_id=run.message_id,
-        content=content,
-        tool_calls=tool_calls,
-        tool_results=tool_results,
-        usage=run.usage.json(),
-    )
-    complete = events.message_complete(message_json(message), stopped=run.stopped)
-    # One write: the message, the events still pending, message_complete and the run's end.
-    await run.finish(STOPPED if run.stopped else DONE, complete, message)
+    await run.complete()
 
 
 def _passing(exc: ProviderError) -> bool:

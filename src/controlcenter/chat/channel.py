@@ -18,8 +18,8 @@ _END = b""
 class EventChannel:
     """One stream's frames, in order; the run ends it with `close()`."""
 
-    # Frames wait in a list, the reader on one future: an asyncio.Queue (four deques of
-    # ~760 bytes, an Event) held ~3.5 KiB more per open stream.
+    # Frames wait in a list, the reader on one future: an asyncio.Queue (four deques and an
+    # Event) holds several times more memory per open stream.
     __slots__ = ("_detached", "_frames", "_ids", "_reader")
 
     def __init__(self, *, ids: bool = False) -> None:

@@ -4,34 +4,30 @@ through `chat.store`; this module returns rows, and `chat.schemas` shapes them."
 
 from __future__ import annotations
 
-from sqlalchemy import Select, and_, delete, exists, or_, select, update
+from datetime import datetime
+
+from sqlalchemy import and_, delete, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlcenter.chat.models import (
-    RUNNING,
-    ChatRun,
-    ConversationRow,
-    Message,
-    RunningMessage,
-)
-from controlcenter.chat.stops import ask_stop
+from controlcenter.chat.locks import hold_owned
+from controlcenter.chat.models import RUNNING, ChatRun, ConversationRow, Message
+from controlcenter.chat.run.commands import ask_stop
 from controlcenter.db import Database, utcnow
 from controlcenter.db.text_match import lowered
-from controlcenter.web.pagination import DEFAULT_LIMIT, Cursor
-from controlcenter.web.validation import text_problem
 
 
 async def list_conversations(
     db: Database,
     user_id: str,
     *,
-    limit: int = DEFAULT_LIMIT,
-    after: Cursor | None = None,
+    limit: int,
+    after: tuple[datetime, str] | None = None,
     containing: str | None = None,
-) -> tuple[list[ConversationRow], str | None]:
-    """A page of the caller's conversations, newest first, and the cursor of the next page
-    (None after the last). `containing`: only those whose title or a message's text holds it,
-    whatever the case (its `%` and `_` are plain characters)."""
+) -> tuple[list[ConversationRow], bool]:
+    """A page of the caller's conversations, newest first, after the conversation `after`
+    names (its creation time and id), and whether more follow. `containing`: only those
+    whose title or a message's text holds it, whatever the case (its `%` and `_` are plain
+    characters)."""
     query = select(ConversationRow).where(ConversationRow.user_id == user_id)
     if containing:
         needle = containing.lower()
@@ -43,19 +39,17 @@ async def list_conversations(
             or_(lowered(ConversationRow.title).contains(needle, autoescape=True), in_messages)
         )
     if after is not None:
+        created_at, after_id = after
         query = query.where(
             or_(
-                ConversationRow.created_at < after.created_at,
-                and_(ConversationRow.created_at == after.created_at, ConversationRow.id < after.id),
+                ConversationRow.created_at < created_at,
+                and_(ConversationRow.created_at == created_at, ConversationRow.id < after_id),
             )
         )
     query = query.order_by(ConversationRow.created_at.desc(), ConversationRow.id.desc())
     async with db.read() as session:
         rows = list(await session.scalars(query.limit(limit + 1)))
-    page = rows[:limit]
-    more = len(rows) > limit
-    next_cursor = Cursor(page[-1].created_at, page[-1].id).encode() if more else None
-    return page, next_cursor
+    return rows[:limit], len(rows) > limit
 
 
 async def get_conversation(
@@ -77,7 +71,7 @@ async def rename_conversation(
 ) -> ConversationRow | None:
     """The caller's conversation with its new title; None when not theirs."""
     async with db.write() as session:
-        conversation = await _owned(session, user_id, conversation_id)
+        conversation = await hold_owned(session, user_id, conversation_id)
         if conversation is None:
             return None
         conversation.title = title
@@ -89,13 +83,12 @@ async def delete_conversation(db: Database, user_id: str, conversation_id: str) 
     """Its answers still running are stopped, as the stop endpoint stops them (they end with
     an `error` event saying the conversation was deleted)."""
     async with db.write() as session:
-        conversation = await _owned(session, user_id, conversation_id)
+        # Its row first, as every writer of a conversation's rows takes it (`chat.locks`).
+        conversation = await hold_owned(session, user_id, conversation_id, deleting=True)
         if conversation is None:
             return False
         await stop_conversation_runs(session, conversation.id)
-        # Explicitly, not only by the foreign key's cascade: SQLite enforces it per connection.
-        await session.execute(delete(Message).where(Message.conversation_id == conversation.id))
-        await session.delete(conversation)
+        await session.delete(conversation)  # its messages by the declared cascade
         return True
 
 
@@ -103,8 +96,6 @@ async def _owned(
     session: AsyncSession, user_id: str, conversation_id: str
 ) -> ConversationRow | None:
     # Another user's conversation is indistinguishable from a missing one.
-    if text_problem(conversation_id) is not None:
-        return None  # no id holds NUL or a lone surrogate, and PostgreSQL refuses the query
     return await session.scalar(
         select(ConversationRow).where(
             ConversationRow.id == conversation_id, ConversationRow.user_id == user_id
@@ -171,23 +162,14 @@ async def _answer_running(session: AsyncSession, conversation_id: str) -> bool:
     """Whether a run answers in this conversation now."""
     running = await session.scalar(
         select(ChatRun.message_id)
-        .where(ChatRun.message_id.in_(_liveness_rows(conversation_id)), ChatRun.status == RUNNING)
+        .where(ChatRun.conversation_id == conversation_id, ChatRun.status == RUNNING)
         .limit(1)
     )
     return running is not None
 
 
-def _liveness_rows(conversation_id: str) -> Select[str]:
-    """The message ids of the conversation's runs that have a liveness row
-    (`running_messages`), as every run has from its start until shortly after its end."""
-    return select(RunningMessage.message_id).where(
-        RunningMessage.conversation_id == conversation_id
-    )
-
-
 async def stop_conversation_runs(session: AsyncSession, conversation_id: str) -> list[str]:
-    """In the caller's transaction (the conversation's deletion): a stop asked for each run of
-    the conversation still running (`stops.ask_stop`, as the stop endpoint asks it); their
-    message ids. The runs are those with a liveness row (`running_messages`), which every run
-    has while it runs."""
-    return await ask_stop(session, ChatRun.message_id.in_(_liveness_rows(conversation_id)))
+    """In the caller's transaction (the conversation's deletion, its row held): a stop asked
+    for each run of the conversation still running (`stops.ask_stop`, as the stop endpoint
+    asks it); their message ids."""
+    return await ask_stop(session, ChatRun.conversation_id == conversation_id)

@@ -63,6 +63,12 @@ def event_data(event: Event) -> str:
     return json.dumps(event, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def parsed(data: str) -> Event:
+    """A stored event's JSON text, as the event it is."""
+    event: Event = json.loads(data)
+    return event
+
+
 def frame_of(data: str, event_id: str | None = None) -> bytes:
     """One event's frame; with an id, its `id:` line first."""
     if event_id is None:

@@ -1,21 +1,22 @@
 """Answers cut by a dead process are closed, not left half-finished.
 
-Each process keeps a row per assistant message it is writing (`running_messages`): what the
-answer has so far and a heartbeat. The row is written with the run itself, in the transaction
-that starts the turn (`chat.store.start_turn`), so a process that dies at any moment after a
-run exists leaves a row behind. One task per process (`Liveness.run`) saves the answer so far
-every `CHAT_LIVENESS_INTERVAL_S` and removes the rows of finished answers (gathered over
-`FLUSH_DELAY_S`). The heartbeat of all its rows comes from a thread (chat/heartbeat.py) at the
-same interval, so that a busy event loop is not taken for a dead process. The task closes the
-rows of other processes whose heartbeat is older than `STALE_INTERVALS` intervals: the
-assistant message is saved with what it had and `interrupted: true`, the run is marked
-interrupted and its event stream ends with the `The answer was interrupted` error, all in the
-transaction that deletes the row, so one process closes it once. A run still marked running
-that has no row (its end could not be stored) is closed the same way by any process, its own
-included, with no answer to save. With the default 5 s interval a dead process's answers are
-closed within 20 s by any other process, or by the next one to start.
+Each process keeps a row per assistant message it is writing (`running_messages`): its owner
+and a heartbeat, nothing of the answer. The row is written with the run itself, in the
+transaction that starts the turn (`chat.run.start.start_turn`), so a process that dies at any
+moment after a run exists leaves a row behind. One task per process (`Liveness.run`) removes
+the rows of finished answers (gathered over `FLUSH_DELAY_S`); the heartbeat of all its rows
+comes from a thread (chat/heartbeat.py) every `CHAT_LIVENESS_INTERVAL_S`, so that a busy event
+loop is not taken for a dead process. The task closes the rows of other processes whose
+heartbeat is older than `STALE_INTERVALS` intervals: the assistant message is rebuilt from the
+run's stored events (`chat.fold`, the one record of an answer in flight) and saved with
+`interrupted: true`, the run is marked interrupted and its event stream ends with the `The
+answer was interrupted` error, all in the transaction that deletes the row, so one process
+closes it once. A run still marked running that has no row (its end could not be stored) is
+closed the same way by any process, its own included, with no answer to save. With the
+default 5 s interval a dead process's answers are closed within 20 s by any other process, or
+by the next one to start.
 
-What is lost: at most the last interval's text (saved by the heartbeat, not per event).
+What is lost: the events not yet written when the process died (a writer's window).
 """
 
 from __future__ import annotations
@@ -23,69 +24,34 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Select, Table, bindparam, delete, exists, select, text, update
+from sqlalchemy import ColumnElement, Select, delete, exists, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from controlcenter.chat import events, store
+from controlcenter.chat import events
 from controlcenter.chat.events import event_data
+from controlcenter.chat.fold import fold
 from controlcenter.chat.heartbeat import Heartbeat
-from controlcenter.chat.models import RUNNING_NOW, ChatRun, ConversationRow, Message, RunningMessage
+from controlcenter.chat.locks import hold_conversations
+from controlcenter.chat.models import (
+    INTERRUPTED,
+    RUNNING_NOW,
+    ChatEventRow,
+    ChatRun,
+    Message,
+    RunningMessage,
+)
+from controlcenter.chat.run.answer import assistant_message, save_interrupted
+from controlcenter.chat.run.stored import close_run
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database, utcnow
 
 log = get_logger(__name__)
 
-ASSISTANT = "assistant"
 FLUSH_DELAY_S = 1.0
 STALE_INTERVALS = 3
-_RUNNING = cast(Table, RunningMessage.__table__)
 _FINAL = event_data(events.error(events.ANSWER_INTERRUPTED))  # a closed run's last event
-# One statement for every answer that changed (an update built per answer cost more than
-# running it, with thousands of answers under way).
-_SAVE_PROGRESS = (
-    update(_RUNNING)
-    .where(_RUNNING.c.message_id == bindparam("message"))
-    .values(
-        content=bindparam("content"),
-        tool_calls=bindparam("tool_calls"),
-        tool_results=bindparam("tool_results"),
-    )
-)
-
-
-@dataclass
-class RunningAnswer:
-    """One answer as the chat's events have built it so far."""
-
-    conversation_id: str
-    message_id: str
-    content: str = ""
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    tool_results: list[dict[str, Any]] = field(default_factory=list)
-    changed: bool = False
-
-    def apply(self, event: dict[str, Any]) -> None:
-        kind = event.get("type")
-        if kind == "content_delta":
-            self.content += event["delta"]
-        elif kind == "tool_call_start":
-            self.tool_calls.append(event["toolCall"])
-        elif kind == "tool_result":
-            self.tool_results.append(event["toolResult"])
-        else:
-            return
-        self.changed = True
-
-    def values(self) -> dict[str, Any]:
-        return {
-            "content": self.content,
-            "tool_calls": list(self.tool_calls) or None,
-            "tool_results": list(self.tool_results) or None,
-        }
 
 
 class Liveness:
@@ -97,7 +63,7 @@ class Liveness:
         self._interval_s = interval_s
         self._now = now
         self.owner = uuid.uuid4().hex
-        self._written: dict[str, RunningAnswer] = {}
+        self._written: set[str] = set()  # the answers of this process that have a row
         self._finished: set[str] = set()
         self._wake = asyncio.Event()
         self.heartbeat = Heartbeat(
@@ -106,22 +72,20 @@ class Liveness:
 
     # -- from the chats (synchronous, no I/O) --------------------------------------------------
 
-    def started(self, conversation_id: str, message_id: str) -> RunningAnswer:
-        """An answer whose row its turn's start wrote (`store.start_turn` with this owner)."""
-        answer = RunningAnswer(conversation_id, message_id)
-        self._written[message_id] = answer
-        return answer
+    def started(self, message_id: str) -> None:
+        """An answer whose row its turn's start wrote (`start_turn` with this owner)."""
+        self._written.add(message_id)
 
-    def finished(self, answer: RunningAnswer) -> None:
-        self._finished.add(answer.message_id)
+    def finished(self, message_id: str) -> None:
+        self._finished.add(message_id)
         self._wake.set()
 
     # -- the task ------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Until cancelled: flush, save the answers so far, close the answers of dead
-        processes (at once on start: what a previous process left behind and is stale is
-        closed now). The heartbeat's thread runs as long as this does."""
+        """Until cancelled: flush, close the answers of dead processes (at once on start:
+        what a previous process left behind and is stale is closed now). The heartbeat's
+        thread runs as long as this does."""
         self.heartbeat.start()
         try:
             await self._run()
@@ -144,7 +108,7 @@ class Liveness:
                     pass
             try:
                 if loop.time() >= next_beat:
-                    await self._save_progress()
+                    await self._flush()
                     await self.close_stale()
                     next_beat = loop.time() + self._interval_s
                 else:
@@ -161,21 +125,7 @@ class Liveness:
         async with self._db.write() as session:
             await session.execute(delete(RunningMessage).where(RunningMessage.message_id.in_(done)))
         self._finished -= done
-        for message_id in done:
-            self._written.pop(message_id, None)
-
-    async def _save_progress(self) -> None:
-        await self._flush()
-        changed = [answer for answer in self._written.values() if answer.changed]
-        if not changed:
-            return
-        for answer in changed:
-            answer.changed = False
-        async with self._db.write() as session:
-            connection = await session.connection()
-            await connection.execute(
-                _SAVE_PROGRESS, [{"message": a.message_id, **a.values()} for a in changed]
-            )
+        self._written -= done
 
     async def close_stale(self) -> int:
         """Close the answers whose process stopped beating (their conversation deleted
@@ -201,47 +151,48 @@ class Liveness:
 
     async def _close_rows(self, stale_rows: tuple[ColumnElement[bool], ...]) -> int:
         """Each stale row's answer saved as interrupted, its run ended, the row deleted."""
-        query = select(RunningMessage).where(*stale_rows)
+        query = select(RunningMessage.message_id).where(*stale_rows)
         if not self._db.is_sqlite:
             query = query.with_for_update(skip_locked=True)
         closed = 0
         async with self._db.write() as session:
-            for row in (await session.scalars(query)).all():
-                saved = await self._save_interrupted(session, row)
-                await session.delete(row)
+            # The lock order of `chat.locks`: the runs' conversations first, then the rows.
+            stale = select(RunningMessage.message_id).where(*stale_rows)
+            conversations = select(ChatRun.conversation_id).where(ChatRun.message_id.in_(stale))
+            await hold_conversations(session, filter(None, await session.scalars(conversations)))
+            for message_id in (await session.scalars(query)).all():
+                saved = await self._save_interrupted(session, message_id)
+                await session.execute(
+                    delete(RunningMessage).where(RunningMessage.message_id == message_id)
+                )
                 # Its stored event stream (what the events endpoint reads) ends in the same
                 # transaction, so that a client resuming it from any process reads the error
                 # and stops waiting, and a stop asked from now on is answered `Not running`.
-                ended = await store.close_run(session, row.message_id, _FINAL, store.INTERRUPTED)
+                ended = await close_run(session, message_id, _FINAL, INTERRUPTED)
                 if saved or ended:
                     closed += 1
         return closed
 
-    async def _save_interrupted(self, session: AsyncSession, row: RunningMessage) -> bool:
-        """The row's answer so far saved as interrupted; not when its conversation was deleted
-        while it ran, nor when the answer is saved already. Whether it was saved."""
-        if row.conversation_id is None:
+    async def _save_interrupted(self, session: AsyncSession, message_id: str) -> bool:
+        """The answer so far, as its stored events make it, saved as interrupted; not when
+        its conversation was deleted while it ran, nor when the answer is saved already.
+        Whether it was saved."""
+        stored = await session.scalars(
+            select(ChatEventRow.data)
+            .where(ChatEventRow.message_id == message_id)
+            .order_by(ChatEventRow.n)
+        )
+        answer = fold(events.parsed(data) for data in stored)
+        conversation_id = answer.conversation_id
+        if conversation_id is None:
             return False
-        conversation = await session.get(ConversationRow, row.conversation_id)
-        if conversation is None:
-            return False
-        if await session.scalar(select(Message.id).where(Message.id == row.message_id)):
+        if await session.scalar(select(Message.id).where(Message.id == message_id)):
             return False
         now = self._now()
-        session.add(
-            Message(
-                id=row.message_id,
-                conversation_id=conversation.id,
-                role=ASSISTANT,
-                content=row.content,
-                tool_calls=row.tool_calls,
-                tool_results=row.tool_results,
-                interrupted=True,
-                created_at=now,
-            )
+        message = assistant_message(
+            conversation_id, message_id, answer, interrupted=True, created_at=now
         )
-        conversation.updated_at = now
-        return True
+        return await save_interrupted(session, message)
 
     async def _close_rowless(self, message_ids: list[str]) -> int:
         """Runs still marked running with no liveness row, older than the stale limit: their
@@ -250,7 +201,7 @@ class Liveness:
         closed = 0
         async with self._db.write() as session:
             for message_id in message_ids:  # closed once: only a run still running is
-                if await store.close_run(session, message_id, _FINAL, store.INTERRUPTED):
+                if await close_run(session, message_id, _FINAL, INTERRUPTED):
                     closed += 1
         return closed
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, false, text
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Table, Text, false, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlcenter.db import Base, UTCDateTime, new_id, utcnow
@@ -36,12 +36,27 @@ class Message(Base):
     tool_results: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
     # {inputTokens, outputTokens, providerCalls} of an assistant message.
     usage: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    # An assistant message's text parts and tool calls in the order they happened
+    # (`chat.fold`); None for user messages and for answers stored before it was kept.
+    parts: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     # Closed by another process after its own died mid-answer (chat/liveness.py).
     interrupted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
-RUNNING = "running"  # a run's status while it runs
+USER = "user"  # a message's role
+ASSISTANT = "assistant"
+# A run's status: running, then how it ended.
+RUNNING = "running"
+DONE = "done"
+STOPPED = "stopped"
+FAILED = "failed"
+INTERRUPTED = "interrupted"  # closed by another process after its own died
+# An approval's status: pending, then its answer.
+PENDING = "pending"
+APPROVED = "approved"
+DENIED = "denied"
+EXPIRED = "expired"
 
 
 # The condition of `ix_chat_runs_stops_asked`, written the same in the poll's query: SQLite uses
@@ -60,7 +75,7 @@ class ChatRun(Base):
     __tablename__ = "chat_runs"
     # SQLite's processes poll for stops (nothing notifies them): this index holds only the
     # running runs a stop was asked for, so a poll reads those few rows whatever the number
-    # of runs (an IN list of every running id cost ~7% of the CPU with 10,000 streams open).
+    # of runs (an IN list of every running id grows with the streams open).
     __table_args__ = (
         Index(
             "ix_chat_runs_stops_asked",
@@ -80,6 +95,10 @@ class ChatRun(Base):
 
     message_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    # The conversation it answers in. No foreign key: a run outlives its conversation (its
+    # usage counts for the month), and a conversation's deletion writes none of its runs
+    # but those it stops. None for runs begun before it was kept.
+    conversation_id: Mapped[str | None] = mapped_column(String(36), default=None, index=True)
     status: Mapped[str] = mapped_column(String(20))
     stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
@@ -117,18 +136,19 @@ class ChatApproval(Base):
 
 
 class RunningMessage(Base):
-    """An assistant message being written, and the process writing it (its heartbeat)."""
+    """An assistant message being written: the process writing it and its heartbeat. What
+    the answer has so far is its stored events (`chat_events`), nothing else."""
 
     __tablename__ = "running_messages"
 
     message_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    # Outlives its conversation (set to NULL when it is deleted): the row is how another
-    # process learns that the run's own process died, deleted while the answer ran or not.
-    conversation_id: Mapped[str | None] = mapped_column(
-        ForeignKey("conversations.id", ondelete="SET NULL"), index=True
-    )
     owner: Mapped[str] = mapped_column(String(32), index=True)
     heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
-    content: Mapped[str] = mapped_column(Text, default="")
-    tool_calls: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
-    tool_results: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
+
+
+# The tables as SQLAlchemy Core handles, for the statements the chat writes in Core.
+CONVERSATIONS_TABLE = cast(Table, ConversationRow.__table__)
+MESSAGES_TABLE = cast(Table, Message.__table__)
+RUNS_TABLE = cast(Table, ChatRun.__table__)
+EVENTS_TABLE = cast(Table, ChatEventRow.__table__)
+RUNNING_TABLE = cast(Table, RunningMessage.__table__)

@@ -12,7 +12,7 @@ from typing import Any
 
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.events import ANSWER_INTERRUPTED, Event
-from controlcenter.chat.liveness import Liveness, RunningAnswer
+from controlcenter.chat.liveness import Liveness
 from controlcenter.observability import tracing
 from controlcenter.observability.metrics import CHATS
 
@@ -21,31 +21,29 @@ FAILED = "failed"
 
 
 class ObservedChannel(EventChannel):
-    """Notes how the turn ended (`message_complete` or `error`), and keeps the answer so far
-    for `liveness` (a dead process's answer is closed by another)."""
+    """Notes how the turn ended (`message_complete` or `error`), and tells `liveness` which
+    answers run here (a dead process's answer is closed by another)."""
 
-    __slots__ = ("_answer", "_liveness", "outcome")
+    __slots__ = ("_liveness", "_message_id", "outcome")
 
     def __init__(self, liveness: Liveness | None = None, *, ids: bool = False) -> None:
         super().__init__(ids=ids)
         self.outcome: str | None = None
         self._liveness = liveness
-        self._answer: RunningAnswer | None = None
+        self._message_id: str | None = None
 
     def note(self, event: Event) -> None:
         kind = event.get("type")
         if kind == "message_start" and self._liveness is not None:
-            self._answer = self._liveness.started(event["conversationId"], event["messageId"])
-        answer = self._answer
-        if answer is not None:
-            answer.apply(event)
+            self._message_id = event["messageId"]
+            self._liveness.started(event["messageId"])
         if kind == "message_complete" or kind == "error":
             self.outcome = COMPLETED if kind == "message_complete" else FAILED
             # An answer interrupted at shutdown keeps its row: another process (or the next
             # start) saves the answer so far, whenever this one's liveness task stops.
             interrupted = event.get("error") == ANSWER_INTERRUPTED
-            if answer is not None and self._liveness is not None and not interrupted:
-                self._liveness.finished(answer)
+            if self._message_id is not None and self._liveness is not None and not interrupted:
+                self._liveness.finished(self._message_id)
 
 
 async def observed_run(

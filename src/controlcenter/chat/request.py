@@ -21,6 +21,11 @@ INVALID_JSON = "Invalid JSON body"
 INVALID_TEXT = "Invalid text: strings must not contain NUL characters or unpaired surrogates"
 INVALID_REPLACE = f"Invalid replace: must be one of {', '.join(REPLACEABLE)}"
 REPLACE_NEEDS_CONVERSATION = "Missing conversationId: replace applies to a conversation"
+# What a `conversationId` that is not a string reads as: an id that names no conversation, so
+# the turn answers `Conversation not found` as for any unknown id. Body strings hold no NUL
+# nor lone surrogate (`read_chat_body` refuses them), so every id passed on is one the
+# database can be asked about.
+NO_CONVERSATION = ""
 
 
 class ChatRequestError(ValueError):
@@ -32,7 +37,7 @@ class ChatInput:
     """A chat request that passed the checks on its body."""
 
     message: str
-    conversation_id: Any  # None when absent or null; otherwise the raw value (see docs/chat.md)
+    conversation_id: str | None  # None when absent or null (a new conversation)
     provider: str
     replace: str | None = None  # `lastAnswer` or `lastMessage`; None when absent or null
 
@@ -70,6 +75,8 @@ def parse_chat_request(body: Any) -> ChatInput:
     conversation_id = fields.get("conversationId")
     if replace is not None and conversation_id is None:
         raise ChatRequestError(REPLACE_NEEDS_CONVERSATION)
+    if conversation_id is not None and not isinstance(conversation_id, str):
+        conversation_id = NO_CONVERSATION
     return ChatInput(
         message=message, conversation_id=conversation_id, provider=provider, replace=replace
     )

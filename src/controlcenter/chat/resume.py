@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 
-from controlcenter.chat import store
 from controlcenter.chat.events import frame_of, is_last
+from controlcenter.chat.models import RUNNING
+from controlcenter.chat.run.stored import events_after, run_owner_status
 from controlcenter.chat.signals import Signals
-from controlcenter.chat.store import RUNNING
 from controlcenter.db import Database
 
 EVENT_ID_PATTERN = r"^\s*([^:\s]{1,64}:[0-9]{1,9})?\s*$"
@@ -36,7 +36,7 @@ def after_event(message_id: str, last_event_id: str | None, after: int | None) -
 
 
 async def owned_run(db: Database, message_id: str, user_id: str) -> bool:
-    found = await store.run_owner_status(db, message_id)
+    found = await run_owner_status(db, message_id)
     return found is not None and found[0] == user_id
 
 
@@ -47,17 +47,17 @@ async def tail(db: Database, signals: Signals, message_id: str, after: int) -> A
         await signals.listen()
         while True:
             woken.clear()
-            rows = await store.events_after(db, message_id, last)
+            rows = await events_after(db, message_id, last)
             for n, data in rows:
                 yield frame_of(data, f"{message_id}:{n}")
                 last = n
                 if is_last(data):
                     return
             if not rows:
-                found = await store.run_owner_status(db, message_id)
+                found = await run_owner_status(db, message_id)
                 if found is None or found[1] != RUNNING:
                     # Its end was stored with its last events: anything left is read now.
-                    for n, data in await store.events_after(db, message_id, last):
+                    for n, data in await events_after(db, message_id, last):
                         yield frame_of(data, f"{message_id}:{n}")
                     return
                 # Woken by this process's writer, a notification or the process's one poll

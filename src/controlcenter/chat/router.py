@@ -19,6 +19,7 @@ from controlcenter.chat.conversations import (
     rename_conversation,
 )
 from controlcenter.chat.deps import ChatPartsDep
+from controlcenter.chat.models import APPROVED, DENIED
 from controlcenter.chat.request import (
     INVALID_TEXT,
     ChatInput,
@@ -32,6 +33,12 @@ from controlcenter.chat.resume import (
     after_event,
     owned_run,
     tail,
+)
+from controlcenter.chat.run.commands import (
+    ApprovalAnswer,
+    StopAnswer,
+    answer_approval,
+    request_stop,
 )
 from controlcenter.chat.schemas import (
     SSE_DESCRIPTION,
@@ -53,14 +60,6 @@ from controlcenter.chat.service import (
     providers_with_key,
     start_chat,
     tools_for,
-)
-from controlcenter.chat.store import (
-    APPROVED,
-    DENIED,
-    Answer,
-    StopAnswer,
-    answer_approval,
-    request_stop,
 )
 from controlcenter.web.body import read_model
 from controlcenter.web.deps import DatabaseDep
@@ -178,8 +177,8 @@ _STOP_REFUSED: dict[Enum, tuple[int, str]] = {
     StopAnswer.NOT_RUNNING: (409, NOT_RUNNING),
 }
 _ANSWER_REFUSED: dict[Enum, tuple[int, str]] = {
-    Answer.NOT_FOUND: (404, TOOL_CALL_NOT_FOUND),
-    Answer.CONFLICT: (409, NOT_WAITING),
+    ApprovalAnswer.NOT_FOUND: (404, TOOL_CALL_NOT_FOUND),
+    ApprovalAnswer.CONFLICT: (409, NOT_WAITING),
 }
 
 
@@ -192,8 +191,10 @@ def _refuse(outcome: Enum, refused: Mapping[Enum, tuple[int, str]]) -> None:
 async def stop_chat(
     message_id: str, principal: CurrentUser, chat_parts: ChatPartsDep
 ) -> dict[str, Any]:
-    _refuse(await request_stop(chat_parts.db, message_id, principal.user.id), _STOP_REFUSED)
-    chat_parts.runs.stop_here(message_id)  # at once when it runs here; elsewhere by the DB
+    signals = chat_parts.runs.signals
+    _refuse(
+        await request_stop(chat_parts.db, signals, message_id, principal.user.id), _STOP_REFUSED
+    )
     return {"success": True}
 
 
@@ -205,9 +206,11 @@ def _answer_route(verb: str, status: str) -> None:
         message_id: str, tool_call_id: str, principal: CurrentUser, chat_parts: ChatPartsDep
     ) -> dict[str, Any]:
         user_id = principal.user.id
-        found = await answer_approval(chat_parts.db, message_id, tool_call_id, user_id, status)
+        signals = chat_parts.runs.signals
+        found = await answer_approval(
+            chat_parts.db, signals, message_id, tool_call_id, user_id, status
+        )
         _refuse(found, _ANSWER_REFUSED)
-        chat_parts.runs.poke_here(message_id)  # at once when it runs here; elsewhere by the DB
         return {"success": True}
 
     router.post(
@@ -263,17 +266,30 @@ async def conversations(
         raise ApiError(400, INVALID_CURSOR) from exc
     if q is not None and text_problem(q) is not None:
         raise ApiError(400, INVALID_TEXT)
-    page, next_cursor = await list_conversations(
-        db, principal.user.id, limit=limit, after=after, containing=q
+    page, more = await list_conversations(
+        db,
+        principal.user.id,
+        limit=limit,
+        after=(after.created_at, after.id) if after is not None else None,
+        containing=q,
     )
+    next_cursor = Cursor(page[-1].created_at, page[-1].id).encode() if more else None
     return {"conversations": [conversation_json(row) for row in page], "nextCursor": next_cursor}
+
+
+def _conversation_id(value: str) -> str:
+    """A path's conversation id, as storage may be asked about it: an id no conversation can
+    have (NUL or a lone surrogate, which PostgreSQL refuses in a query) is not found."""
+    if text_problem(value) is not None:
+        raise ApiError(404, CONVERSATION_NOT_FOUND)
+    return value
 
 
 @router.get("/conversations/{conversation_id}", **answers(ConversationAnswer, 401, 404))
 async def conversation(
     conversation_id: str, principal: CurrentUser, db: DatabaseDep
 ) -> dict[str, Any]:
-    found = await get_conversation(db, principal.user.id, conversation_id)
+    found = await get_conversation(db, principal.user.id, _conversation_id(conversation_id))
     if found is None:
         raise ApiError(404, CONVERSATION_NOT_FOUND)
     return {"conversation": conversation_with_messages(*found)}
@@ -289,7 +305,8 @@ async def rename(
 ) -> dict[str, Any]:
     """Give the conversation a title of the caller's choosing."""
     body = await read_model(request, ConversationRename)
-    found = await rename_conversation(db, principal.user.id, conversation_id, body.title)
+    owned = _conversation_id(conversation_id)
+    found = await rename_conversation(db, principal.user.id, owned, body.title)
     if found is None:
         raise ApiError(404, CONVERSATION_NOT_FOUND)
     return {"conversation": conversation_json(found)}
@@ -299,6 +316,6 @@ async def rename(
 async def remove_conversation(
     conversation_id: str, principal: CurrentUser, db: DatabaseDep
 ) -> dict[str, Any]:
-    if not await delete_conversation(db, principal.user.id, conversation_id):
+    if not await delete_conversation(db, principal.user.id, _conversation_id(conversation_id)):
         raise ApiError(404, CONVERSATION_NOT_FOUND)
     return {"success": True}

@@ -102,12 +102,25 @@ class Usage(BaseModel):
     providerCalls: int
 
 
+class TextPart(BaseModel):
+    type: Literal["text"]
+    text: str
+
+
+class ToolCallPart(BaseModel):
+    type: Literal["toolCall"]
+    toolCallId: str
+
+
 class ChatMessage(BaseModel):
     id: str
     role: Literal["user", "assistant"]
     content: str
     toolCalls: list[ToolCall] = absent("only when the message made tool calls")
     toolResults: list[ToolResult] = absent("only when the message made tool calls")
+    parts: list[Annotated[TextPart | ToolCallPart, Field(discriminator="type")]] = absent(
+        "assistant messages: the text of each provider reply and the tool calls, in order"
+    )
     createdAt: AwareDatetime
     usage: Usage = absent("assistant messages")
     interrupted: Literal[True] = absent("closed after its process died")
@@ -319,6 +332,8 @@ def message_json(row: models.Message) -> dict[str, Any]:
         body["toolCalls"] = row.tool_calls
     if row.tool_results:
         body["toolResults"] = row.tool_results
+    if row.parts is not None:
+        body["parts"] = row.parts  # assistant messages: text and tool calls in their order
     body["createdAt"] = iso(row.created_at)
     if row.usage is not None:
         body["usage"] = row.usage  # assistant messages only

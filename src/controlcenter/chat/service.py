@@ -29,7 +29,7 @@ from controlcenter.chat.liveness import Liveness
 from controlcenter.chat.observed import ObservedChannel, observed_run
 from controlcenter.chat.policy import CHAT_POLICY, stored_policy
 from controlcenter.chat.request import ChatInput
-from controlcenter.chat.stream import ChatRuns
+from controlcenter.chat.run.runs import ChatRuns
 from controlcenter.chat.usage import tokens_this_month
 from controlcenter.crm.broker import linked_location
 from controlcenter.crm.tools import OPERATION_IDS

@@ -9,20 +9,26 @@ connection per process (`db.notifications.Listener`) receives the notifications 
 notifications: one task per process (`_poll`, running while anyone waits) reads, every
 `SQLITE_POLL_S`, how far the watched messages got (one query for all of them) and wakes the
 readers of those that moved, so a waiting reader costs no query of its own however many
-there are; on PostgreSQL that task runs only while the LISTEN connection is down. The runs of
-a process poll their stop flags (`chat.stream.ChatRuns`) and a run waiting for an approval
-reads its answer every `poll_s` (`chat.store.RunRecord.approval`); all are cheap local reads.
+there are; on PostgreSQL that task runs only while the LISTEN connection is down.
+
+A run of this process is told of its stop and of its approvals' answers through the flags it
+holds here (`enlist`): a stop or an answer given in this process sets them at once
+(`stop`, `poke`), one notified from another sets them on arrival. On SQLite one task per
+process reads, every `STOP_POLL_S` while runs are enlisted, the stop flags asked anywhere
+(the few rows of a partial index), and a run waiting for an approval reads its answer again
+every `poll_s` (`chat.run.record.RunRecord.approval`); all are cheap local reads.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
-from controlcenter.chat.models import ChatEventRow, ChatRun
+from controlcenter.chat.models import STOPS_ASKED, ChatEventRow, ChatRun
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database
 from controlcenter.db.notifications import Listener
@@ -37,19 +43,28 @@ SQLITE_POLL_S = 0.1
 # not be opened, or dropped) the process polls at this pace and tries to open it again.
 POSTGRES_SAFETY_POLL_S = 2.0
 POLL_CHUNK = 500  # message ids per query of the poll
+STOP_POLL_S = 0.25  # SQLite: how often a process reads the stop flags of its runs
 Progress = tuple[str, int | None]  # a run's status and its last stored event's number
+# The poll's condition is the partial index's own (`models.STOPS_ASKED`), as its text: SQLite
+# uses a partial index only for a query whose WHERE holds the index's terms as written, and
+# renders a boolean column compared (`stop_requested = 1`), which does not match.
+ASKED_STOPS = select(ChatRun.message_id).where(text(STOPS_ASKED))
+
+
+@dataclass
+class RunFlags:
+    """What a run of this process is told: its stop was asked; an approval of it may have
+    been answered (it reads it again)."""
+
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    poked: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class Signals:
-    def __init__(
-        self,
-        db: Database,
-        on_stop: Callable[[str], None],
-        on_approval: Callable[[str], None] | None = None,
-    ) -> None:
+    def __init__(self, db: Database) -> None:
         self._db = db
-        self._on_stop = on_stop
-        self._on_approval = on_approval or (lambda _: None)
+        self._runs: dict[str, RunFlags] = {}
+        self._stop_poller: asyncio.Task[None] | None = None
         self._watchers: dict[str, set[asyncio.Event]] = {}
         self._listener: Listener | None = None
         self._opening = asyncio.Lock()
@@ -71,6 +86,44 @@ class Signals:
                 watchers.discard(woken)
                 if not watchers:
                     del self._watchers[message_id]
+
+    def enlist(self, message_id: str) -> RunFlags:
+        """The flags of a run of this process, set until `dismiss`."""
+        flags = self._runs[message_id] = RunFlags()
+        if self._db.is_sqlite and self._stop_poller is None:
+            self._stop_poller = asyncio.create_task(self._poll_stops())
+        return flags
+
+    def dismiss(self, message_id: str) -> None:
+        self._runs.pop(message_id, None)
+
+    def stop(self, message_id: str) -> None:
+        """A stop asked for the run: it is told if it runs here."""
+        flags = self._runs.get(message_id)
+        if flags is not None:
+            flags.stop.set()
+            flags.poked.set()
+
+    def poke(self, message_id: str) -> None:
+        """An approval of the run was answered: it reads it again if it runs here."""
+        flags = self._runs.get(message_id)
+        if flags is not None:
+            flags.poked.set()
+
+    async def _poll_stops(self) -> None:
+        try:
+            while self._runs:
+                await asyncio.sleep(STOP_POLL_S)
+                try:
+                    async with self._db.read() as session:
+                        asked = list(await session.scalars(ASKED_STOPS))
+                except Exception as exc:
+                    log.warning("chat stop flags unreadable", error=type(exc).__name__)
+                    continue
+                for message_id in asked:  # any process's: those running elsewhere are no-ops
+                    self.stop(message_id)
+        finally:
+            self._stop_poller = None
 
     def wake(self, message_id: str) -> None:
         for woken in self._watchers.get(message_id, ()):
@@ -141,8 +194,8 @@ class Signals:
                 return
             handlers = {
                 EVENTS_CHANNEL: self.wake,
-                STOP_CHANNEL: self._on_stop,
-                APPROVAL_CHANNEL: self._on_approval,
+                STOP_CHANNEL: self.stop,
+                APPROVAL_CHANNEL: self.poke,
             }
             try:
                 self._listener = await Listener.open(self._db.url, handlers, self._lost)
@@ -163,7 +216,8 @@ class Signals:
         listener, self._listener = self._listener, None
         if listener is not None:
             await listener.close()
-        poller, self._poller = self._poller, None
-        if poller is not None:
-            poller.cancel()
-            await asyncio.gather(poller, return_exceptions=True)
+        for poller in (self._poller, self._stop_poller):
+            if poller is not None:
+                poller.cancel()
+                await asyncio.gather(poller, return_exceptions=True)
+        self._poller = self._stop_poller = None

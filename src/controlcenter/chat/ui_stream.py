@@ -13,6 +13,7 @@ from typing import Any
 
 from controlcenter.chat.conversations import LAST_ANSWER, LAST_MESSAGE
 from controlcenter.chat.events import Event
+from controlcenter.chat.fold import Fold
 from controlcenter.chat.request import ChatInput, parse_chat_request
 
 DONE = b"data: [DONE]\n\n"
@@ -60,17 +61,20 @@ def _last_user_text(messages: Any) -> Any:
 
 
 class UiChunks:
-    """One answer's translation; it remembers the open text part, since the chat's deltas
-    carry none while the UI stream brackets each text part with start and end."""
+    """One answer's translation. The chat's deltas name no text part while the UI stream
+    brackets each with start and end: the answer's fold (`chat.fold`) says where a text part
+    begins, as it does for the stored message's `parts`."""
 
-    __slots__ = ("_message_id", "_parts", "_text_id")
+    __slots__ = ("_answer", "_message_id", "_parts", "_text_id")
 
     def __init__(self) -> None:
+        self._answer = Fold()
         self._message_id = "msg"
         self._text_id: str | None = None
         self._parts = 0
 
     def chunks(self, event: Event) -> list[Chunk]:
+        began_text = self._answer.add(event)
         kind = event.get("type")
         if kind == "message_start":
             self._message_id = event["messageId"]
@@ -82,7 +86,7 @@ class UiChunks:
                 }
             ]
         if kind == "content_delta":
-            out = self._open_text()
+            out = self._open_text() if began_text else []
             out.append({"type": "text-delta", "id": self._text_id, "delta": event["delta"]})
             return out
         if kind == "tool_call_start":
@@ -113,8 +117,6 @@ class UiChunks:
         return []  # an event this client has no chunk for (none today)
 
     def _open_text(self) -> list[Chunk]:
-        if self._text_id is not None:
-            return []
         self._parts += 1
         self._text_id = f"{self._message_id}-text-{self._parts}"
         return [{"type": "text-start", "id": self._text_id}]

@@ -1,7 +1,7 @@
 """change_stamps: the last change of each topic the processes keep in memory
 
 Revision ID: 0014
-Revises: 0012
+Revises: 0013
 Create Date: 2026-11-28 15:00:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0014"
-down_revision: str | None = "0012"
+down_revision: str | None = "0013"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,9 +1,10 @@
 """The chat runs of a process, independent of their HTTP connection.
 
 Each run is its own asyncio task writing frames into its channel (`chat.channel`); a client
-that goes away does not stop it, and its events are stored as they are sent (`chat.store`), so
-that the client can resume from any process (`chat.resume`). Stops asked in any process reach
-the run here, and at shutdown the runs get a bounded time to finish.
+that goes away does not stop it, and its events are stored as they are sent
+(`chat.run.writer`), so that the client can resume from any process (`chat.resume`). At
+shutdown the runs get a bounded time to finish, and the writer a bounded time to store what
+is pending.
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
-from controlcenter.chat import store
 from controlcenter.chat.channel import EventChannel
+from controlcenter.chat.run.record import RunRecord
+from controlcenter.chat.run.start import new_message_id, start_turn
+from controlcenter.chat.run.stored import prune
+from controlcenter.chat.run.writer import EventWriter
 from controlcenter.chat.signals import Signals
-from controlcenter.chat.store import EventWriter, RunRecord
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database
 
 log = get_logger(__name__)
 
-STOP_POLL_S = 0.25  # SQLite: how often the runs of a process read their stop flags
 PRUNE_EVERY_S = 600.0
 WRITER_CLOSE_S = 5.0  # at shutdown: how long the last events may take to be stored
 
@@ -36,32 +38,28 @@ class ChatRuns:
         self._db = db
         self._owner = owner
         self._tasks: set[asyncio.Task[None]] = set()
-        self._running: dict[str, RunRecord] = {}
-        self.signals = Signals(db, on_stop=self.stop_here, on_approval=self.poke_here)
+        self.signals = Signals(db)
         self.writer = EventWriter(db, self.signals)
-        self._poller: asyncio.Task[None] | None = None
         self._next_prune = 0.0
 
     async def begin(
         self,
         user_id: str,
-        conversation_id: Any,
+        conversation_id: str | None,
         message: str,
         channel: EventChannel,
         replace: str | None = None,
     ) -> RunRecord | None:
-        """A new run of this process sending into `channel`, its turn stored
-        (`store.start_turn`, then `message_start` sent) and known to stops asked here or
-        anywhere else; None when the conversation is not the user's. `replace`: as
-        `store.start_turn`'s (it raises TurnRefusedError)."""
-        if self._db.is_sqlite and self._poller is None:
-            self._poller = asyncio.create_task(self._poll_stops())
+        """A new run of this process sending into `channel`, its turn stored (`start_turn`,
+        then `message_start` sent) and told of stops and approvals asked here or anywhere
+        else; None when the conversation is not the user's. `replace`: as `start_turn`'s (it
+        raises TurnRefusedError)."""
         loop = asyncio.get_running_loop()
         if loop.time() >= self._next_prune:
             self._next_prune = loop.time() + PRUNE_EVERY_S
             self.start(self._prune())
-        message_id = store.new_message_id()
-        started = await store.start_turn(
+        message_id = new_message_id()
+        started = await start_turn(
             self._db,
             user_id=user_id,
             conversation_id=conversation_id,
@@ -74,44 +72,12 @@ class ChatRuns:
             return None
         await self.signals.listen()
         run = RunRecord(self._db, self.signals, self.writer, message_id, started, channel)
-        self._running[message_id] = run
         run.begin()
         return run
 
-    def forget(self, run: RunRecord) -> None:
-        self._running.pop(run.message_id, None)
-
-    def stop_here(self, message_id: str) -> None:
-        """Stop the run if it runs in this process (a stop asked anywhere ends up here)."""
-        run = self._running.get(message_id)
-        if run is not None:
-            run.stop()
-
-    def poke_here(self, message_id: str) -> None:
-        """The run's approval was answered (here or elsewhere): it reads it again."""
-        run = self._running.get(message_id)
-        if run is not None:
-            run.poke()
-
-    async def _poll_stops(self) -> None:
-        try:
-            while True:
-                await asyncio.sleep(STOP_POLL_S)
-                if not self._running:
-                    return
-                try:
-                    asked = await store.stops_asked(self._db)
-                except Exception as exc:
-                    log.warning("chat stop flags unreadable", error=type(exc).__name__)
-                    continue
-                for message_id in asked:  # any process's: those running elsewhere are no-ops
-                    self.stop_here(message_id)
-        finally:
-            self._poller = None
-
     async def _prune(self) -> None:
         try:
-            await store.prune(self._db)
+            await prune(self._db)
         except Exception as exc:
             log.warning("chat events not pruned", error=type(exc).__name__)
 

@@ -1,0 +1,296 @@
+"""The events of a process's runs, written behind the live stream.
+
+One `EventWriter` per process gathers the events and ends of all its runs over a short window
+(`WINDOW_S`) and writes them in one transaction, so a hundred chats streaming at once cost a
+few transactions a second, not hundreds. A run's end is written at once (with whatever is
+pending), or right after the write under way, with its last events and its answer, and
+awaited until it is stored. Each write notifies the readers in other processes on PostgreSQL
+(in the same transaction, delivered at its commit); `chat.signals` listens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import bindparam, insert, select, update
+
+from controlcenter.chat.locks import hold_conversations
+from controlcenter.chat.models import (
+    EVENTS_TABLE,
+    RUNNING,
+    RUNS_TABLE,
+    ChatRun,
+    Message,
+)
+from controlcenter.chat.run.answer import save_answers
+from controlcenter.chat.signals import EVENTS_CHANNEL, Signals
+from controlcenter.common.logs import get_logger
+from controlcenter.db import Database
+from controlcenter.db.notifications import notify
+
+log = get_logger(__name__)
+
+
+StoredEvent = tuple[int, str]  # (n, the event's JSON text)
+WINDOW_S = 0.05  # how long events wait to share a transaction; the live stream never waits
+RETRY_MAX_S = 1.0  # the longest pause between attempts while the database refuses
+
+
+# One statement for any number of rows each (executemany).
+_END_RUN = (
+    update(RUNS_TABLE)
+    .where(RUNS_TABLE.c.message_id == bindparam("run"))
+    .values(
+        status=bindparam("status"),
+        input_tokens=bindparam("input_tokens"),
+        output_tokens=bindparam("output_tokens"),
+        provider_calls=bindparam("provider_calls"),
+        tool_calls=bindparam("tool_calls"),
+    )
+)
+
+
+@dataclass(frozen=True)
+class RunUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    provider_calls: int = 0
+    tool_calls: int = 0
+
+    def json(self) -> dict[str, int]:
+        """The message's `usage` field."""
+        return {
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "providerCalls": self.provider_calls,
+        }
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    status: str
+    usage: RunUsage
+    answer: Message | None = None  # the assistant message, saved with the end
+    conversation_id: str | None = None  # its row is locked first (`chat.locks`)
+
+
+@dataclass(slots=True)
+class _Ending:
+    end: RunEnd
+    last: list[StoredEvent]  # its last events, stored with the end or not at all
+    done: asyncio.Future[None]
+
+
+@dataclass
+class _Pending:
+    events: dict[str, list[StoredEvent]] = field(default_factory=dict)
+    ends: dict[str, _Ending] = field(default_factory=dict)
+
+    def runs(self) -> list[str]:
+        return list({**self.events, **self.ends})
+
+    def of(self, message_id: str) -> _Pending:
+        one = _Pending()
+        if message_id in self.events:
+            one.events[message_id] = self.events[message_id]
+        if message_id in self.ends:
+            one.ends[message_id] = self.ends[message_id]
+        return one
+
+
+class EventWriter:
+    """The events and ends of every run of this process, written a window at a time; an end
+    is written at once (with whatever is pending), or right after the write under way."""
+
+    def __init__(self, db: Database, signals: Signals, window_s: float = WINDOW_S) -> None:
+        self._db = db
+        self._signals = signals
+        self._window_s = window_s
+        self._pending = _Pending()
+        self._task: asyncio.Task[None] | None = None
+        self._waking: asyncio.Future[None] | None = None  # the window's wait
+        self._last_write = -math.inf  # when the last write began (the loop's clock)
+
+    def add(self, message_id: str, event: StoredEvent) -> None:
+        self._pending.events.setdefault(message_id, []).append(event)
+        self._kick()
+
+    async def end(self, message_id: str, end: RunEnd, last: Sequence[StoredEvent] = ()) -> None:
+        """The run's end after its pending events, with its `last` events and its answer:
+        returns once stored. Raises what the database raised if they could not be, and then
+        nothing of `last`, the answer or the end is stored (the pending events are kept)."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.ends[message_id] = _Ending(end, list(last), done)
+        self._kick()
+        self._wake()
+        await done
+
+    def write_soon(self) -> None:
+        """A run is about to wait (for its provider): what is pending may be written now,
+        while the process is busy with that run anyway, unless a write began less than a
+        window ago (so that under load the writes stay a window apart)."""
+        if asyncio.get_running_loop().time() - self._last_write >= self._window_s:
+            self._wake()
+
+    async def close(self, timeout_s: float) -> None:
+        """At shutdown: what is pending, written within `timeout_s` if the database allows."""
+        task = self._task
+        if task is None:
+            return
+        self._wake()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout_s)
+        except TimeoutError:
+            task.cancel()
+            log.warning("chat events not stored at shutdown", runs=len(self._pending.runs()))
+            for ending in self._pending.ends.values():
+                _fail(ending.done, TimeoutError("chat events not stored at shutdown"))
+
+    def _wake(self) -> None:
+        if self._waking is not None and not self._waking.done():
+            self._waking.set_result(None)
+
+    def _kick(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run())
+
+    async def _pause(self, pause_s: float) -> None:
+        """`pause_s`, or less when woken meanwhile (an end, `write_soon`)."""
+        loop = asyncio.get_running_loop()
+        self._waking = loop.create_future()
+        timer = loop.call_later(pause_s, self._wake)
+        try:
+            await self._waking
+        finally:
+            timer.cancel()
+            self._waking = None
+
+    async def _run(self) -> None:
+        pause = self._window_s
+        try:
+            while self._pending.events or self._pending.ends:
+                if not self._pending.ends or pause > self._window_s:
+                    # After a refusal, the whole pause: the database is not hurried.
+                    await self._pause(pause)
+                self._last_write = asyncio.get_running_loop().time()
+                batch, self._pending = self._pending, _Pending()
+                failed = await self._write(batch)
+                if failed:
+                    failed = await _still_running(self._db, failed)
+                for message_id, kept in failed.items():  # tried again, before newer events
+                    self._pending.events[message_id] = kept + self._pending.events.get(
+                        message_id, []
+                    )
+                pause = min(pause * 2, RETRY_MAX_S) if failed else self._window_s
+        finally:
+            if self._task is asyncio.current_task():  # not a later one, after a cancel
+                self._task = None
+
+    async def _write(self, batch: _Pending) -> dict[str, list[StoredEvent]]:
+        """One transaction for all; when it fails, each run alone, so that one run's bad
+        write loses nothing of the others. The events of runs still to be written."""
+        try:
+            await _write_batch(self._db, batch)
+        except Exception as exc:
+            if len(batch.runs()) == 1:
+                return self._failed(batch, exc)
+            log.warning("chat events: batch refused, writing run by run", error=type(exc).__name__)
+        else:
+            self._stored(batch)
+            return {}
+        failed: dict[str, list[StoredEvent]] = {}
+        for message_id in batch.runs():
+            one = batch.of(message_id)
+            try:
+                await _write_batch(self._db, one)
+            except Exception as exc:
+                failed.update(self._failed(one, exc))
+            else:
+                self._stored(one)
+        return failed
+
+    def _stored(self, batch: _Pending) -> None:
+        for message_id in batch.runs():
+            self._signals.wake(message_id)
+        for ending in batch.ends.values():
+            if not ending.done.done():
+                ending.done.set_result(None)
+
+    def _failed(self, batch: _Pending, exc: Exception) -> dict[str, list[StoredEvent]]:
+        """A run's events are kept to be tried again; its end, last events and answer are
+        not, and its caller is told."""
+        log.warning("chat events not stored yet", error=type(exc).__name__)
+        for ending in batch.ends.values():
+            _fail(ending.done, exc)
+        return {message_id: kept for message_id, kept in batch.events.items() if kept}
+
+
+async def _still_running(
+    db: Database, failed: dict[str, list[StoredEvent]]
+) -> dict[str, list[StoredEvent]]:
+    """`failed` without the runs that no longer run: deleted with their user, or closed as
+    interrupted by a process that took this one for dead. Their events can never be stored
+    (nor in order), and trying again would go on for the process's whole life."""
+    try:
+        async with db.read() as session:
+            found = select(ChatRun.message_id).where(
+                ChatRun.message_id.in_(list(failed)), ChatRun.status == RUNNING
+            )
+            running = set((await session.scalars(found)).all())
+    except Exception:
+        return failed  # the database is down: everything is tried again
+    if len(running) < len(failed):
+        log.warning(
+            "chat events dropped: their run no longer runs", runs=len(failed) - len(running)
+        )
+    return {message_id: kept for message_id, kept in failed.items() if message_id in running}
+
+
+def _fail(future: asyncio.Future[None], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+async def _write_batch(db: Database, batch: _Pending) -> None:
+    """The answers (each touching its conversation), the events and the runs' ends of
+    `batch` in one transaction; readers in other processes notified of each run."""
+    events = [
+        {"message_id": message_id, "n": n, "data": data}
+        for message_id, stored in batch.events.items()
+        for n, data in stored
+    ]
+    ends = list(batch.ends.items())
+    events += [
+        {"message_id": message_id, "n": n, "data": data}
+        for message_id, ending in ends
+        for n, data in ending.last
+    ]
+    answers = [ending.end.answer for _, ending in ends if ending.end.answer is not None]
+    async with db.write() as session:
+        # The lock order of `chat.locks`: the conversations of the runs that end, then their
+        # runs, messages and events. A deletion takes them in the same order.
+        held = await hold_conversations(
+            session, (e.end.conversation_id for _, e in ends if e.end.conversation_id)
+        )
+        if answers:
+            await save_answers(session, [a for a in answers if a.conversation_id in held])
+        if events:
+            await session.execute(insert(EVENTS_TABLE), events)
+        if ends:
+            await session.execute(_END_RUN, [_end_row(m, ending.end) for m, ending in ends])
+        await notify(session, EVENTS_CHANNEL, batch.runs())
+
+
+def _end_row(message_id: str, end: RunEnd) -> dict[str, Any]:
+    return {
+        "run": message_id,
+        "status": end.status,
+        "input_tokens": end.usage.input_tokens,
+        "output_tokens": end.usage.output_tokens,
+        "provider_calls": end.usage.provider_calls,
+        "tool_calls": end.usage.tool_calls,
+    }
