@@ -511,6 +511,12 @@ class FakeCrm:
             "search-contacts-advanced": self._search_contacts,
             "get-contacts": self._get_contacts,
             "get-contact": self._get_contact,
+            "delete-contact": self._delete_contact,
+            "get-task": self._get_task,
+            "delete-task": self._delete_task,
+            "get-note": self._get_note,
+            "delete-note": self._delete_note,
+            "delete-opportunity": self._delete_opportunity,
             "create-contact": self._create_contact,
             "update-contact": self._update_contact,
             "upsert-contact": self._upsert_contact,
@@ -958,6 +964,42 @@ class FakeCrm:
         contact["dateUpdated"] = now_iso()
         return {"tags": list(contact["tags"])}
 
+    async def _delete_contact(self, request: Request, principal: Principal) -> Any:
+        """The contact goes, and its tasks and notes with it."""
+        contact = self._contact_of(request, principal)
+        del self.state.contacts[contact["id"]]
+        for table in (self.state.tasks, self.state.notes):
+            for key in [k for k, v in table.items() if v["contactId"] == contact["id"]]:
+                del table[key]
+        return {"succeded": True}
+
+    def _of_contact(
+        self, request: Request, principal: Principal, table: dict[str, dict[str, Any]], key: str
+    ) -> dict[str, Any]:
+        """A contact's task or note: the contact first (404, or 403 for another location's),
+        then the record, which must be that contact's."""
+        contact = self._contact_of(request, principal)
+        record = table.get(request.path_params[key])
+        if record is None or record["contactId"] != contact["id"]:
+            raise HttpError(404, f"{'Task' if table is self.state.tasks else 'Note'} not found")
+        return record
+
+    async def _get_task(self, request: Request, principal: Principal) -> Any:
+        return {"task": self._of_contact(request, principal, self.state.tasks, "taskId")}
+
+    async def _delete_task(self, request: Request, principal: Principal) -> Any:
+        task = self._of_contact(request, principal, self.state.tasks, "taskId")
+        del self.state.tasks[task["id"]]
+        return {"succeded": True}
+
+    async def _get_note(self, request: Request, principal: Principal) -> Any:
+        return {"note": self._of_contact(request, principal, self.state.notes, "id")}
+
+    async def _delete_note(self, request: Request, principal: Principal) -> Any:
+        note = self._of_contact(request, principal, self.state.notes, "id")
+        del self.state.notes[note["id"]]
+        return {"succeded": True}
+
     async def _get_tasks(self, request: Request, principal: Principal) -> Any:
         contact = self._contact_of(request, principal)
         return {"tasks": [t for t in self.state.tasks.values() if t["contactId"] == contact["id"]]}
@@ -1114,6 +1156,13 @@ class FakeCrm:
                 body["pipelineId"], body["contactId"], body["name"], **fields
             )
         }
+
+    async def _delete_opportunity(self, request: Request, principal: Principal) -> Any:
+        opportunity = self._record(
+            self.state.opportunities, request.path_params["id"], principal, "Opportunity"
+        )
+        del self.state.opportunities[opportunity["id"]]
+        return {"succeded": True}
 
     async def _update_opportunity(self, request: Request, principal: Principal) -> Any:
         opportunity = self._record(

@@ -4,7 +4,7 @@ through `chat.store`; this module returns rows, and `chat.schemas` shapes them."
 
 from __future__ import annotations
 
-from sqlalchemy import Select, and_, delete, exists, or_, select, update
+from sqlalchemy import Select, delete, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.models import (
@@ -17,7 +17,7 @@ from controlcenter.chat.models import (
 from controlcenter.chat.stops import ask_stop
 from controlcenter.db import Database, utcnow
 from controlcenter.db.text_match import lowered
-from controlcenter.web.pagination import DEFAULT_LIMIT, Cursor
+from controlcenter.web.pagination import DEFAULT_LIMIT, Cursor, newest_first
 from controlcenter.web.validation import text_problem
 
 
@@ -42,20 +42,15 @@ async def list_conversations(
         query = query.where(
             or_(lowered(ConversationRow.title).contains(needle, autoescape=True), in_messages)
         )
-    if after is not None:
-        query = query.where(
-            or_(
-                ConversationRow.created_at < after.created_at,
-                and_(ConversationRow.created_at == after.created_at, ConversationRow.id < after.id),
-            )
-        )
-    query = query.order_by(ConversationRow.created_at.desc(), ConversationRow.id.desc())
     async with db.read() as session:
-        rows = list(await session.scalars(query.limit(limit + 1)))
-    page = rows[:limit]
-    more = len(rows) > limit
-    next_cursor = Cursor(page[-1].created_at, page[-1].id).encode() if more else None
-    return page, next_cursor
+        return await newest_first(
+            session,
+            query,
+            ConversationRow.created_at,
+            ConversationRow.id,
+            limit=limit,
+            after=after,
+        )
 
 
 async def get_conversation(

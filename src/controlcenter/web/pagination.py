@@ -1,4 +1,5 @@
-"""Keyset cursors for lists ordered newest first by (created_at, id).
+"""Keyset cursors for lists ordered newest first by (created_at, id), and the page of such a
+list after a cursor (`newest_first`): the one keyset rule every such list follows.
 
 A cursor names the last item of a page, so it stays valid while items are added or removed:
 the next page starts right after that item, wherever it now is. It is opaque to clients
@@ -12,6 +13,11 @@ import binascii
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, Protocol, TypeVar
+
+from sqlalchemy import Select, and_, or_
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import InstrumentedAttribute
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -45,3 +51,36 @@ class Cursor:
         if not isinstance(item_id, str) or moment.tzinfo is None:
             raise InvalidCursorError(INVALID_CURSOR)
         return cls(created_at=moment, id=item_id)
+
+
+class Keyed(Protocol):
+    created_at: datetime
+    id: str
+
+
+Row = TypeVar("Row", bound=Keyed)
+
+
+async def newest_first(
+    session: AsyncSession,
+    query: Select[Row],
+    created_at: InstrumentedAttribute[datetime],
+    id_: InstrumentedAttribute[str],
+    *,
+    limit: int,
+    after: Cursor | None,
+) -> tuple[list[Row], str | None]:
+    """Up to `limit` rows of `query` after `after`, newest first, and the cursor of the next
+    page (None after the last)."""
+    if after is not None:
+        query = query.where(
+            or_(
+                created_at < after.created_at,
+                and_(created_at == after.created_at, id_ < after.id),
+            )
+        )
+    query = query.order_by(created_at.desc(), id_.desc()).limit(limit + 1)
+    rows: list[Any] = list(await session.scalars(query))
+    page: list[Row] = rows[:limit]
+    more = len(rows) > limit
+    return page, Cursor(page[-1].created_at, page[-1].id).encode() if more else None
