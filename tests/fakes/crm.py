@@ -166,6 +166,7 @@ class FakeCrm:
         self.burst_refusals = 0
         self._lock = threading.Lock()
         self._holding = False
+        self._held_method: str | None = None
         # Each held call's wake-up, with the server's event loop that waits on it.
         self._held: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         self._server: LoopbackServer | None = None
@@ -203,11 +204,13 @@ class FakeCrm:
         self._rate_limited = times
         self._retry_after = retry_after
 
-    def hold(self) -> None:
-        """Every call from now on waits, unanswered, until `release()`: a CRM that hangs, for
-        tests of what must never wait for it."""
+    def hold(self, method: str | None = None) -> None:
+        """Every call from now on (of `method` only, when given) waits, unanswered, until
+        `release()`: a CRM that hangs, for tests of what must never wait for it, or a write
+        caught in flight."""
         with self._lock:
             self._holding = True
+            self._held_method = method
 
     def release(self) -> None:
         """The held calls go on (and are answered as the fake's faults say), new ones too."""
@@ -218,9 +221,9 @@ class FakeCrm:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(released.set)
 
-    async def _unless_held(self) -> None:
+    async def _unless_held(self, method: str) -> None:
         with self._lock:
-            if not self._holding:
+            if not self._holding or self._held_method not in (None, method):
                 return
             released = asyncio.Event()
             self._held.append((asyncio.get_running_loop(), released))
@@ -650,7 +653,7 @@ class FakeCrm:
         body = await _body(request)
         call = self._call(request, operation, principal, body)
         self.calls.append(call)
-        await self._unless_held()
+        await self._unless_held(request.method)
         if self.delay_s:
             self._in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self._in_flight)
