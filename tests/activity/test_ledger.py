@@ -107,7 +107,7 @@ async def test_newest_first_searched_and_paged_like_the_conversations(desk: Desk
     everything = await desk.entries()
     assert [e["summary"] for e in everything] == [
         "Tags of Ada Lovelace: added hot-lead",
-        *(f"Note created for contact {ada['id']}: Note {n}" for n in (2, 1, 0)),
+        *(f"Note created for Ada Lovelace: Note {n}" for n in (2, 1, 0)),
     ]
     first = await desk.client.get(ACTIVITY, params={"limit": 2}, headers=desk.broker.headers)
     body = first.json()

@@ -204,9 +204,9 @@ UNDONE_BY: dict[str, tuple[str | None, tuple[str, str]]] = {
     "contacts_update-contact": ("get-contact", ("get-contact", "update-contact")),
     "contacts_add-tags": ("get-contact", ("get-contact", "remove-tags")),
     "contacts_remove-tags": ("get-contact", ("get-contact", "add-tags")),
-    "contacts_create-task": (None, ("get-task", "delete-task")),
-    "contacts_create-note": (None, ("get-note", "delete-note")),
-    "opportunities_create-opportunity": (None, ("get-opportunity", "delete-opportunity")),
+    "contacts_create-task": ("get-contact", ("get-task", "delete-task")),
+    "contacts_create-note": ("get-contact", ("get-note", "delete-note")),
+    "opportunities_create-opportunity": ("get-contact", ("get-opportunity", "delete-opportunity")),
     "opportunities_update-opportunity": (
         "get-opportunity",
         ("get-opportunity", "update-opportunity"),

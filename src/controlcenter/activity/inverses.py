@@ -1,9 +1,10 @@
 """What each built-in CRM write changes, how it is said in words, and how it is undone.
 
 A `Write` per tool of the catalogue that writes: the path of the object's state to read just
-before an update (`before_path`), the summary of what changed, whether an undo is possible, and
-the undo itself: the object's current state is read first and must still hold what the write
-left (`ChangedSinceError` otherwise), then the inverse call is made. Tools without a known
+before an update, or of the contact a record is made for (`before_path`); the summary of what
+changed; whether an undo is possible; and the undo itself: the object's current state is read
+first and must still hold what the write left (`ChangedSinceError` otherwise), then the inverse
+call is made. Tools without a known
 inverse (a sent message, any MCP tool) are `NO_INVERSE`.
 """
 
@@ -292,13 +293,18 @@ class Created(Write):
         names = {k: segment(str(v)) for k, v in done.arguments.items() if isinstance(v, str)}
         return self.where.format(**names, id=segment(made["id"]))
 
+    def before_path(self, arguments: Mapping[str, Any]) -> tuple[str, str] | None:
+        """The contact the record is made for, read for its name."""
+        contact = arguments.get("contactId")
+        return (f"/contacts/{segment(str(contact))}", "contact") if contact else None
+
     def summary(self, title: str, done: Done) -> str:
         made = _made(done.result, self.key) or {}
         label = made.get("title") or made.get("name") or made.get("body")
         label = label or done.arguments.get("title") or done.arguments.get("name")
         label = label or done.arguments.get("body")
         contact = done.arguments.get("contactId")
-        about = f" for contact {contact}" if contact else ""
+        about = f" for {contact_name(done.before, f'contact {contact}')}" if contact else ""
         return f"{self.what} created{about}: {clipped(label)}"
 
     def undoable(self, done: Done) -> bool:
