@@ -385,3 +385,22 @@ WRITES: dict[str, Write] = {
 def write_of(tool: str) -> Write:
     """The built-in tool's write; `NO_INVERSE` for any other (MCP tools)."""
     return WRITES.get(tool, NO_INVERSE)
+
+
+# What a write's arguments or answer may lack when a tool of another source bears a built-in
+# tool's name (a test's, or a source added later): such a call is then said in plain words.
+_ODD = (KeyError, TypeError, AttributeError, ValueError)
+
+
+def summary_of(tool: str, title: str, done: Done) -> str:
+    try:
+        return write_of(tool).summary(title, done)
+    except _ODD:
+        return NO_INVERSE.summary(title, done)
+
+
+def undoable_of(tool: str, done: Done) -> bool:
+    try:
+        return write_of(tool).undoable(done)
+    except _ODD:
+        return False

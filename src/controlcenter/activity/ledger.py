@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.exc import SQLAlchemyError
 
-from controlcenter.activity.inverses import Done, write_of
+from controlcenter.activity.inverses import Done, summary_of, write_of
 from controlcenter.activity.models import DONE, FAILED, PENDING, ActivityEntry
 from controlcenter.common.logs import get_logger
 from controlcenter.crm.client import CrmClient
@@ -46,7 +46,7 @@ class Ledger:
             status=PENDING,
             before=before,
         )
-        entry.summary = write_of(tool.name).summary(title, Done(call.arguments, before, None))
+        entry.summary = summary_of(tool.name, title, Done(call.arguments, before, None))
         try:
             async with self._db.write() as session:
                 session.add(entry)
@@ -78,7 +78,7 @@ class LedgerRecord:
                         status=DONE if outcome.success else FAILED,
                         result=result,
                         error=None if outcome.success else outcome.error,
-                        summary=write_of(self.tool).summary(self.title, done),
+                        summary=summary_of(self.tool, self.title, done),
                     )
                 )
         except SQLAlchemyError as exc:
@@ -89,7 +89,10 @@ async def _before(tool: str, arguments: dict[str, Any], crm: Any) -> dict[str, A
     """The object as it is just before a built-in update: one GET through the broker's client
     (its rate limit included). None when there is nothing to read or the read fails (the
     write then runs all the same, and cannot be undone)."""
-    where = write_of(tool).before_path(arguments)
+    try:
+        where = write_of(tool).before_path(arguments)
+    except KeyError:  # another source's tool of the same name: nothing known to read
+        return None
     if where is None or not isinstance(crm, CrmClient):
         return None
     path, key = where

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import or_, select, update
 
-from controlcenter.activity.inverses import ChangedSinceError, Done, write_of
+from controlcenter.activity.inverses import ChangedSinceError, Done, undoable_of, write_of
 from controlcenter.activity.models import (
     DONE,
     PENDING,
@@ -58,7 +58,7 @@ def undoable(entry: ActivityEntry) -> bool:
     first and goes on only when it holds what the write would have left)."""
     if entry.undo_of is not None or entry.status not in (DONE, PENDING):
         return False
-    return write_of(entry.tool).undoable(done_of(entry))
+    return undoable_of(entry.tool, done_of(entry))
 
 
 async def list_entries(
