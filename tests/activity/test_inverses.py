@@ -8,7 +8,7 @@ from controlcenter.activity.inverses import Done, same, shown, summary_of, undoa
 def test_a_tool_of_another_source_bearing_a_builtin_name_is_said_plainly() -> None:
     odd = Done({"q": "x"}, None, {"unexpected": True})
     assert summary_of("contacts_update-contact", "Fix", odd) == "Fix: q: x"
-    assert summary_of("contacts_create-note", "Note", odd) == "Note: q: x"
+    assert summary_of("contacts_create-note", "Note", odd) == "Note created"
     assert undoable_of("contacts_create-note", odd) is False
     assert undoable_of("contacts_update-contact", odd) is False
 

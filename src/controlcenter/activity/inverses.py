@@ -305,7 +305,7 @@ class Created(Write):
         label = label or done.arguments.get("body")
         contact = done.arguments.get("contactId")
         about = f" for {contact_name(done.before, f'contact {contact}')}" if contact else ""
-        return f"{self.what} created{about}: {clipped(label)}"
+        return f"{self.what} created{about}" + (f": {clipped(label)}" if label else "")
 
     def undoable(self, done: Done) -> bool:
         return self._path(done) is not None
