@@ -190,7 +190,7 @@ class Toolbox:
             return ToolOutcome(call.id, False, error=problem)
         context = replace(context, tool_call_id=call.id)
         record = None
-        if self._recorder is not None and not entry.tool.read_only:
+        if self._recorder is not None and self.writes(call):  # the writes tool approval asks about
             record = await self._recorder.begin(entry.tool, call, context)
         outcome = await self._run(entry, call, context)
         if record is not None:
