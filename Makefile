@@ -70,7 +70,7 @@ test-db:
 ui-screenshots: setup
 	@./scripts/ensure-chromium.sh
 	@mkdir -p .tmp
-	UI_SCREENSHOT_DIR=docs/ui $(UV) run pytest --basetemp=.tmp/pytest-ui tests/browser/test_layout.py tests/browser/test_checklist.py tests/browser/test_themes.py tests/browser/test_phone_layout.py
+	UI_SCREENSHOT_DIR=docs/ui $(UV) run pytest --basetemp=.tmp/pytest-ui tests/browser/test_layout.py tests/browser/test_checklist.py tests/browser/test_themes.py tests/browser/test_phone_layout.py tests/browser/test_activity.py
 
 bench: setup
 	$(UV) run python -m bench $(BENCH_ARGS)

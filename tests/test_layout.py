@@ -23,7 +23,7 @@ TOP = [
     ("pages",),
 ]
 DOMAINS = [
-    ("accounts", "integrations"),
+    ("accounts", "activity", "integrations"),
     ("chat", "onboarding"),
     ("crm", "ocs"),
     ("outbox", "providers", "tools"),

@@ -23,7 +23,10 @@ NO_BODY = {
     ("post", "/api/v1/control-center/chat/{message_id}/tool-calls/{tool_call_id}/approve"),
     ("post", "/api/v1/control-center/chat/{message_id}/tool-calls/{tool_call_id}/deny"),
     ("post", "/api/v1/admin/integrations/{name}/test"),
+    ("post", "/api/v1/control-center/activity/{entry_id}/undo"),
 }
+# The service's own 422 (never FastAPI's validation answer): an undo with no known inverse.
+OWN_422 = {("post", "/api/v1/control-center/activity/{entry_id}/undo")}
 
 
 def resolved(spec: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +75,7 @@ async def test_every_operation_is_complete(spec: dict[str, Any]) -> None:
             where = f"{method.upper()} {path}"
             ids.append(operation["operationId"])
             responses = operation["responses"]
-            assert "422" not in responses, where
+            assert "422" not in responses or (method, path) in OWN_422, where
             success = [code for code in responses if code.startswith("2")]
             assert success, where
             for code, answer in responses.items():

@@ -14,6 +14,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from controlcenter.accounts.own_router import router as own_account_router
 from controlcenter.accounts.users_router import router as users_router
+from controlcenter.activity.ledger import Ledger
+from controlcenter.activity.router import router as activity_router
+from controlcenter.activity.service import Undo
 from controlcenter.admin_settings.router import router as settings_router
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.auth.refusals import too_many_attempts
@@ -82,7 +85,7 @@ def build_chat_parts(
         settings=settings,
         crm=CrmTransport.from_config(config),
         providers=observed(build_providers(config)),
-        tools=build_tool_router(mcp),
+        tools=build_tool_router(mcp, Ledger(db)),
         runs=ChatRuns(db, owner=liveness.owner),
         approval_timeout_s=config.chat_approval_timeout_s,
         liveness=liveness,
@@ -113,10 +116,12 @@ def build_mcp(config: Config, db: Database, settings: SettingsStore) -> McpSourc
     )
 
 
-def build_tool_router(mcp: McpSource) -> ToolRouter:
-    """The built-in CRM catalogue first, so that it wins any name clash with an MCP server."""
+def build_tool_router(mcp: McpSource, ledger: Ledger | None = None) -> ToolRouter:
+    """The built-in CRM catalogue first, so that it wins any name clash with an MCP server;
+    every call to a tool that writes entered in `ledger`."""
     return ToolRouter(
-        [ObservedSource("crm", StaticSource(crm_tools())), ObservedSource("mcp", mcp)]
+        [ObservedSource("crm", StaticSource(crm_tools())), ObservedSource("mcp", mcp)],
+        recorder=ledger,
     )
 
 
@@ -160,6 +165,7 @@ def create_app(
         app.state.auth = RequestAuth(db, config.jwt_key)
         app.state.chat = chat
         app.state.onboarding = OnboardingSaves(db)
+        app.state.activity = Undo(db, settings, chat.crm)
         # Each server process runs one worker; lease-based claiming keeps several safe.
         worker = (
             start_worker(db, config, worker_handlers(config, db, settings, chat.crm))
@@ -215,6 +221,7 @@ def create_app(
         chat_router,
         chat_admin_router,
         ui_chat_router,
+        activity_router,
         onboarding_router,
         settings_router,
         mcp_servers_router,

@@ -2,6 +2,7 @@
 them all. It sits beside app.py, above the domains: `db` (below them) never imports it; the
 tests do, and hand its metadata to autogenerate (`db.migrate.alembic_config`)."""
 
+from controlcenter.activity.models import ActivityEntry
 from controlcenter.admin_settings.models import Setting
 from controlcenter.auth.attempts import SignInAttempt
 from controlcenter.auth.models import ApiTokenRecord, Session, UserRecord
@@ -21,6 +22,7 @@ from controlcenter.outbox.models import OutboxJob
 from controlcenter.tools.mcp.models import McpServerRow
 
 __all__ = [
+    "ActivityEntry",
     "ApiTokenRecord",
     "Base",
     "ChangeStamp",

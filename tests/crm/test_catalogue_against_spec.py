@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
+from controlcenter.activity.inverses import WRITES, ChangedSinceError, Done, same, write_of
 from controlcenter.crm.tools import OPERATION_IDS, crm_tools
 from controlcenter.tools.base import Tool, ToolContext
 from tests.crm.conftest import Location
@@ -191,3 +192,88 @@ async def test_the_tool_with_full_arguments_passes_the_spec_checking_fake(
     assert not refused
     assert calls[-1].operation_id == OPERATION_IDS[tool.name]
     assert result is not None
+
+
+# -- the ledger's reads and inverse calls ----------------------------------------------------
+
+# For each write with a known inverse: the operation read just before it (None: nothing), and
+# the operations of its undo, in order (the read that checks the object, then the inverse).
+UNDONE_BY: dict[str, tuple[str | None, tuple[str, str]]] = {
+    "contacts_create-contact": (None, ("get-contact", "delete-contact")),
+    "contacts_upsert-contact": (None, ("get-contact", "delete-contact")),
+    "contacts_update-contact": ("get-contact", ("get-contact", "update-contact")),
+    "contacts_add-tags": ("get-contact", ("get-contact", "remove-tags")),
+    "contacts_remove-tags": ("get-contact", ("get-contact", "add-tags")),
+    "contacts_create-task": ("get-contact", ("get-task", "delete-task")),
+    "contacts_create-note": ("get-contact", ("get-note", "delete-note")),
+    "opportunities_create-opportunity": ("get-contact", ("get-opportunity", "delete-opportunity")),
+    "opportunities_update-opportunity": (
+        "get-opportunity",
+        ("get-opportunity", "update-opportunity"),
+    ),
+}
+
+
+def test_every_write_of_the_catalogue_is_classified_for_the_ledger() -> None:
+    """The ledger knows every built-in write: its inverse, or that it has none."""
+    assert set(WRITES) == {name for name, tool in TOOLS.items() if not tool.read_only}
+    assert set(UNDONE_BY) == {n for n in WRITES if n != "conversations_send-a-new-message"}
+
+
+@pytest.mark.parametrize("name", list(UNDONE_BY))
+async def test_the_ledger_reads_and_undoes_each_write_as_highlevel_declares(
+    name: str, ids: Ids, fake_crm: FakeCrm, location: Location
+) -> None:
+    args = FULL[name](ids)
+    if name == "contacts_upsert-contact":
+        args |= {"email": "new@okafordental.example", "phone": "+15550100077"}  # creates one
+    if name == "contacts_remove-tags":
+        fake_crm.state.contacts[ids["contact"]]["tags"].append("hot")
+    write = write_of(name)
+    before_read, undo_ops = UNDONE_BY[name]
+    start = len(fake_crm.calls)
+    before = None
+    where = write.before_path(args)
+    assert (where is None) == (before_read is None)
+    if where is not None:
+        path, key = where
+        before = (await location.client.get(path))[key]
+    result = await TOOLS[name].handler(args, ToolContext(user_id="u1", crm=location.client))
+    done = Done(args, before, result)
+    assert write.undoable(done)
+    middle = len(fake_crm.calls)
+    await write.undo(location.client, done)
+    calls = fake_crm.calls[start:]
+    assert not [(c.method, c.path, c.status, c.body) for c in calls if c.status >= 400]
+    assert [c.operation_id for c in fake_crm.calls[middle:]] == list(undo_ops)
+    if before_read is not None:
+        assert calls[0].operation_id == before_read
+    # What the write changed is as it was before.
+    if name in ("contacts_update-contact", "opportunities_update-opportunity"):
+        table = "contacts" if name.startswith("contacts") else "opportunities"
+        now = getattr(fake_crm.state, table)[args.get("contactId") or args["opportunityId"]]
+        assert before is not None
+        for field in args:
+            if field not in ("contactId", "opportunityId"):
+                assert same(field, now.get(field), before.get(field)), field
+    elif name in ("contacts_add-tags", "contacts_remove-tags"):
+        assert before is not None
+        assert sorted(fake_crm.state.contacts[ids["contact"]]["tags"]) == sorted(before["tags"])
+    else:
+        made = next(v for v in result.values() if isinstance(v, dict) and "id" in v)
+        tables = (fake_crm.state.contacts, fake_crm.state.tasks, fake_crm.state.notes)
+        assert all(made["id"] not in t for t in (*tables, fake_crm.state.opportunities))
+
+
+async def test_an_undo_refuses_an_object_changed_since(
+    ids: Ids, fake_crm: FakeCrm, location: Location
+) -> None:
+    args = {"contactId": ids["contact"], "phone": "+15550100099"}
+    before = (await location.client.get(f"/contacts/{ids['contact']}"))["contact"]
+    update = TOOLS["contacts_update-contact"]
+    await update.handler(args, ToolContext(user_id="u1", crm=location.client))
+    fake_crm.state.contacts[ids["contact"]]["phone"] = "+15550100123"  # changed in HighLevel
+    with pytest.raises(ChangedSinceError):
+        await write_of("contacts_update-contact").undo(location.client, Done(args, before, {}))
+    assert fake_crm.calls[-1].operation_id == "get-contact"  # read, nothing written back
+    assert fake_crm.state.contacts[ids["contact"]]["phone"] == "+15550100123"

@@ -33,6 +33,8 @@ class World:
     event: str
     order: str
     transaction: str
+    task: str
+    note: str
 
 
 @pytest.fixture
@@ -63,6 +65,8 @@ def world(fake_crm: FakeCrm) -> World:
         event=event["id"],
         order=fake_crm.add_order(location, contact["id"], 10.0)["_id"],
         transaction=fake_crm.add_transaction(location, contact["id"], 10.0)["_id"],
+        task=fake_crm.add_task(contact["id"], title="Call back")["id"],
+        note=fake_crm.add_note(contact["id"], "Needs docks")["id"],
     )
 
 
@@ -167,6 +171,36 @@ CASES: dict[str, Case] = {
             f"/contacts/{w.contact}/tasks", body={"title": "Call", "dueDate": "2030-01-01"}
         ),
         ["completed should not be empty"],
+    ),
+    "delete-contact": Case(
+        lambda w: Ask(f"/contacts/{w.contact}"),
+        lambda w: Ask(f"/contacts/{w.contact}", {"locationId": w.location}),
+        ["property locationId should not exist"],
+    ),
+    "get-task": Case(
+        lambda w: Ask(f"/contacts/{w.contact}/tasks/{w.task}"),
+        lambda w: Ask(f"/contacts/{w.contact}/tasks/{w.task}", {"completed": "true"}),
+        ["property completed should not exist"],
+    ),
+    "delete-task": Case(
+        lambda w: Ask(f"/contacts/{w.contact}/tasks/{w.task}"),
+        lambda w: Ask(f"/contacts/{w.contact}/tasks/{w.task}", {"locationId": w.location}),
+        ["property locationId should not exist"],
+    ),
+    "get-note": Case(
+        lambda w: Ask(f"/contacts/{w.contact}/notes/{w.note}"),
+        lambda w: Ask(f"/contacts/{w.contact}/notes/{w.note}", {"offset": 0}),
+        ["property offset should not exist"],
+    ),
+    "delete-note": Case(
+        lambda w: Ask(f"/contacts/{w.contact}/notes/{w.note}"),
+        lambda w: Ask(f"/contacts/{w.contact}/notes/{w.note}", {"locationId": w.location}),
+        ["property locationId should not exist"],
+    ),
+    "delete-opportunity": Case(
+        lambda w: Ask(f"/opportunities/{w.opportunity}"),
+        lambda w: Ask(f"/opportunities/{w.opportunity}", {"location_id": w.location}),
+        ["property location_id should not exist"],
     ),
     "get-all-notes": Case(
         lambda w: Ask(f"/contacts/{w.contact}/notes"),
@@ -426,3 +460,20 @@ async def test_upsert_tags_replace_and_the_tags_endpoint_adds(
     assert fake_crm.state.contacts[world.contact]["tags"] == ["c"]  # replaced, not added
     await http.post("/contacts/upsert", json={**body, "name": "Dana"}, headers=headers)
     assert fake_crm.state.contacts[world.contact]["tags"] == ["c"]  # no `tags`: left alone
+
+
+async def test_a_deleted_record_is_gone_and_another_contacts_task_is_not_found(
+    http: httpx.AsyncClient, world: World, fake_crm: FakeCrm
+) -> None:
+    headers = {"Authorization": f"Bearer {world.token}", "Version": "2021-07-28"}
+    other = fake_crm.add_contact(world.location, email="omar@example.com")["id"]
+    wrong = await http.get(f"/contacts/{other}/tasks/{world.task}", headers=headers)
+    assert wrong.status_code == 404
+    assert wrong.json() == {"statusCode": 404, "message": "Task not found", "error": "Not Found"}
+    gone = await http.delete(f"/contacts/{world.contact}/notes/{world.note}", headers=headers)
+    assert gone.json() == {"succeded": True}
+    again = await http.get(f"/contacts/{world.contact}/notes/{world.note}", headers=headers)
+    assert again.status_code == 404 and again.json()["message"] == "Note not found"
+    await http.delete(f"/contacts/{world.contact}", headers=headers)
+    assert world.contact not in fake_crm.state.contacts
+    assert world.task not in fake_crm.state.tasks  # its tasks went with it

@@ -166,6 +166,7 @@ class FakeCrm:
         self.burst_refusals = 0
         self._lock = threading.Lock()
         self._holding = False
+        self._held_method: str | None = None
         # Each held call's wake-up, with the server's event loop that waits on it.
         self._held: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         self._server: LoopbackServer | None = None
@@ -203,11 +204,13 @@ class FakeCrm:
         self._rate_limited = times
         self._retry_after = retry_after
 
-    def hold(self) -> None:
-        """Every call from now on waits, unanswered, until `release()`: a CRM that hangs, for
-        tests of what must never wait for it."""
+    def hold(self, method: str | None = None) -> None:
+        """Every call from now on (of `method` only, when given) waits, unanswered, until
+        `release()`: a CRM that hangs, for tests of what must never wait for it, or a write
+        caught in flight."""
         with self._lock:
             self._holding = True
+            self._held_method = method
 
     def release(self) -> None:
         """The held calls go on (and are answered as the fake's faults say), new ones too."""
@@ -218,9 +221,9 @@ class FakeCrm:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(released.set)
 
-    async def _unless_held(self) -> None:
+    async def _unless_held(self, method: str) -> None:
         with self._lock:
-            if not self._holding:
+            if not self._holding or self._held_method not in (None, method):
                 return
             released = asyncio.Event()
             self._held.append((asyncio.get_running_loop(), released))
@@ -511,6 +514,12 @@ class FakeCrm:
             "search-contacts-advanced": self._search_contacts,
             "get-contacts": self._get_contacts,
             "get-contact": self._get_contact,
+            "delete-contact": self._delete_contact,
+            "get-task": self._get_task,
+            "delete-task": self._delete_task,
+            "get-note": self._get_note,
+            "delete-note": self._delete_note,
+            "delete-opportunity": self._delete_opportunity,
             "create-contact": self._create_contact,
             "update-contact": self._update_contact,
             "upsert-contact": self._upsert_contact,
@@ -644,7 +653,7 @@ class FakeCrm:
         body = await _body(request)
         call = self._call(request, operation, principal, body)
         self.calls.append(call)
-        await self._unless_held()
+        await self._unless_held(request.method)
         if self.delay_s:
             self._in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self._in_flight)
@@ -958,6 +967,42 @@ class FakeCrm:
         contact["dateUpdated"] = now_iso()
         return {"tags": list(contact["tags"])}
 
+    async def _delete_contact(self, request: Request, principal: Principal) -> Any:
+        """The contact goes, and its tasks and notes with it."""
+        contact = self._contact_of(request, principal)
+        del self.state.contacts[contact["id"]]
+        for table in (self.state.tasks, self.state.notes):
+            for key in [k for k, v in table.items() if v["contactId"] == contact["id"]]:
+                del table[key]
+        return {"succeded": True}
+
+    def _of_contact(
+        self, request: Request, principal: Principal, table: dict[str, dict[str, Any]], key: str
+    ) -> dict[str, Any]:
+        """A contact's task or note: the contact first (404, or 403 for another location's),
+        then the record, which must be that contact's."""
+        contact = self._contact_of(request, principal)
+        record = table.get(request.path_params[key])
+        if record is None or record["contactId"] != contact["id"]:
+            raise HttpError(404, f"{'Task' if table is self.state.tasks else 'Note'} not found")
+        return record
+
+    async def _get_task(self, request: Request, principal: Principal) -> Any:
+        return {"task": self._of_contact(request, principal, self.state.tasks, "taskId")}
+
+    async def _delete_task(self, request: Request, principal: Principal) -> Any:
+        task = self._of_contact(request, principal, self.state.tasks, "taskId")
+        del self.state.tasks[task["id"]]
+        return {"succeded": True}
+
+    async def _get_note(self, request: Request, principal: Principal) -> Any:
+        return {"note": self._of_contact(request, principal, self.state.notes, "id")}
+
+    async def _delete_note(self, request: Request, principal: Principal) -> Any:
+        note = self._of_contact(request, principal, self.state.notes, "id")
+        del self.state.notes[note["id"]]
+        return {"succeded": True}
+
     async def _get_tasks(self, request: Request, principal: Principal) -> Any:
         contact = self._contact_of(request, principal)
         return {"tasks": [t for t in self.state.tasks.values() if t["contactId"] == contact["id"]]}
@@ -1114,6 +1159,13 @@ class FakeCrm:
                 body["pipelineId"], body["contactId"], body["name"], **fields
             )
         }
+
+    async def _delete_opportunity(self, request: Request, principal: Principal) -> Any:
+        opportunity = self._record(
+            self.state.opportunities, request.path_params["id"], principal, "Opportunity"
+        )
+        del self.state.opportunities[opportunity["id"]]
+        return {"succeded": True}
 
     async def _update_opportunity(self, request: Request, principal: Principal) -> Any:
         opportunity = self._record(

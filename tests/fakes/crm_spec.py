@@ -103,6 +103,10 @@ CREATE_CONTACT: dict[str, Schema] = {  # CreateContactDto: UpdateContactDto and 
     "companyName": NULLABLE_STRING,
 }
 CONTACT_ANSWER = ("contact",)
+# DeleteContactsSuccessfulResponseDto, DeleteTaskSuccessfulResponseDto,
+# DeleteNoteSuccessfulResponseDto, DeleteUpdateOpportunitySuccessfulResponseDto: `succeded`
+# (HighLevel's spelling).
+DELETED = ("succeded",)
 OPPORTUNITY_STATUS = enum("open", "won", "lost", "abandoned", "all")
 OPPORTUNITY_CUSTOM_FIELD = obj({"id": STRING, "key": STRING, "field_value": ANY})
 MESSAGE_TYPES = (
@@ -232,7 +236,24 @@ OPERATIONS: tuple[Operation, ...] = (
         answer=("tags",),
     ),
     Operation(
+        "delete-contact",
+        "DELETE",
+        "/contacts/{contactId}",
+        V_2021_07_28,
+        answer=DELETED,
+    ),
+    Operation(
         "get-all-tasks", "GET", "/contacts/{contactId}/tasks", V_2021_07_28, answer=("tasks",)
+    ),
+    Operation(
+        "get-task", "GET", "/contacts/{contactId}/tasks/{taskId}", V_2021_07_28, answer=("task",)
+    ),
+    Operation(
+        "delete-task",
+        "DELETE",
+        "/contacts/{contactId}/tasks/{taskId}",
+        V_2021_07_28,
+        answer=DELETED,
     ),
     Operation(
         "create-task",
@@ -254,6 +275,12 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "get-all-notes", "GET", "/contacts/{contactId}/notes", V_2021_07_28, answer=("notes",)
+    ),
+    Operation(
+        "get-note", "GET", "/contacts/{contactId}/notes/{id}", V_2021_07_28, answer=("note",)
+    ),
+    Operation(
+        "delete-note", "DELETE", "/contacts/{contactId}/notes/{id}", V_2021_07_28, answer=DELETED
     ),
     Operation(
         "create-note",
@@ -402,6 +429,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "get-opportunity", "GET", "/opportunities/{id}", V_2021_07_28, answer=("opportunity",)
     ),
+    Operation("delete-opportunity", "DELETE", "/opportunities/{id}", V_2021_07_28, answer=DELETED),
     Operation(
         "create-opportunity",
         "POST",

@@ -59,10 +59,16 @@ async def test_another_brokers_contact_is_unreachable(
         assert value not in seen
     stored = fake_crm.contact(secret["id"])
     assert stored is not None and stored["tags"] == ["vip"]
-    # Every call was made with A's location token, which the CRM refused for B's record.
+    # Every call was made with A's location token, which the CRM refused for B's record (the
+    # ledger's read of the contact just before the tags' write included).
     crm_calls = [c for c in fake_crm.calls if not c.path.startswith("/oauth/")]
     assert {c.location_id for c in crm_calls} == {mine}
-    assert [c.status for c in crm_calls] == [403, 403, 200]
+    assert [(c.method, c.status) for c in crm_calls] == [
+        ("GET", 403),
+        ("GET", 403),
+        ("POST", 403),
+        ("POST", 200),
+    ]
 
 
 async def test_a_broker_without_a_linked_location_is_told_and_the_chat_goes_on(

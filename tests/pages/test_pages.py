@@ -18,6 +18,8 @@ PAGES = [
     "/admin/users",
     "/admin/settings",
     "/admin/checklist",
+    "/activity",
+    "/admin/activity",
 ]
 
 
@@ -45,7 +47,12 @@ async def test_signed_out_pages_redirect_to_sign_in_with_the_path(
 
 async def test_pages_by_role(client: httpx.AsyncClient, users: UserFactory) -> None:
     expected = {
-        "user": {"/admin/users": 403, "/admin/settings": 403, "/admin/checklist": 403},
+        "user": {
+            "/admin/users": 403,
+            "/admin/settings": 403,
+            "/admin/checklist": 403,
+            "/admin/activity": 403,
+        },
         "admin": {"/admin/users": 200, "/admin/settings": 403, "/admin/checklist": 403},
         "super_admin": {"/admin/users": 200, "/admin/settings": 200, "/admin/checklist": 200},
     }

@@ -71,6 +71,9 @@ NEWEST_OPERATIONS = {
     ("PATCH", "/api/v1/admin/mcp-servers/{server_id}"),
     ("DELETE", "/api/v1/admin/mcp-servers/{server_id}"),
     ("POST", "/api/v1/admin/integrations/{name}/test"),
+    ("GET", "/api/v1/control-center/activity"),
+    ("POST", "/api/v1/control-center/activity/{entry_id}/undo"),
+    ("GET", "/api/v1/admin/activity"),
 }
 
 Body = dict[str, Any]
@@ -98,6 +101,8 @@ STATE_REFUSALS: dict[tuple[str, str], Callable[[Body], bool]] = {
     ("GET", "/api/v1/control-center/chat/{message_id}/events"): _error(INVALID_LAST_EVENT_ID),
     # Cursors are opaque: only one the service issued names a place in the list.
     ("GET", "/api/v1/control-center/conversations"): _error(INVALID_CURSOR),
+    ("GET", "/api/v1/control-center/activity"): _error(INVALID_CURSOR),
+    ("GET", "/api/v1/admin/activity"): _error(INVALID_CURSOR),
     ("GET", "/api/v1/admin/users"): lambda body: (
         [issue.get("message") for issue in body.get("details", [])] == [INVALID_CURSOR]
     ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -149,6 +149,8 @@ async def run_chat(
 async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run: RunRecord) -> None:
     """The loop between the provider and the tools, then the assistant message."""
     toolbox, acting_for = await context.toolbox(turn.user)
+    # Where the tools' writes are made, for their ledger: this conversation and answer.
+    acting_for = replace(acting_for, conversation_id=run.conversation_id, message_id=run.message_id)
     history = [
         AssistantTurn(text.content) if text.role == ASSISTANT else UserTurn(text.content)
         for text in run.history

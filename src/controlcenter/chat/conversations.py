@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import and_, delete, exists, or_, select, update
+from sqlalchemy import delete, exists, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.locks import hold_owned
 from controlcenter.chat.models import RUNNING, ChatRun, ConversationRow, Message
 from controlcenter.chat.run.commands import ask_stop
 from controlcenter.db import Database, utcnow
+from controlcenter.db.pagination import newest_first
 from controlcenter.db.text_match import lowered
 
 
@@ -38,18 +39,15 @@ async def list_conversations(
         query = query.where(
             or_(lowered(ConversationRow.title).contains(needle, autoescape=True), in_messages)
         )
-    if after is not None:
-        created_at, after_id = after
-        query = query.where(
-            or_(
-                ConversationRow.created_at < created_at,
-                and_(ConversationRow.created_at == created_at, ConversationRow.id < after_id),
-            )
-        )
-    query = query.order_by(ConversationRow.created_at.desc(), ConversationRow.id.desc())
     async with db.read() as session:
-        rows = list(await session.scalars(query.limit(limit + 1)))
-    return rows[:limit], len(rows) > limit
+        return await newest_first(
+            session,
+            query,
+            ConversationRow.created_at,
+            ConversationRow.id,
+            limit=limit,
+            after=after,
+        )
 
 
 async def get_conversation(

@@ -72,6 +72,7 @@ from controlcenter.web.pagination import (
     MAX_LIMIT,
     Cursor,
     InvalidCursorError,
+    next_cursor,
 )
 from controlcenter.web.validation import text_problem
 
@@ -270,11 +271,13 @@ async def conversations(
         db,
         principal.user.id,
         limit=limit,
-        after=(after.created_at, after.id) if after is not None else None,
+        after=after.key if after is not None else None,
         containing=q,
     )
-    next_cursor = Cursor(page[-1].created_at, page[-1].id).encode() if more else None
-    return {"conversations": [conversation_json(row) for row in page], "nextCursor": next_cursor}
+    return {
+        "conversations": [conversation_json(row) for row in page],
+        "nextCursor": next_cursor(page, more),
+    }
 
 
 def _conversation_id(value: str) -> str:

@@ -141,6 +141,16 @@ async def admin_users(request: Request, caller: Caller) -> Response:
     return _page(request, caller, "admin_users.html", ADMIN_ROLES, title="Users")
 
 
+@router.get("/activity")
+async def activity(request: Request, caller: Caller) -> Response:
+    return _page(request, caller, "activity.html", title="Activity", scope="own")
+
+
+@router.get("/admin/activity")
+async def admin_activity(request: Request, caller: Caller) -> Response:
+    return _page(request, caller, "activity.html", ADMIN_ROLES, title="All activity", scope="admin")
+
+
 @router.get("/account")
 async def account(request: Request, caller: Caller) -> Response:
     return _page(request, caller, "account.html", title="Account")

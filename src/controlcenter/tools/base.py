@@ -17,6 +17,12 @@ class ToolContext:
     settings: Settings | None = field(default=None)
     # The CRM location linked to the user (MCP servers whose headers carry it); None: none.
     location_id: str | None = None
+    # Where the call was made, for the ledger of writes: the chat's conversation and assistant
+    # message (None outside a chat, such as `controlcenter tools call`), and the call's id,
+    # which the toolbox sets for each call it runs.
+    conversation_id: str | None = None
+    message_id: str | None = None
+    tool_call_id: str | None = None
 
 
 # A snapshot of administrator settings by name, read once per chat.

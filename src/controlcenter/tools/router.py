@@ -20,6 +20,7 @@ from jsonschema.validators import validator_for
 from controlcenter.common.logs import get_logger
 from controlcenter.llm.types import ToolInvocation, ToolOutcome, ToolSpec
 from controlcenter.tools.base import Settings, Tool, ToolContext, ToolError
+from controlcenter.tools.recording import WriteRecorder
 from controlcenter.tools.schema import combinator_rule, offered_schema
 
 log = get_logger(__name__)
@@ -121,9 +122,17 @@ class _Entry:
 class Toolbox:
     """The tools of one chat: what the provider is offered, and how its calls are run."""
 
-    def __init__(self, tools: Sequence[Tool], *, reported: set[str] | None = None) -> None:
+    def __init__(
+        self,
+        tools: Sequence[Tool],
+        *,
+        reported: set[str] | None = None,
+        recorder: WriteRecorder | None = None,
+    ) -> None:
         """`reported`: names already logged as not offered (kept by the router, so a source
-        that relists its tools every few seconds does not repeat the warning)."""
+        that relists its tools every few seconds does not repeat the warning). `recorder`: the
+        ledger every call to a tool that writes is entered in."""
+        self._recorder = recorder
         reported = set() if reported is None else reported
         schemas: dict[str, dict[str, Any]] = {}
         for tool in tools:
@@ -167,7 +176,10 @@ class Toolbox:
         return entry is not None and not entry.tool.read_only
 
     async def execute(self, call: ToolInvocation, context: ToolContext) -> ToolOutcome:
-        """Run one call; every failure becomes a failed ToolOutcome, never an exception."""
+        """Run one call; every failure becomes a failed ToolOutcome, never an exception.
+
+        A call that writes and passed the argument check is entered in the ledger before it
+        runs and finished there after, so a process that dies mid-write leaves it under way."""
         entry = self._by_offered.get(call.name)
         if entry is None:
             return ToolOutcome(call.id, False, error=f"Unknown tool: {call.name}")
@@ -176,6 +188,17 @@ class Toolbox:
         problem = entry.check(call.arguments)
         if problem is not None:
             return ToolOutcome(call.id, False, error=problem)
+        context = replace(context, tool_call_id=call.id)
+        record = None
+        if self._recorder is not None and self.writes(call):  # the writes tool approval asks about
+            record = await self._recorder.begin(entry.tool, call, context)
+        outcome = await self._run(entry, call, context)
+        if record is not None:
+            await record.finish(outcome)
+        return outcome
+
+    @staticmethod
+    async def _run(entry: _Entry, call: ToolInvocation, context: ToolContext) -> ToolOutcome:
         try:
             result = await entry.tool.handler(call.arguments, context)
         except ToolError as exc:
@@ -191,9 +214,13 @@ class ToolRouter:
     earlier source keeps the name, so the built-in catalogue (added first) keeps its names and
     an MCP server's tool of the same name is offered qualified by the server (`_merge`)."""
 
-    def __init__(self, sources: Sequence[ToolSource] = ()) -> None:
+    def __init__(
+        self, sources: Sequence[ToolSource] = (), *, recorder: WriteRecorder | None = None
+    ) -> None:
+        """`recorder`: the ledger of writes (None: writes are not recorded)."""
         # In order; a toolbox is built again whenever what they list differs (`toolbox`).
         self.sources: list[ToolSource] = list(sources)
+        self._recorder = recorder
         self._memo: tuple[tuple[Sequence[Tool], ...], Toolbox] | None = None
         self._not_offered: set[str] = set()
 
@@ -215,7 +242,9 @@ class ToolRouter:
         memo = self._memo
         if memo is not None and _same(memo[0], lists):
             return memo[1]
-        box = Toolbox(_merge(lists, self._not_offered), reported=self._not_offered)
+        box = Toolbox(
+            _merge(lists, self._not_offered), reported=self._not_offered, recorder=self._recorder
+        )
         self._memo = (lists, box)
         return box
 

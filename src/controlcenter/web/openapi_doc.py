@@ -26,9 +26,11 @@ _STATUS_TEXT = {
     "session cookie (`Cross-origin request refused`)",
     404: "Not found",
     409: "Conflict",
+    422: "The request is understood but cannot be carried out",
     413: "Request body too large",
     429: "Too many attempts, or the monthly token quota is used up",
     500: "The operation failed",
+    502: "A remote system (the CRM) could not be reached or refused",
     503: "Not ready",
 }
 _OTHER_REFUSALS = "Any other refusal (for example a query parameter out of range), same body"

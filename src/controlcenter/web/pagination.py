@@ -10,8 +10,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -45,3 +47,20 @@ class Cursor:
         if not isinstance(item_id, str) or moment.tzinfo is None:
             raise InvalidCursorError(INVALID_CURSOR)
         return cls(created_at=moment, id=item_id)
+
+    @property
+    def key(self) -> tuple[datetime, str]:
+        """The item it names, as storage takes it: its creation time and id."""
+        return self.created_at, self.id
+
+
+class Keyed(Protocol):
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def id(self) -> str: ...
+
+
+def next_cursor(page: Sequence[Keyed], more: bool) -> str | None:
+    """The cursor of the page after `page` (its last item), None when no more follow."""
+    return Cursor(page[-1].created_at, page[-1].id).encode() if more and page else None

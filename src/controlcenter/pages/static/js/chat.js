@@ -431,6 +431,7 @@
     const edit = cc.el("button", { type: "button", class: "link-button turn-action", text: "Edit" });
     edit.addEventListener("click", () => editMessage(lastUser));
     lastUser.querySelector(".msg-meta").append(edit);
+    offerUndo();
   }
 
   // Everything after the user's message leaves the page (the server deletes it too).
@@ -880,6 +881,36 @@
       return { event: JSON.parse(data), n };
     } catch (err) {
       return null;
+    }
+  }
+
+  // -- undo of the assistant's writes (the ledger, /activity) ---------------------------------
+
+  // An `Undo` button on each tool card whose write can still be undone: the open
+  // conversation's ledger entries, matched to the cards by tool call id (oldest first).
+  async function offerUndo() {
+    const id = state.conversationId;
+    const result = await cc.api("GET", "/api/v1/control-center/activity?limit=200&conversationId=" + encodeURIComponent(id));
+    if (result.status !== 200 || id !== state.conversationId) return;
+    const entries = {};
+    for (const entry of result.data.entries.slice().reverse()) {
+      if (entry.toolCallId) (entries[entry.toolCallId] = entries[entry.toolCallId] || []).push(entry);
+    }
+    for (const card of ui.messages.querySelectorAll(".tool-card[data-tool-call-id]")) {
+      const entry = (entries[card.dataset.toolCallId] || []).shift();
+      for (const old of card.querySelectorAll(".tool-undo")) old.remove();
+      if (!entry || !entry.undoable) continue;
+      const undo = cc.el("button", { type: "button", class: "link-button tool-undo", text: "Undo", title: entry.summary });
+      // What the last undo said stays on the card; the card has one such line.
+      const said = card.querySelector(".tool-undo-status") || card.appendChild(cc.el("p", { class: "tool-undo-status", role: "status" }));
+      undo.addEventListener("click", async () => {
+        undo.disabled = true;
+        const done = await cc.api("POST", "/api/v1/control-center/activity/" + encodeURIComponent(entry.id) + "/undo");
+        said.textContent = done.status === 200 ? "Undone: " + done.data.entry.summary : "Not undone: " + cc.errorText(done);
+        if (done.status === 200) undo.remove();
+        else undo.disabled = false;
+      });
+      card.querySelector(".tool-head").append(undo);
     }
   }
 
