@@ -181,7 +181,8 @@ async def _with_store(parts: Parts, user_id: str, message_id: str) -> None:
     )
     assert started is not None
     await parts.signals.listen()
-    run = RunRecord(parts.db, parts.signals, parts.writer, message_id, started, channel)
+    flags = parts.signals.enlist(message_id)
+    run = RunRecord(parts.db, parts.signals, parts.writer, message_id, started, channel, flags)
     run.begin()
     for reply in REPLIES:
         run.waiting()  # as the agent does before each provider call

@@ -76,7 +76,10 @@ async def _started(
             db, user_id=user_id, conversation_id=None, message="Hello", answer_id=message_id
         )
         assert started is not None
-        run = RunRecord(db, signals, writer, message_id, started, channel or EventChannel())
+        sending = channel or EventChannel()
+        run = RunRecord(
+            db, signals, writer, message_id, started, sending, signals.enlist(message_id)
+        )
         run.begin()
         runs.append(run)
     return runs

@@ -37,7 +37,6 @@ log = get_logger(__name__)
 
 MAX_ITERATIONS = 10  # provider calls per turn at most
 CONVERSATION_NOT_FOUND = "Conversation not found"
-CONVERSATION_DELETED = "The conversation was deleted"
 UNEXPECTED = "An unexpected error occurred"
 DENIED_BY_USER = "Denied by the user"  # the result error of a denied or unanswered write
 STOPPED_BEFORE_RUNNING = "Stopped by the user before the tool ran"
@@ -208,10 +207,6 @@ async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run:
         turns.append(AssistantTurn(reply.text, reply.tool_calls))
         turns.append(ToolResultsTurn(tuple(results)))
 
-    if run.stopped and await run.conversation_deleted():
-        # Stopped by the deletion: there is no conversation to save the answer in.
-        await run.finish(STOPPED, events.error(CONVERSATION_DELETED))
-        return
     await run.complete()
 
 

@@ -12,7 +12,7 @@ from typing import TypeVar
 from sqlalchemy import select, update
 
 from controlcenter.chat.channel import EventChannel
-from controlcenter.chat.events import Event, event_data, message_complete, message_start
+from controlcenter.chat.events import Event, error, event_data, message_complete, message_start
 from controlcenter.chat.fold import Fold
 from controlcenter.chat.models import (
     DONE,
@@ -27,7 +27,7 @@ from controlcenter.chat.run.answer import assistant_message
 from controlcenter.chat.run.start import StartedTurn
 from controlcenter.chat.run.writer import EventWriter, RunEnd, RunUsage
 from controlcenter.chat.schemas import message_json
-from controlcenter.chat.signals import Signals
+from controlcenter.chat.signals import RunFlags, Signals
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database
 
@@ -35,6 +35,7 @@ log = get_logger(__name__)
 
 
 T = TypeVar("T")
+CONVERSATION_DELETED = "The conversation was deleted"
 
 
 class RunRecord:
@@ -50,7 +51,9 @@ class RunRecord:
         message_id: str,
         started: StartedTurn,
         channel: EventChannel,
+        flags: RunFlags,
     ) -> None:
+        """`flags`: what `Signals` tells the run (`Signals.enlist`)."""
         self.message_id = message_id
         self.conversation_id = started.conversation_id
         self.history = started.history
@@ -63,7 +66,7 @@ class RunRecord:
         self._channel = channel
         self._n = 1
         self._ended = False
-        self._flags = signals.enlist(message_id)  # its stop and approvals, told by `Signals`
+        self._flags = flags
 
     def count_provider_call(self, input_tokens: int, output_tokens: int) -> None:
         used = self.usage
@@ -122,7 +125,11 @@ class RunRecord:
     async def complete(self) -> None:
         """The run's end with its answer, as its events made it (`chat.fold`): in one write
         the assistant message, the events still pending, `message_complete` (sent once
-        stored) and the run's end."""
+        stored) and the run's end. A run stopped by its conversation's deletion has no
+        conversation to save the answer in: it ends with the error that says so."""
+        if self.stopped and await self._conversation_deleted():
+            await self.finish(STOPPED, error(CONVERSATION_DELETED))
+            return
         message = assistant_message(
             self.conversation_id, self.message_id, self.answer, usage=self.usage.json()
         )
@@ -134,7 +141,7 @@ class RunRecord:
 
     # The stop: no provider or tool call starts once it is asked.
 
-    async def conversation_deleted(self) -> bool:
+    async def _conversation_deleted(self) -> bool:
         """Whether the run's conversation was deleted while it ran."""
         async with self._db.read() as session:
             found = await session.scalar(

@@ -71,7 +71,8 @@ class ChatRuns:
         if started is None:
             return None
         await self.signals.listen()
-        run = RunRecord(self._db, self.signals, self.writer, message_id, started, channel)
+        flags = self.signals.enlist(message_id)
+        run = RunRecord(self._db, self.signals, self.writer, message_id, started, channel, flags)
         run.begin()
         return run
 
