@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -80,7 +81,7 @@ def cpu_count() -> int:
 @app.command()
 def serve(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
-    port: Annotated[int, typer.Option()] = 8000,
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
     workers: Annotated[
         int | None, typer.Option(min=1, help="processes to run  [default: the CPU count]")
     ] = None,
@@ -166,11 +167,17 @@ def main() -> None:
             message = str(problem["msg"]).removeprefix("Value error, ")
             typer.echo(f"error: {variable}: {message}", err=True)
         raise SystemExit(1) from None
-    except (OSError, SQLAlchemyError) as exc:
-        # The database cannot be reached or opened (a host that does not answer, a file the
-        # process may not open): its reason in one line.
-        reason = str(getattr(exc, "orig", None) or exc).splitlines()[0] if str(exc) else ""
-        typer.echo(
-            f"error: the database could not be used: {reason or type(exc).__name__}", err=True
-        )
+    except (ConnectionError, TimeoutError, socket.gaierror, SQLAlchemyError) as exc:
+        # The database cannot be reached or opened (a host that does not answer, a name that
+        # does not resolve, a file SQLite cannot open): its reason in one line.
+        typer.echo(f"error: the database could not be used: {_first_line(exc)}", err=True)
         raise SystemExit(1) from None
+    except OSError as exc:  # a file or folder the command cannot use
+        typer.echo(f"error: {_first_line(exc)}", err=True)
+        raise SystemExit(1) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    """The error's own reason (a driver's, under SQLAlchemy's wrapper), first line only."""
+    text = str(getattr(exc, "orig", None) or exc)
+    return text.splitlines()[0] if text else type(exc).__name__
