@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import Page, Route, expect
+from playwright.async_api import Page, expect
 
 from tests.browser.conftest import VIEWPORTS, Browsing
 from tests.browser.test_chat_page import answer_done, send
@@ -78,44 +78,6 @@ async def test_copy_joins_the_live_answers_text_blocks_with_a_blank_line(
     assert await copied(page) == EXPECTED_COPY
 
 
-async def test_a_stored_answer_with_parts_is_shown_in_their_order(
-    browsing: Browsing, broker: AppUser, fake_anthropic: FakeAnthropic
-) -> None:
-    """The page renders a stored answer from its `parts` (served here as the conversation's
-    GET answers them), and falls back to calls-then-text for an answer without them."""
-    two_steps(fake_anthropic)
-    page = await browsing.page(broker)
-    await page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    await page.goto("/chat")
-    await send(page, "What is on my calendar?")
-    await answer_done(page)
-    await page.wait_for_url("**/chat/*")
-
-    async def with_parts(route: Route) -> None:
-        response = await route.fetch()
-        body = await response.json()
-        for message in body["conversation"]["messages"]:
-            if message["role"] == "assistant" and "parts" not in message:
-                call_id = message["toolCalls"][0]["id"]
-                message["parts"] = [
-                    {"type": "text", "text": "Let me look that up in your CRM (calendar)."},
-                    {"type": "toolCall", "toolCallId": call_id},
-                    {"type": "text", "text": "**Coming up** in the next two weeks: nothing."},
-                ]
-        await route.fulfill(response=response, body=json.dumps(body))
-
-    await page.route(f"**{CONVERSATIONS}/*", with_parts)
-    await page.reload()
-    await expect(page.locator("article.msg.assistant .tool-card")).to_have_count(1)
-    assert await answer_shape(page) == EXPECTED_SHAPE
-    assert await copied(page) == EXPECTED_COPY
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="the chat stores no `parts` on this branch yet; strict: passes (and must lose this "
-    "mark) once the stored answer carries them",
-)
 async def test_a_reloaded_answer_looks_exactly_like_the_live_one(
     browsing: Browsing, broker: AppUser, fake_anthropic: FakeAnthropic
 ) -> None:
