@@ -17,27 +17,16 @@ from controlcenter.web.deps import DatabaseDep
 from controlcenter.web.errors import ApiError
 from controlcenter.web.openapi_doc import answers
 from controlcenter.web.pagination import (
-    CURSOR_PATTERN,
     DEFAULT_LIMIT,
-    INVALID_CURSOR,
-    MAX_LIMIT,
-    Cursor,
-    InvalidCursorError,
+    PageCursor,
+    PageLimit,
+    cursor_key,
     next_cursor,
 )
 from controlcenter.web.validation import text_problem
 
 router = APIRouter(tags=["activity"])
 
-Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT)]
-CursorQuery = Annotated[
-    str | None,
-    Query(
-        max_length=500,
-        json_schema_extra={"pattern": CURSOR_PATTERN},
-        description="`nextCursor` of the previous page, as it came",
-    ),
-]
 Search = Annotated[
     str | None,
     Query(
@@ -51,18 +40,15 @@ IdQuery = Annotated[str | None, Query(max_length=64, pattern="^[A-Za-z0-9_-]+$")
 def _after(cursor: str | None, q: str | None) -> tuple[datetime, str] | None:
     if q is not None and text_problem(q) is not None:
         raise ApiError(400, INVALID_TEXT)
-    try:
-        return Cursor.decode(cursor).key if cursor else None
-    except InvalidCursorError as exc:
-        raise ApiError(400, INVALID_CURSOR) from exc
+    return cursor_key(cursor)
 
 
 @router.get("/api/v1/control-center/activity", **answers(EntryPage, 400, 401))
 async def own_activity(
     principal: CurrentUser,
     db: DatabaseDep,
-    limit: Limit = DEFAULT_LIMIT,
-    cursor: CursorQuery = None,
+    limit: PageLimit = DEFAULT_LIMIT,
+    cursor: PageCursor = None,
     q: Search = None,
     conversationId: Annotated[
         str | None,
@@ -102,8 +88,8 @@ async def undo_entry(entry_id: str, principal: CurrentUser, undo: UndoDep) -> di
 async def all_activity(
     principal: Admin,
     db: DatabaseDep,
-    limit: Limit = DEFAULT_LIMIT,
-    cursor: CursorQuery = None,
+    limit: PageLimit = DEFAULT_LIMIT,
+    cursor: PageCursor = None,
     q: Search = None,
     userId: IdQuery = None,
 ) -> dict[str, Any]:

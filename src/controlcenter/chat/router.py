@@ -66,12 +66,10 @@ from controlcenter.web.deps import DatabaseDep
 from controlcenter.web.errors import ApiError
 from controlcenter.web.openapi_doc import Success, answers, json_body
 from controlcenter.web.pagination import (
-    CURSOR_PATTERN,
     DEFAULT_LIMIT,
-    INVALID_CURSOR,
-    MAX_LIMIT,
-    Cursor,
-    InvalidCursorError,
+    PageCursor,
+    PageLimit,
+    cursor_key,
     next_cursor,
 )
 from controlcenter.web.validation import text_problem
@@ -242,15 +240,8 @@ async def tools(principal: CurrentUser, chat_parts: ChatPartsDep) -> dict[str, A
 async def conversations(
     principal: CurrentUser,
     db: DatabaseDep,
-    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT,
-    cursor: Annotated[
-        str | None,
-        Query(
-            max_length=500,
-            json_schema_extra={"pattern": CURSOR_PATTERN},
-            description="`nextCursor` of the previous page, as it came",
-        ),
-    ] = None,
+    limit: PageLimit = DEFAULT_LIMIT,
+    cursor: PageCursor = None,
     q: Annotated[
         str | None,
         Query(
@@ -261,17 +252,14 @@ async def conversations(
     ] = None,
 ) -> dict[str, Any]:
     """The caller's conversations, newest first, without their messages."""
-    try:
-        after = Cursor.decode(cursor) if cursor else None
-    except InvalidCursorError as exc:
-        raise ApiError(400, INVALID_CURSOR) from exc
+    after = cursor_key(cursor)
     if q is not None and text_problem(q) is not None:
         raise ApiError(400, INVALID_TEXT)
     page, more = await list_conversations(
         db,
         principal.user.id,
         limit=limit,
-        after=after.key if after is not None else None,
+        after=after,
         containing=q,
     )
     return {

@@ -84,8 +84,12 @@ def conformance_client(
     except Exception as exc:
         from controlcenter.tools.base import ToolError
         from controlcenter.tools.mcp.failures import describe_failure
+        from controlcenter.tools.mcp.server import McpServer
 
-        reason = str(exc) if isinstance(exc, ToolError) else describe_failure(exc)
+        # The scenario's own credentials are removed from the server's words like a stored
+        # server's are.
+        secrets = McpServer(name=SERVER_NAME, url=url, oauth=oauth).secrets()
+        reason = str(exc) if isinstance(exc, ToolError) else describe_failure(exc, secrets)
         typer.echo(f"error: {reason}", err=True)
         raise typer.Exit(1) from exc
 

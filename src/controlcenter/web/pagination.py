@@ -13,7 +13,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Annotated, Protocol
+
+from fastapi import Query
+
+from controlcenter.web.errors import ApiError
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -64,3 +68,23 @@ class Keyed(Protocol):
 def next_cursor(page: Sequence[Keyed], more: bool) -> str | None:
     """The cursor of the page after `page` (its last item), None when no more follow."""
     return Cursor(page[-1].created_at, page[-1].id).encode() if more and page else None
+
+
+PageLimit = Annotated[int, Query(ge=1, le=MAX_LIMIT)]
+PageCursor = Annotated[
+    str | None,
+    Query(
+        max_length=500,
+        json_schema_extra={"pattern": CURSOR_PATTERN},
+        description="`nextCursor` of the previous page, as it came",
+    ),
+]
+
+
+def cursor_key(cursor: str | None) -> tuple[datetime, str] | None:
+    """The item a request's cursor names, as storage takes it (None for the first page).
+    Raises ApiError 400 `Invalid cursor` when it does not decode."""
+    try:
+        return Cursor.decode(cursor).key if cursor else None
+    except InvalidCursorError as exc:
+        raise ApiError(400, INVALID_CURSOR) from exc

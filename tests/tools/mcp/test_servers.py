@@ -217,7 +217,8 @@ async def test_server_states_name_each_server_with_its_state_and_tool_count(
         ("Down", "failing", 0, False),
         ("Off", "disabled", 0, True),
     ]
-    assert states[2].detail == "cannot connect to the server"
+    down_host = dead_url.split("://", 1)[1].split("/", 1)[0]
+    assert states[2].detail == f"could not reach {down_host}: cannot connect to the server"
     assert stored.reads == ["all", "all"]  # each check reads the stored servers once
     fake_highlevel.tokens = set()
     mcp_refused = McpSource(
@@ -237,8 +238,8 @@ async def test_server_states_name_each_server_with_its_state_and_tool_count(
     ok, detail = summary(states)
     assert ok is False
     assert detail == (
-        "mcpServerUrl: 6 tools; HighLevel: 21 tools; Down: cannot connect to the server; "
-        "Off: disabled"
+        "mcpServerUrl: 6 tools; HighLevel: 21 tools; "
+        f"Down: could not reach {down_host}: cannot connect to the server; Off: disabled"
     )
     assert TOKEN not in detail
     assert summary([]) == (False, "mcpServerUrl is not set and no MCP server is configured")

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from controlcenter.admin_settings.names import (
     MCP_SERVER_URL,
@@ -18,7 +19,12 @@ from controlcenter.admin_settings.names import (
     SettingName,
 )
 from controlcenter.tools.base import Settings, ToolError
-from controlcenter.tools.mcp.failures import describe_failure, known_secrets
+from controlcenter.tools.mcp.failures import (
+    CONNECT_FAILURES,
+    describe_failure,
+    innermost,
+    known_secrets,
+)
 from controlcenter.tools.mcp.server import McpServer, NeedsLocationError
 from controlcenter.tools.mcp.source import McpSource
 
@@ -110,8 +116,16 @@ async def _state(
         return ServerState(server.name, "failing", 0, False, str(exc))
     except Exception as exc:
         detail = describe_failure(exc, known_secrets(server, settings))
+        if isinstance(innermost(exc), (*CONNECT_FAILURES, TimeoutError)):
+            # No answer came: the host that was called tells the operator where to look.
+            detail = f"could not reach {_host(server)}: {detail}"
         return ServerState(server.name, "failing", 0, False, detail)
     return ServerState(server.name, "working", count, True, f"{count} tools", _warning(server))
+
+
+def _host(server: McpServer) -> str:
+    """The server's host and port, without the userinfo an old address may carry."""
+    return urlsplit(server.url).netloc.rpartition("@")[2] or "the server"
 
 
 def _warning(server: McpServer) -> str:
