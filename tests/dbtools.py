@@ -4,7 +4,7 @@ write transactions committed meanwhile."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -115,7 +115,7 @@ def committed_writes(db: Database) -> Iterator[list[list[str]]]:
     def rollback(conn: Connection) -> None:
         open_.pop(conn, None)
 
-    listeners = [
+    listeners: list[tuple[str, Callable[..., None]]] = [
         ("begin", begun),
         ("before_cursor_execute", executed),
         ("commit", commit),
