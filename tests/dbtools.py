@@ -1,13 +1,15 @@
 """Database helpers for tests and benchmarks: an empty PostgreSQL schema, an API token added
-in a caller's transaction, a snapshot of every row, and a failure injected by a trigger."""
+in a caller's transaction, a snapshot of every row, a failure injected by a trigger, and the
+write transactions committed meanwhile."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import event, select, text
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
 from controlcenter.auth.models import ApiTokenRecord, UserRecord
@@ -86,3 +88,43 @@ async def _run(db: Database, statements: list[str]) -> None:
 def cookie(token: str) -> dict[str, Any]:
     """The session cookie as a header, so one shared client can act as several users."""
     return {"Cookie": f"session={token}"}
+
+
+@contextmanager
+def committed_writes(db: Database) -> Iterator[list[list[str]]]:
+    """The statements of each write transaction committed on `db` meanwhile, in the order of
+    their commits, as SQLAlchemy's engine events (`begin`, `before_cursor_execute`, `commit`,
+    `rollback`) show them. Reads are left out: on SQLite they go through an engine of their
+    own, on PostgreSQL they run in AUTOCOMMIT."""
+    engine = db.engine.sync_engine
+    open_: dict[Connection, list[str]] = {}
+    committed: list[list[str]] = []
+
+    def begun(conn: Connection) -> None:
+        if conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
+            open_[conn] = []
+
+    def executed(conn: Connection, _cursor: Any, statement: str, *_: Any) -> None:
+        if conn in open_:
+            open_[conn].append(statement)
+
+    def commit(conn: Connection) -> None:
+        if conn in open_:
+            committed.append(open_.pop(conn))
+
+    def rollback(conn: Connection) -> None:
+        open_.pop(conn, None)
+
+    listeners: list[tuple[str, Callable[..., None]]] = [
+        ("begin", begun),
+        ("before_cursor_execute", executed),
+        ("commit", commit),
+        ("rollback", rollback),
+    ]
+    for name, listener in listeners:
+        event.listen(engine, name, listener)
+    try:
+        yield committed
+    finally:
+        for name, listener in listeners:
+            event.remove(engine, name, listener)

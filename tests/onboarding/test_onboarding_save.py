@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +16,7 @@ from controlcenter.auth.models import UserRecord
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.onboarding.service import OnboardingSaves, UserGoneError
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import committed_writes
 
 URL = "/api/v1/onboarding"
 
@@ -194,32 +194,28 @@ async def test_a_whitespace_brokerage_name_is_truthy_and_stored_as_sent(
 
 
 async def test_a_save_is_one_write_transaction(
-    client: httpx.AsyncClient, server: RunningServer, users: UserFactory, monkeypatch: Any
+    client: httpx.AsyncClient, server: RunningServer, users: UserFactory
 ) -> None:
     """Record, brokerage and jobs commit together: one write transaction per save."""
     user = await users.create()
-    opened: list[None] = []
-    write = server.db.write
-
-    def counted() -> Any:
-        # Only the saves': the chat's liveness task writes now and then in the app.
-        if _a_save_opens(sys._getframe(1)):
-            opened.append(None)
-        return write()
-
-    monkeypatch.setattr(server.db, "write", counted)
     body = {**FULL, "brokerageName": "Acme Realty"}
-    for _ in range(2):  # the first save creates the record, the second updates it
-        response = await client.post(URL, json=body, headers=user.headers)
-        assert response.status_code == 200
-    assert len(opened) == 2
+    with committed_writes(server.db) as committed:
+        for _ in range(2):  # the first save creates the record, the second updates it
+            response = await client.post(URL, json=body, headers=user.headers)
+            assert response.status_code == 200
+    # Only the saves': the app's own tasks (chat liveness, the outbox) write now and then.
+    saves = [statements for statements in committed if _any_writes(statements, "onboarding")]
+    assert len(saves) == 2
+    for statements in saves:
+        assert any(s.lstrip().startswith("INSERT INTO outbox_jobs") for s in statements)
+    # The brokerage changes with the first save only, in the same transaction.
+    assert [_any_writes(statements, "users") for statements in saves] == [True, False]
 
 
-def _a_save_opens(caller: Any) -> bool:
-    """Whether `OnboardingSaves.save` is among the callers."""
-    while caller is not None and caller.f_code.co_qualname != "OnboardingSaves.save":
-        caller = caller.f_back
-    return caller is not None
+def _any_writes(statements: list[str], table: str) -> bool:
+    """Whether one of `statements` inserts into or updates `table`."""
+    written = re.compile(rf"\s*(INSERT INTO|UPDATE) {table}\b")
+    return any(written.match(statement) for statement in statements)
 
 
 async def test_an_unchanged_brokerage_is_not_written_again(

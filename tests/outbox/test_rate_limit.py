@@ -7,9 +7,6 @@ and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-import sys
-from types import FrameType
-from typing import Any
 
 import httpx
 import pytest
@@ -20,6 +17,7 @@ from controlcenter.crm.rate_limit import LocationRateLimiter, RateLimit
 from controlcenter.outbox.models import DONE, PENDING, OutboxJob
 from controlcenter.outbox.worker import OutboxWorker
 from tests.conftest import RunningServer, UserFactory
+from tests.dbtools import committed_writes
 from tests.fakes.clock import FakeClock
 from tests.fakes.crm import FakeCrm
 from tests.outbox.conftest import (
@@ -153,28 +151,20 @@ async def test_a_job_that_has_begun_waits_for_its_later_tokens(server: RunningSe
     await third
 
 
-async def test_only_a_taken_token_is_a_write_transaction(
-    server: RunningServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_only_a_taken_token_is_a_write_transaction(server: RunningServer) -> None:
     """Waiting for a token looks at the bucket without the write lock: on SQLite every write
     transaction waits for the one write lock, beside the onboarding saves."""
     limiter = LocationRateLimiter(server.db, RateLimit(10, 1.0), max_wait_s=5.0)  # 9/s
-    writes: list[int] = []
-    write = server.db.write
-
-    def counted() -> Any:
-        # Only the limiter's: the app's own tasks (chat liveness) write now and then.
-        caller: FrameType | None = sys._getframe(1)
-        while caller is not None and not caller.f_code.co_filename.endswith("rate_limit.py"):
-            caller = caller.f_back
-        if caller is not None:
-            writes.append(1)
-        return write()
-
-    monkeypatch.setattr(server.db, "write", counted)
-    for _ in range(4):  # a bucket of one: three of them wait for the refill
-        await limiter.acquire("looked-at-location")
-    assert len(writes) == 4
+    with committed_writes(server.db) as committed:
+        for _ in range(4):  # a bucket of one: three of them wait for the refill
+            await limiter.acquire("looked-at-location")
+    # Only the limiter's: the app's own tasks (chat liveness) write now and then.
+    takes = [
+        statements
+        for statements in committed
+        if any("crm_rate_buckets" in statement for statement in statements)
+    ]
+    assert len(takes) == 4
 
 
 async def test_a_first_token_taken_ahead_serves_the_jobs_first_request(

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import ssl
 from collections.abc import Callable
 from typing import Any
 
-import httpx2
 import pytest
 
 from controlcenter.config import Config
@@ -25,9 +25,16 @@ from controlcenter.llm.types import (
 from controlcenter.providers import clients
 from controlcenter.providers.anthropic import AnthropicProvider
 from controlcenter.providers.base import PROVIDER_A, PROVIDER_B, Provider, ProviderError
-from controlcenter.providers.openai import OpenAIProvider
 from controlcenter.providers.registry import build_providers, close_providers
-from tests.fakes.llm import ErrorReply, FakeAnthropic, FakeOpenAI, RawReply, Reply, ToolUse
+from tests.fakes.llm import (
+    ErrorReply,
+    FakeAnthropic,
+    FakeOpenAI,
+    RawReply,
+    Received,
+    Reply,
+    ToolUse,
+)
 
 Case = tuple[Provider, FakeAnthropic | FakeOpenAI]
 
@@ -482,38 +489,42 @@ async def test_sdk_retries_come_from_config(
 # -- clients ------------------------------------------------------------------------------------
 
 
-async def test_one_client_per_key_sharing_one_connection_pool(case: Case) -> None:
+async def test_each_key_is_sent_with_its_calls_over_one_shared_connection_pool(
+    case: Case,
+) -> None:
+    """Each call carries its own key, and the keys' clients share one connection pool: a call
+    with another key goes over the connection the previous call left open."""
     provider, fake = case
-    assert isinstance(provider, AnthropicProvider | OpenAIProvider)
-    other_key = "sk-other-" + "z" * 30
+    own, other = fake.api_key, "sk-other-" + "z" * 30
 
     with pytest.raises(ProviderError):
-        await provider.complete(api_key=other_key, system="s", turns=[UserTurn("a")], tools=[])
-    await provider.complete(api_key=fake.api_key, system="s", turns=[UserTurn("b")], tools=[])
-    await provider.complete(api_key=fake.api_key, system="s", turns=[UserTurn("c")], tools=[])
-
-    first = provider._clients.get(fake.api_key)
-    assert provider._clients.get(fake.api_key) is first
-    second = provider._clients.get(other_key)
-    assert second is not first
-    assert first._client is second._client is provider._clients.http
-    assert len(fake.requests) == 2  # the wrong key was refused before the body was read
+        await provider.complete(api_key=other, system="s", turns=[UserTurn("a")], tools=[])
+    assert fake.requests == []  # the wrong key was refused before the body was read
+    await provider.complete(api_key=own, system="s", turns=[UserTurn("b")], tools=[])
+    fake.api_key = other  # the API takes the other key from now on
+    try:
+        await provider.complete(api_key=other, system="s", turns=[UserTurn("c")], tools=[])
+    finally:
+        fake.api_key = own
+    first, second = fake.received
+    assert [_key_sent(first), _key_sent(second)] == [own, other]
+    assert first.port == second.port
 
 
 async def test_calls_past_a_pools_share_open_another_pool_and_never_wait(
     case: Case, llm_config: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A held call (a model thinking for 30 s) must not make the calls after it wait for a
-    connection: with 2 calls per pool, 5 held at once all reach the API before any answer
+    """A held call (a model thinking for half a minute) must not make the calls after it wait
+    for a connection: with 2 calls per pool, 5 held at once all reach the API before any answer
     (the fake answers none until all 5 have arrived: a capped pool, sending them in waves,
-    would never get there and time out), over 3 pools; once they end, a call goes through the
-    first pool again."""
+    would never get there and time out); once they end, a call goes through the first pool's
+    connections again. The new pools load no CA bundle: all share the provider's TLS context."""
     held, fake = case
     monkeypatch.setattr(clients, "SHARD_CALLS", 2)
     built = build_providers(Config(**llm_config, provider_timeout_s=10))
     provider = built[PROVIDER_A if isinstance(held, AnthropicProvider) else PROVIDER_B]
-    assert isinstance(provider, AnthropicProvider | OpenAIProvider)
     hold_until_all_arrived(fake, 5)
+    loads = ca_bundle_loads(monkeypatch)
 
     async def call(i: int) -> str:
         turns = [UserTurn(f"call {i}")]
@@ -522,13 +533,13 @@ async def test_calls_past_a_pools_share_open_another_pool_and_never_wait(
 
     try:
         assert await asyncio.gather(*(call(i) for i in range(5))) == ["held"] * 5
-        pools = provider._clients._shards
-        assert len(pools) == 3
-        assert [pool.in_flight for pool in pools] == [0, 0, 0]
-        assert provider._clients.get(fake.api_key)._client is pools[0].http
-        # one TLS context (its CA bundle, ~830 KiB) for all the pools, not one each
-        contexts = {id(_ssl_context(pool.http)) for pool in pools}
-        assert len(contexts) == 1
+        ports = {_call_number(received): received.port for received in fake.received}
+        assert sorted(ports) == [0, 1, 2, 3, 4] and len(set(ports.values())) == 5
+        fake.received.clear()
+        assert await call(5) == "held"
+        # The first two calls took the first pool, a quiet service's pool.
+        assert [received.port for received in fake.received] in ([ports[0]], [ports[1]])
+        assert loads == []
     finally:
         await close_providers(built)
 
@@ -537,13 +548,12 @@ async def test_a_pool_keeps_a_connection_for_each_call_it_carries(
     case: Case, llm_config: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A burst like the last one opens no connection: each pool kept one for every call it
-    carried (keeping half closed and opened one for a call in fifteen under a load that comes
-    and goes: against the real API, a TLS handshake each)."""
+    carried (a pool keeping fewer closes and opens connections under a load that comes and
+    goes: against the real API, a TLS handshake each)."""
     held, fake = case
     monkeypatch.setattr(clients, "SHARD_CALLS", 2)
     built = build_providers(Config(**llm_config, provider_timeout_s=10))
     provider = built[PROVIDER_A if isinstance(held, AnthropicProvider) else PROVIDER_B]
-    assert isinstance(provider, AnthropicProvider | OpenAIProvider)
     fake.responder = lambda body: Reply(text="held", delay_s=0.3)
 
     async def burst() -> set[int]:
@@ -556,7 +566,6 @@ async def test_a_pool_keeps_a_connection_for_each_call_it_carries(
                 for _ in range(5)
             )
         )
-        assert len(provider._clients._shards) == 3
         return {received.port for received in fake.received}
 
     try:
@@ -565,6 +574,19 @@ async def test_a_pool_keeps_a_connection_for_each_call_it_carries(
         assert await burst() == first
     finally:
         await close_providers(built)
+
+
+def _key_sent(received: Received) -> str:
+    """The API key a request carried (Anthropic's `x-api-key`, OpenAI's bearer token)."""
+    headers = received.headers
+    return headers.get("x-api-key") or headers["authorization"].removeprefix("Bearer ")
+
+
+def _call_number(received: Received) -> int:
+    """The `i` of a request sent by `call(i)` ("call {i}" is its last message)."""
+    found = re.search(rb"call (\d+)", received.body)
+    assert found is not None
+    return int(found[1])
 
 
 async def test_nothing_to_send_is_an_error_without_a_request(case: Case) -> None:
@@ -620,12 +642,18 @@ def body_text(body: dict[str, Any]) -> str:
     return content if isinstance(content, str) else content[-1]["text"]
 
 
-def _ssl_context(http: httpx2.AsyncClient) -> ssl.SSLContext:
-    """The TLS context of the pool's transport (the SDK's aiohttp transport keeps it as
-    `ssl_context`)."""
-    context = vars(http._transport)["ssl_context"]
-    assert isinstance(context, ssl.SSLContext)
-    return context
+def ca_bundle_loads(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Each CA bundle a TLS context loads from now on: a spy on the standard library's
+    `SSLContext.load_verify_locations`, which passes every call on."""
+    loads: list[object] = []
+    load = ssl.SSLContext.load_verify_locations
+
+    def counted(context: ssl.SSLContext, *args: Any, **kwargs: Any) -> None:
+        loads.append((args, kwargs))
+        load(context, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    return loads
 
 
 def hold_until_all_arrived(
