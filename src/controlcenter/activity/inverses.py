@@ -187,43 +187,73 @@ class CreateContact(Write):
         return f"Deleted contact {contact_name(current, made['id'])}"
 
 
-class UpdateContact(Write):
-    """Fields of a contact changed: undone by setting them back to the values read before."""
+class FieldUpdate(Write):
+    """Fields of an object changed: undone by setting them back to the values read before.
+    A subclass names the object's argument, collection, fields and how it is called."""
+
+    id_argument: str
+    collection: str
+    key: str
+    labels: Mapping[str, str]
+    noun: str  # the summary's start: "Contact Ada Lovelace: ..."
+    of: str  # before the name when one field changed: "Phone of Ada Lovelace", "Stage of deal X"
+
+    def _name(self, done: Done) -> str:
+        raise NotImplementedError
+
+    def _back(self, fields: Sequence[str], before: Mapping[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _path(self, arguments: Mapping[str, Any]) -> str:
+        return f"/{self.collection}/{segment(str(arguments[self.id_argument]))}"
 
     def before_path(self, arguments: Mapping[str, Any]) -> tuple[str, str] | None:
-        return f"/contacts/{segment(str(arguments['contactId']))}", "contact"
+        return self._path(arguments), self.key
 
-    @staticmethod
-    def _fields(done: Done) -> list[str]:
-        return [f for f in done.arguments if f in CONTACT_LABELS]
+    def _fields(self, done: Done) -> list[str]:
+        return [f for f in done.arguments if f in self.labels]
 
     def summary(self, title: str, done: Done) -> str:
-        who = contact_name(done.before, str(done.arguments["contactId"]))
-        if done.before is None:
-            parts = [
-                f"{CONTACT_LABELS[f]} → {shown(done.arguments[f])}" for f in self._fields(done)
-            ]
-            return f"Contact {who}: " + "; ".join(parts)
+        name = self._name(done)
         fields = self._fields(done)
-        lines = changes(CONTACT_LABELS, fields, done.before, done.arguments)
+        if done.before is None:
+            parts = [f"{self.labels[f]} → {shown(done.arguments[f])}" for f in fields]
+            return f"{self.noun} {name}: " + "; ".join(parts)
+        lines = changes(self.labels, fields, done.before, done.arguments)
         if len(lines) == 1:
-            return f"{CONTACT_LABELS[fields[0]]} of {who}: " + lines[0].split(": ", 1)[1]
-        return f"Contact {who}: " + "; ".join(lines)
+            return f"{self.labels[fields[0]]} of {self.of}{name}: " + lines[0].split(": ", 1)[1]
+        return f"{self.noun} {name}: " + "; ".join(lines)
 
     def undoable(self, done: Done) -> bool:
         return done.before is not None
 
     async def undo(self, crm: CrmClient, done: Done) -> str:
         assert done.before is not None
-        path = f"/contacts/{segment(str(done.arguments['contactId']))}"
-        current = await _read(crm, path, "contact")
+        path = self._path(done.arguments)
+        current = await _read(crm, path, self.key)
         fields = self._fields(done)
         _held(fields, current, done.arguments)
-        back = {f: _sendable(f, done.before.get(f)) for f in fields}
+        back = self._back(fields, done.before)
         await crm.put(path, back)
-        return self.summary(
-            "", Done({"contactId": done.arguments["contactId"], **back}, current, None)
-        )
+        args = {self.id_argument: done.arguments[self.id_argument], **back}
+        return self.summary("", Done(args, current, None))
+
+
+class UpdateContact(FieldUpdate):
+    """Fields of a contact changed."""
+
+    id_argument = "contactId"
+    collection = "contacts"
+    key = "contact"
+    labels = CONTACT_LABELS
+    noun = "Contact"
+    of = ""
+
+    def _name(self, done: Done) -> str:
+        return contact_name(done.before, str(done.arguments["contactId"]))
+
+    def _back(self, fields: Sequence[str], before: Mapping[str, Any]) -> dict[str, Any]:
+        return {f: _sendable(f, before.get(f)) for f in fields}
 
 
 def _sendable(field: str, value: Any) -> Any:
@@ -321,41 +351,21 @@ class Created(Write):
         return f"{self.what} deleted: {clipped(label)}"
 
 
-class UpdateDeal(Write):
-    """A deal changed (moved to another stage, renamed, won or lost): undone by setting the
-    changed fields back to the values read before."""
+class UpdateDeal(FieldUpdate):
+    """A deal changed (moved to another stage, renamed, won or lost)."""
 
-    def before_path(self, arguments: Mapping[str, Any]) -> tuple[str, str] | None:
-        return f"/opportunities/{segment(str(arguments['opportunityId']))}", "opportunity"
+    id_argument = "opportunityId"
+    collection = "opportunities"
+    key = "opportunity"
+    labels = DEAL_LABELS
+    noun = "Deal"
+    of = "deal "
 
-    @staticmethod
-    def _fields(done: Done) -> list[str]:
-        return [f for f in done.arguments if f in DEAL_LABELS]
+    def _name(self, done: Done) -> str:
+        return str((done.before or {}).get("name") or done.arguments["opportunityId"])
 
-    def summary(self, title: str, done: Done) -> str:
-        name = (done.before or {}).get("name") or done.arguments["opportunityId"]
-        if done.before is None:
-            parts = [f"{DEAL_LABELS[f]} → {shown(done.arguments[f])}" for f in self._fields(done)]
-            return f"Deal {name}: " + "; ".join(parts)
-        fields = self._fields(done)
-        lines = changes(DEAL_LABELS, fields, done.before, done.arguments)
-        if len(lines) == 1:
-            return f"{DEAL_LABELS[fields[0]]} of deal {name}: " + lines[0].split(": ", 1)[1]
-        return f"Deal {name}: " + "; ".join(lines)
-
-    def undoable(self, done: Done) -> bool:
-        return done.before is not None
-
-    async def undo(self, crm: CrmClient, done: Done) -> str:
-        assert done.before is not None
-        path = f"/opportunities/{segment(str(done.arguments['opportunityId']))}"
-        current = await _read(crm, path, "opportunity")
-        fields = self._fields(done)
-        _held(fields, current, done.arguments)
-        back = {f: done.before.get(f) for f in fields if done.before.get(f) is not None}
-        await crm.put(path, back)
-        args = {"opportunityId": done.arguments["opportunityId"], **back}
-        return self.summary("", Done(args, current, None))
+    def _back(self, fields: Sequence[str], before: Mapping[str, Any]) -> dict[str, Any]:
+        return {f: before.get(f) for f in fields if before.get(f) is not None}
 
 
 WRITES: dict[str, Write] = {
