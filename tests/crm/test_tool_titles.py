@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import httpx
 
-from controlcenter.auth.models import UserRecord
+from controlcenter.accounts.users import UserChanges, update_user
+from controlcenter.auth.models import SUPER_ADMIN, UserRecord
 from controlcenter.crm.tools import crm_tools
 from controlcenter.crm.tools.titles import TITLES
 from tests.conftest import RunningServer, UserFactory
@@ -28,10 +29,9 @@ async def test_a_broker_reads_the_titles_of_the_tools_they_have(
     unlinked = await client.get(TOOLS, headers=broker.headers)
     assert unlinked.status_code == 200
     assert not {tool["name"] for tool in unlinked.json()["tools"]} & set(TITLES)
-    async with server.db.write() as db:
-        row = await db.get(UserRecord, broker.id)
-        assert row is not None
-        row.crm_location_id = "location0001"
+    # Linked as an administrator links it, so the broker's known credential learns it at once.
+    changes = UserChanges(crm_location_id="location0001")
+    await update_user(server.db, broker.id, changes, actor_role=SUPER_ADMIN)
     linked = (await client.get(TOOLS, headers=broker.headers)).json()["tools"]
     assert {"name": "contacts_get-contacts", "title": "Search contacts"} in linked
     assert (await client.get(TOOLS)).status_code == 401
