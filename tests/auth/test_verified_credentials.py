@@ -377,3 +377,22 @@ async def test_a_change_outside_the_service_counts_once_marked(
         return not await accepted(other, user)
 
     await eventually(refused)
+
+
+async def test_a_process_forgets_its_own_change_once(
+    server: RunningServer, users: UserFactory
+) -> None:
+    """Its own write empties this process's caches as it commits; reading the stamps it set,
+    or being notified of them, later empties nothing again."""
+    user = await users.create()
+    async with server.db.write() as session:
+        await mark_changed(session, CREDENTIALS)
+    assert await accepted(server.db, user)  # read, and kept after the change
+    # Several polls of the stamps (SQLite), or the change's own notification (PostgreSQL).
+    await asyncio.sleep(4 * server.db.changes.poll_s)
+    statements, stop = counting_reads(server.db)
+    try:
+        assert await accepted(server.db, user)
+    finally:
+        stop()
+    assert statements == []

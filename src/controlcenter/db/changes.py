@@ -4,7 +4,8 @@ A value read from the database and kept in memory (a verified credential, the se
 stored MCP servers) is kept in a cachetools `TTLCache` under a topic (`Kept`). A write that
 changes what a topic's caches hold calls `mark_changed(session, topic)` inside its
 transaction: the topic's row of `change_stamps` gets a new random stamp and, on PostgreSQL,
-`CHANNEL` is notified with the topic (delivered when the transaction commits). Then:
+`CHANNEL` is notified with the topic and its stamp (delivered when the transaction commits).
+Then:
 
 - this process empties the topic's caches as the transaction commits (`Database.write`);
 - the other processes on the database empty theirs within `POLL_S`: on SQLite one task per
@@ -44,7 +45,8 @@ CHANNEL = "cc_changes"
 # How often a process reads the stamps on SQLite (and on PostgreSQL while LISTEN is down):
 # a change made through another process is in force here within this time.
 POLL_S = 0.5
-_CHANGED = "controlcenter_changed"  # the `session.info` key of the topics a write changed
+_CHANGED = "controlcenter_changed"  # the `session.info` key of the stamps a write set
+_SEP = " "  # between a notification's topic and its stamp
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -62,17 +64,18 @@ class ChangeStamp(Base):
 async def mark_changed(session: AsyncSession, *topics: str) -> None:
     """Mark `topics` changed by the session's transaction (see the module's docstring)."""
     table = ChangeStamp.__table__
+    stamps: dict[str, str] = session.info.setdefault(_CHANGED, {})
     for topic in topics:
-        values = {"topic": topic, "stamp": os.urandom(16).hex()}
+        stamps[topic] = stamp = os.urandom(16).hex()
+        values = {"topic": topic, "stamp": stamp}
         await session.execute(upsert(session, table, values, key=("topic",), update=("stamp",)))  # type: ignore[arg-type]
-    await notify(session, CHANNEL, topics)
-    session.info.setdefault(_CHANGED, set()).update(topics)
+    await notify(session, CHANNEL, [f"{topic}{_SEP}{stamps[topic]}" for topic in topics])
 
 
-def committed_topics(session: AsyncSession) -> set[str]:
-    """The topics the session's committed transaction marked changed."""
-    topics: set[str] = session.info.pop(_CHANGED, set())
-    return topics
+def committed_stamps(session: AsyncSession) -> dict[str, str]:
+    """The topics the session's committed transaction marked changed, with their new stamps."""
+    stamps: dict[str, str] = session.info.pop(_CHANGED, {})
+    return stamps
 
 
 Reader = Callable[[], AbstractAsyncContextManager[AsyncSession]]
@@ -88,6 +91,7 @@ class Changes:
         self.poll_s = poll_s
         self._generations: dict[str, int] = {}
         self._forgets: dict[str, list[Callable[[], None]]] = {}
+        self._own: dict[str, str] = {}  # the last stamp this process set, by topic
         self._stamps: dict[str, str] | None = None  # as last read; None: read them anew
         self._watching = False
         self._task: asyncio.Task[None] | None = None
@@ -109,6 +113,15 @@ class Changes:
             self._generations[topic] = self._generations.get(topic, 0) + 1
             for forget in self._forgets.get(topic, ()):
                 forget()
+
+    def committed(self, stamps: dict[str, str]) -> None:
+        """This process's own write set `stamps`: forget now, and know them, so that reading or
+        being notified of them later forgets nothing again. A change another process made
+        before is forgotten here too, since this forgets after it."""
+        if self._stamps is not None:
+            self._stamps.update(stamps)
+        self._own.update(stamps)
+        self.changed(stamps)
 
     def forget_all(self) -> None:
         """Forget what every cache keeps (what this process kept may no longer be so)."""
@@ -177,7 +190,10 @@ class Changes:
         except Exception as exc:  # polled until the next attempt
             log.warning("change notifications unavailable", error=type(exc).__name__)
 
-    def _notified(self, topic: str) -> None:
+    def _notified(self, payload: str) -> None:
+        topic, _, stamp = payload.partition(_SEP)
+        if stamp and self._own.get(topic) == stamp:
+            return  # this process's own write, forgotten as it committed
         self.changed([topic])
 
     def _on_lost(self, listener: Listener) -> None:

@@ -46,7 +46,7 @@ from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 from sqlalchemy.types import TypeDecorator
 
 from controlcenter.config import check_database_url
-from controlcenter.db.changes import Changes, committed_topics
+from controlcenter.db.changes import Changes, committed_stamps
 from controlcenter.db.text_match import register_sqlite_functions
 
 # How long a SQLite writer waits for another connection's write transaction before it fails.
@@ -128,7 +128,7 @@ class Database:
         async with self.sessions() as session:
             async with session.begin():
                 yield session
-            self.changes.changed(committed_topics(session))
+            self.changes.committed(committed_stamps(session))
 
     async def dispose(self) -> None:
         await self.changes.stop()
