@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 
 import httpx
@@ -20,48 +17,18 @@ from tests.activity.conftest import Desk
 from tests.conftest import RunningServer
 from tests.fakes.crm import FakeCrm
 from tests.fakes.llm import Reply, ToolUse
-from tests.fakes.server import listening_socket
 from tests.outbox.conftest import wait_for
+from tests.serve_process import serve_process, serving
 
-COLD_START_S = 60.0  # a process's first imports on a busy machine
 CHAT = "/api/v1/control-center/chat"
 
 
-@contextmanager
 def serve(
     server: RunningServer, desk: Desk, log: Path
-) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+) -> AbstractContextManager[tuple[str, subprocess.Popen[bytes]]]:
     """`controlcenter serve` on the test's database, its provider and CRM the fakes."""
-    config = server.config
-    sock = listening_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    sock.close()
-    env = {
-        **os.environ,
-        "DATABASE_URL": config.database_url,
-        "SECRET_KEY": config.secret_key or "",
-        "SETTINGS_ENCRYPTION_KEY": config.settings_encryption_key or "",
-        "VAR_DIR": str(log.parent / "var"),
-        "PROVIDER_A_BASE_URL": desk.llm.fake.url,
-        "PROVIDER_MAX_RETRIES": "0",
-        "CRM_BASE_URL": desk.crm.url,
-        "MCP_TIMEOUT_S": "1",
-    }
-    command = Path(sys.executable).parent / "controlcenter"
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [str(command), "serve", "--port", str(port), "--workers", "1"],
-            env=env,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,
-        )
-    try:
-        yield f"http://127.0.0.1:{port}", process
-    finally:
-        with suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(10)
+    env = {"PROVIDER_A_BASE_URL": desk.llm.fake.url, "CRM_BASE_URL": desk.crm.url}
+    return serve_process(server, log, env)
 
 
 async def test_a_write_caught_by_a_killed_process_is_unknown_until_a_read_confirms_it(
@@ -72,16 +39,7 @@ async def test_a_write_caught_by_a_killed_process_is_unknown_until_a_read_confir
     )
     log = tmp_path / "serve.log"
     with serve(server, desk, log) as (url, process):
-
-        async def up() -> bool:
-            assert process.poll() is None, f"serve exited, see {log}"
-            try:
-                async with httpx.AsyncClient() as http:
-                    return (await http.get(url + "/healthz")).status_code == 200
-            except httpx.TransportError:
-                return False
-
-        await wait_for(up, within=COLD_START_S)
+        await serving(url, process, log)
         args = {"contactId": ada["id"], "phone": "555-0199"}
         desk.llm.fake.script(
             Reply(tool_uses=[ToolUse("contacts_update-contact", args, id="toolu_1")]),

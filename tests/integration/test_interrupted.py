@@ -9,9 +9,7 @@ import json
 import os
 import signal
 import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 
 import httpx
@@ -26,62 +24,19 @@ from controlcenter.chat.run.stored import events_after
 from tests.chat.helpers import set_settings, stored_messages
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.llm import FakeAnthropic, Reply, ToolUse
-from tests.fakes.server import LoopbackServer, listening_socket
+from tests.fakes.server import LoopbackServer
 from tests.outbox.conftest import wait_for
+from tests.serve_process import serve_process, serving
 
-COLD_START_S = 60.0  # a process's first imports on a busy machine
 INTERVAL_S = 0.3
 CHAT = "/api/v1/control-center/chat"
 
 
-@contextmanager
 def serve(
     server: RunningServer, fake: FakeAnthropic, log: Path
-) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    config = server.config
-    sock = listening_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    sock.close()
-    env = {
-        **os.environ,
-        "DATABASE_URL": config.database_url,
-        "SECRET_KEY": config.secret_key or "",
-        "SETTINGS_ENCRYPTION_KEY": config.settings_encryption_key or "",
-        "VAR_DIR": str(log.parent / "var"),
-        "PROVIDER_A_BASE_URL": fake.url,
-        "PROVIDER_MAX_RETRIES": "0",
-        "CHAT_LIVENESS_INTERVAL_S": str(INTERVAL_S),
-        "MCP_TIMEOUT_S": "1",
-    }
-    command = Path(sys.executable).parent / "controlcenter"
-    with log.open("ab") as out:
-        # One process (serve's default is one per core): the test kills *the* process that
-        # writes the answer; its own session, so that nothing of it outlives the test.
-        process = subprocess.Popen(
-            [str(command), "serve", "--port", str(port), "--workers", "1"],
-            env=env,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,
-        )
-    try:
-        yield f"http://127.0.0.1:{port}", process
-    finally:
-        with suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(10)
-
-
-async def serving(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    async def up() -> bool:
-        assert process.poll() is None, f"serve exited, see {log}"
-        try:
-            async with httpx.AsyncClient() as http:
-                return (await http.get(url + "/healthz")).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    await wait_for(up, within=COLD_START_S)
+) -> AbstractContextManager[tuple[str, subprocess.Popen[bytes]]]:
+    env = {"PROVIDER_A_BASE_URL": fake.url, "CHAT_LIVENESS_INTERVAL_S": str(INTERVAL_S)}
+    return serve_process(server, log, env)
 
 
 async def chat_until_held(url: str, user: AppUser, fake: FakeAnthropic) -> str:
