@@ -10,6 +10,7 @@ inverse (a sent message, any MCP tool) are `NO_INVERSE`.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -130,6 +131,10 @@ def _made(result: Any, key: str) -> dict[str, Any] | None:
 # -- the kinds of write ----------------------------------------------------------------------
 
 
+class NoInverseError(Exception):
+    """An undo was asked of a write that has no inverse (callers check `undoable` first)."""
+
+
 class Write:
     """A write without a known inverse."""
 
@@ -145,8 +150,9 @@ class Write:
         return False
 
     async def undo(self, crm: CrmClient, done: Done) -> str:
-        """Check, then reverse the write; the undo's summary."""
-        raise NotImplementedError
+        """Check, then reverse the write; the undo's summary. Called only when `undoable`:
+        a write without an inverse has nothing to reverse."""
+        raise NoInverseError(done)
 
 
 NO_INVERSE = Write()
@@ -187,7 +193,7 @@ class CreateContact(Write):
         return f"Deleted contact {contact_name(current, made['id'])}"
 
 
-class FieldUpdate(Write):
+class FieldUpdate(Write, ABC):
     """Fields of an object changed: undone by setting them back to the values read before.
     A subclass names the object's argument, collection, fields and how it is called."""
 
@@ -198,11 +204,13 @@ class FieldUpdate(Write):
     noun: str  # the summary's start: "Contact Ada Lovelace: ..."
     of: str  # before the name when one field changed: "Phone of Ada Lovelace", "Stage of deal X"
 
+    @abstractmethod
     def _name(self, done: Done) -> str:
-        raise NotImplementedError
+        """How the summary names the object."""
 
+    @abstractmethod
     def _back(self, fields: Sequence[str], before: Mapping[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
+        """The body that sets `fields` back to their values `before` the write."""
 
     def _path(self, arguments: Mapping[str, Any]) -> str:
         return f"/{self.collection}/{segment(str(arguments[self.id_argument]))}"
