@@ -10,7 +10,7 @@ chat:
   alone, each in one plain write (`Database.write`, the rows the store writes for them), the
   chat's pauses for its provider between them: what a chat would write if its run and its
   events were not stored;
-- the service's path, as `stream.ChatRuns.begin` and `agent.run_chat` take it: the turn's
+- the service's path, as `stream.ChatRuns.begin` and `turn.run_chat` take it: the turn's
   start in one write (`start_turn`: the conversation, the user's message, the run and
   message_start), the process's LISTEN connection (`Signals.listen`, PostgreSQL only), each
   event through the run's `RunRecord` to the process's `EventWriter` (`RunRecord.waiting`

@@ -1,28 +1,20 @@
-"""One chat turn after the pre-stream checks: conversation, user message, the
-agentic loop between the provider and the tools, the assistant message, and the events."""
+"""The agentic loop of one chat turn: the provider asked, the tools run, the events sent to
+the run, and the assistant message at its end (`chat.turn` begins and ends the run around
+it)."""
 
 from __future__ import annotations
 
-import asyncio
-import traceback
 from dataclasses import dataclass, replace
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from controlcenter.admin_settings.names import SettingName
-from controlcenter.admin_settings.usable import UnusableSettingError, check_credential
 from controlcenter.auth.models import UserRecord
 from controlcenter.chat import events
-from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.context import ChatContext
 from controlcenter.chat.context_budget import fit
-from controlcenter.chat.conversations import TurnRefusedError
-from controlcenter.chat.models import APPROVED, ASSISTANT, DONE, FAILED, INTERRUPTED, STOPPED
+from controlcenter.chat.models import APPROVED, ASSISTANT, STOPPED
 from controlcenter.chat.policy import DEFAULT_CONTEXT_TOKEN_BUDGET
 from controlcenter.chat.run.record import RunRecord
-from controlcenter.chat.run.runs import ChatRuns
 from controlcenter.common.logs import get_logger
-from controlcenter.common.secrets import MASK, redact
 from controlcenter.llm.types import (
     AssistantTurn,
     ToolOutcome,
@@ -36,8 +28,6 @@ from controlcenter.providers.history import TIMEOUT_MESSAGE
 log = get_logger(__name__)
 
 MAX_ITERATIONS = 10  # provider calls per turn at most
-CONVERSATION_NOT_FOUND = "Conversation not found"
-UNEXPECTED = "An unexpected error occurred"
 DENIED_BY_USER = "Denied by the user"  # the result error of a denied or unanswered write
 STOPPED_BEFORE_RUNNING = "Stopped by the user before the tool ran"
 SYSTEM_PROMPT = (
@@ -83,70 +73,9 @@ class ChatTurn:
         return (self.api_key, self.fallback.api_key)
 
 
-async def run_chat(
-    provider: Provider, context: ChatContext, turn: ChatTurn, channel: EventChannel, runs: ChatRuns
-) -> None:
-    """Runs to the end whatever happens to the connection (a client that went away resumes
-    from the stored events); the channel is closed and the run's end stored in every case."""
-    run: RunRecord | None = None
-    status = FAILED
-    failure: events.Event | None = None
-    try:
-        # Before anything is saved: a key that cannot travel in a header fails every call.
-        check_credential(turn.key_setting, turn.api_key)
-        run = await runs.begin(
-            turn.user.id, turn.conversation_id, turn.message, channel, turn.replace
-        )
-        if run is None:
-            channel.send(events.error(CONVERSATION_NOT_FOUND))  # belongs to no message
-        else:
-            await _answer(provider, context, turn, run)
-            status = STOPPED if run.stopped else DONE
-    except ProviderError as exc:
-        code = str(exc.status_code) if exc.status_code is not None else None
-        message = redact(exc.message, *turn.secrets, mask=MASK)
-        log.warning("provider error", provider=turn.provider, status=code, message=message)
-        failure = events.error(message or UNEXPECTED, code)
-    except TurnRefusedError as exc:  # nothing was saved; the client asked for what cannot be
-        failure = events.error(str(exc))
-    except UnusableSettingError as exc:
-        # An operator's mistake, not a bug: one line naming the setting, no traceback.
-        log.warning("chat refused: configuration error", setting=exc.name, problem=exc.reason)
-        failure = events.error(str(exc))
-    except Exception as exc:
-        # The traceback is logged as text so that the key can be taken out of it as well.
-        trace = "".join(traceback.format_exception(exc))
-        log.error(
-            "chat failed", provider=turn.provider, traceback=redact(trace, *turn.secrets, mask=MASK)
-        )
-        shown = UNEXPECTED if isinstance(exc, SQLAlchemyError) else str(exc)  # no SQL shown
-        failure = events.error(redact(shown, *turn.secrets, mask=MASK) or UNEXPECTED)
-    except asyncio.CancelledError:
-        # Cancelled at shutdown: its stream ends as a dead process's would, and the answer so
-        # far is saved as interrupted by another process (or the next start).
-        status = INTERRUPTED
-        failure = events.error(events.ANSWER_INTERRUPTED)
-        raise
-    finally:
-        if run is None:
-            if failure is not None:
-                channel.send(failure)
-        else:
-            run.dismiss()
-            try:
-                # The failure reaches the client once the run's end is stored: a client that
-                # reads it may at once answer the message again, and is never told that this
-                # answer still runs. At once when the answer's write ended the run already.
-                await run.finish(status, failure)
-            except Exception as exc:
-                log.error("chat run's end not stored", error=redact(str(exc)))
-                if failure is not None:
-                    channel.send(failure)  # live only: the stream still ends with its error
-        channel.close()
-
-
-async def _answer(provider: Provider, context: ChatContext, turn: ChatTurn, run: RunRecord) -> None:
-    """The loop between the provider and the tools, then the assistant message."""
+async def answer(provider: Provider, context: ChatContext, turn: ChatTurn, run: RunRecord) -> None:
+    """The loop between the provider and the tools, then the assistant message (the run's
+    end with it). Raises what a provider, a tool or the database raised."""
     toolbox, acting_for = await context.toolbox(turn.user)
     # Where the tools' writes are made, for their ledger: this conversation and answer.
     acting_for = replace(acting_for, conversation_id=run.conversation_id, message_id=run.message_id)

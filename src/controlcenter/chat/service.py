@@ -22,7 +22,7 @@ from controlcenter.admin_settings.names import (
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.admin_settings.usable import credential_problem
 from controlcenter.auth.models import UserRecord
-from controlcenter.chat.agent import ChatTurn, Fallback, run_chat
+from controlcenter.chat.agent import ChatTurn, Fallback
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.context import ChatContext
 from controlcenter.chat.liveness import Liveness
@@ -30,6 +30,7 @@ from controlcenter.chat.observed import ObservedChannel, observed_run
 from controlcenter.chat.policy import CHAT_POLICY, stored_policy
 from controlcenter.chat.request import ChatInput
 from controlcenter.chat.run.runs import ChatRuns
+from controlcenter.chat.turn import run_chat
 from controlcenter.chat.usage import tokens_this_month
 from controlcenter.crm.broker import linked_location
 from controlcenter.crm.tools import OPERATION_IDS
