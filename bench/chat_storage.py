@@ -88,7 +88,11 @@ PRECISE = 0.1
 
 _CALL = ToolInvocation(id="toolu_1", name="echo_text", arguments={"text": "round"})
 _RESULT = ToolOutcome(tool_call_id="toolu_1", success=True, result={"text": "round"})
-_TOOL_REPLY = [content_delta("Looking that up."), tool_call_start(_CALL), tool_result(_RESULT)]
+_TOOL_REPLY: list[Event] = [
+    content_delta("Looking that up."),
+    tool_call_start(_CALL),
+    tool_result(_RESULT),
+]
 # The chat's events after message_start, as the provider's three replies bring them.
 REPLIES: list[list[Event]] = [_TOOL_REPLY, _TOOL_REPLY, [content_delta(ANSWER)]]
 TOOL_CALLS = sum(event["type"] == "tool_call_start" for reply in REPLIES for event in reply)

@@ -1,10 +1,14 @@
-"""The chat's requests, answers and events as JSON: the
-models that describe them in the interface description (`tests/test_openapi.py` checks real
-answers against them), and the functions that build the answers from the stored rows."""
+"""The chat's requests, answers and events as JSON: the models that describe them in the
+interface description (`tests/test_openapi.py` checks real answers against them), and the
+functions that build the answers from the stored rows.
+
+Nothing here restates a shape defined elsewhere: the events and the message they carry are
+`chat.events`'s own types, and a request's limits and names are the ones its checks use
+(`chat.request`, `providers.base.PROVIDERS`, `chat.conversations.REPLACEABLE`)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import (
     AwareDatetime,
@@ -14,15 +18,19 @@ from pydantic import (
     Json,
     RootModel,
     StringConstraints,
+    WithJsonSchema,
 )
 
 from controlcenter.chat import models
+from controlcenter.chat.conversations import REPLACEABLE
+from controlcenter.chat.events import AnyEvent, ChatMessage, ProviderName, Usage
 from controlcenter.chat.request import MESSAGE_MAX_CHARS
 from controlcenter.common.times import iso
 from controlcenter.web.openapi_doc import absent, schema_extra
 from controlcenter.web.validation import STORABLE
 
-ProviderName = Literal["provider_a", "provider_b"]
+Replace = Annotated[str, WithJsonSchema({"type": "string", "enum": list(REPLACEABLE)})]
+"""What of a conversation's last turn a request replaces (`chat.conversations.REPLACEABLE`)."""
 NOT_BLANK = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
 """Some character that is not white space (and, as in every body, no NUL)."""
 _NEW_CONVERSATION = "absent: a new conversation"
@@ -47,7 +55,7 @@ class ChatRequest(BaseModel):
         default="provider_a",
         description="its API key must be set in the settings (else 400 `No API key configured`)",
     )
-    replace: Literal["lastAnswer", "lastMessage"] = absent(
+    replace: Replace = absent(
         "with `conversationId`: `lastAnswer` answers the conversation's last user message "
         "again in place of its last answer; `lastMessage` puts `message` in place of its last "
         "user message and that message's answer. Either is refused with the `error` event "
@@ -79,51 +87,6 @@ class UiChatRequest(BaseModel):
     )
     conversationId: str = absent(_NEW_CONVERSATION)
     provider: ProviderName = absent()
-
-
-class ToolCall(BaseModel):
-    id: str
-    name: str
-    arguments: dict[str, Any]
-
-
-class ToolResult(BaseModel):
-    toolCallId: str
-    success: bool
-    result: Any = absent("on success: the tool's result")
-    error: str = absent("on failure")
-
-
-class Usage(BaseModel):
-    """An assistant message's tokens, from the providers' own counts."""
-
-    inputTokens: int
-    outputTokens: int
-    providerCalls: int
-
-
-class TextPart(BaseModel):
-    type: Literal["text"]
-    text: str
-
-
-class ToolCallPart(BaseModel):
-    type: Literal["toolCall"]
-    toolCallId: str
-
-
-class ChatMessage(BaseModel):
-    id: str
-    role: Literal["user", "assistant"]
-    content: str
-    toolCalls: list[ToolCall] = absent("only when the message made tool calls")
-    toolResults: list[ToolResult] = absent("only when the message made tool calls")
-    parts: list[Annotated[TextPart | ToolCallPart, Field(discriminator="type")]] = absent(
-        "assistant messages: the text of each provider reply and the tool calls, in order"
-    )
-    createdAt: AwareDatetime
-    usage: Usage = absent("assistant messages")
-    interrupted: Literal[True] = absent("closed after its process died")
 
 
 class Conversation(BaseModel):
@@ -198,72 +161,10 @@ class UsageReport(BaseModel):
     users: list[UserUsage]
 
 
-# The events of the stream.
-
-
-class MessageStart(BaseModel):
-    type: Literal["message_start"]
-    conversationId: str
-    messageId: str
-
-
-class ContentDelta(BaseModel):
-    type: Literal["content_delta"]
-    delta: str
-
-
-class ToolCallStart(BaseModel):
-    type: Literal["tool_call_start"]
-    toolCall: ToolCall
-
-
-class ProviderFallback(BaseModel):
-    """With the chat policy's `fallback`."""
-
-    model_config = ConfigDict(populate_by_name=True)
-    type: Literal["provider_fallback"]
-    from_: ProviderName = Field(alias="from")
-    to: ProviderName
-
-
-class ToolApprovalRequired(BaseModel):
-    """With the chat policy's `toolApproval: "writes"`."""
-
-    type: Literal["tool_approval_required"]
-    toolCall: ToolCall
-
-
-class ToolResultEvent(BaseModel):
-    type: Literal["tool_result"]
-    toolResult: ToolResult
-
-
-class MessageComplete(BaseModel):
-    type: Literal["message_complete"]
-    message: ChatMessage
-    stopped: Literal[True] = absent("only when the message was stopped")
-
-
-class ErrorEvent(BaseModel):
-    type: Literal["error"]
-    error: str
-    code: str = absent()
-
-
 class ChatEvent(RootModel[Any]):
     """One `data:` frame of the chat's event stream."""
 
-    root: Annotated[
-        MessageStart
-        | ContentDelta
-        | ToolCallStart
-        | ProviderFallback
-        | ToolApprovalRequired
-        | ToolResultEvent
-        | MessageComplete
-        | ErrorEvent,
-        Field(discriminator="type"),
-    ]
+    root: AnyEvent
 
 
 class ChatEventFrame(BaseModel):
@@ -325,18 +226,23 @@ def conversation_json(row: models.ConversationRow) -> dict[str, Any]:
     }
 
 
-def message_json(row: models.Message) -> dict[str, Any]:
+def message_json(row: models.Message) -> ChatMessage:
     """A stored message / ControlCenterMessage: toolCalls and toolResults only when present."""
-    body: dict[str, Any] = {"id": row.id, "role": row.role, "content": row.content}
+    role = cast(Literal["user", "assistant"], row.role)  # the column holds only these
+    body: ChatMessage = {
+        "id": row.id,
+        "role": role,
+        "content": row.content,
+        "createdAt": iso(row.created_at),
+    }
     if row.tool_calls:
         body["toolCalls"] = row.tool_calls
     if row.tool_results:
         body["toolResults"] = row.tool_results
     if row.parts is not None:
         body["parts"] = row.parts  # assistant messages: text and tool calls in their order
-    body["createdAt"] = iso(row.created_at)
     if row.usage is not None:
-        body["usage"] = row.usage  # assistant messages only
+        body["usage"] = cast(Usage, row.usage)  # assistant messages only, as the run counted
     if row.interrupted:
         body["interrupted"] = True  # closed by another process after its own died
     return body

@@ -6,7 +6,27 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, NotRequired
+
+from pydantic import Field
+from typing_extensions import TypedDict
+
+
+class ToolCall(TypedDict):
+    """A tool call as the chat's events and messages show it."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class ToolResult(TypedDict):
+    """A tool call's result as the chat's events and messages show it."""
+
+    toolCallId: str
+    success: bool
+    result: NotRequired[Annotated[Any, Field(description="on success: the tool's result")]]
+    error: NotRequired[Annotated[str, Field(description="on failure")]]
 
 
 @dataclass(frozen=True)
@@ -26,7 +46,7 @@ class ToolInvocation:
     name: str
     arguments: dict[str, Any]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ToolCall:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
@@ -39,7 +59,7 @@ class ToolOutcome:
     result: Any = None
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ToolResult:
         if self.success:
             return {"toolCallId": self.tool_call_id, "success": True, "result": self.result}
         return {"toolCallId": self.tool_call_id, "success": False, "error": self.error or ""}
