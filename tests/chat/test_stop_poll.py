@@ -13,7 +13,7 @@ from sqlalchemy import Select
 from sqlalchemy.dialects import sqlite
 
 from controlcenter.chat.channel import EventChannel
-from controlcenter.chat.liveness import _runs_without_row
+from controlcenter.chat.liveness import runs_without_row
 from controlcenter.chat.models import STOPPED
 from controlcenter.chat.run.commands import StopAnswer, request_stop
 from controlcenter.chat.run.runs import ChatRuns
@@ -73,5 +73,5 @@ def test_sqlites_poll_reads_the_partial_index_only(tmp_path: Path) -> None:
     plan = _plan(path, ASKED_STOPS)
     assert plan == ["SCAN chat_runs USING INDEX ix_chat_runs_stops_asked"]
     # The liveness task's look for running runs without a row reads its own partial index.
-    later = _plan(path, _runs_without_row(utcnow()), utcnow().isoformat())
+    later = _plan(path, runs_without_row(utcnow()), utcnow().isoformat())
     assert later[0] == "SEARCH chat_runs USING INDEX ix_chat_runs_running (created_at<?)"

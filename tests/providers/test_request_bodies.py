@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
+import anthropic
+import openai
 import pytest
 
 from controlcenter.config import Config
@@ -27,6 +30,7 @@ from controlcenter.providers.body import Body, BodyCache, Fixed
 from controlcenter.providers.openai import OpenAIProvider
 from controlcenter.providers.registry import build_providers, close_providers
 from tests.fakes.llm import ErrorReply, FakeAnthropic, FakeOpenAI, Reply
+from tests.providers.conftest import SHORT_TIMEOUT_S
 
 Case = tuple[Provider, FakeAnthropic | FakeOpenAI]
 
@@ -119,22 +123,41 @@ def expected_body(fake: FakeAnthropic | FakeOpenAI) -> dict[str, Any]:
     }
 
 
-async def create(
-    provider: Provider, fake: FakeAnthropic | FakeOpenAI, body: dict[str, Any]
-) -> None:
-    """The same request through the SDK's own `create`, on the provider's client for the key."""
-    if isinstance(provider, AnthropicProvider):
-        await provider._clients.get(fake.api_key).messages.create(**body)
+@asynccontextmanager
+async def sdk_client(
+    fake: FakeAnthropic | FakeOpenAI,
+) -> AsyncIterator[anthropic.AsyncAnthropic | openai.AsyncOpenAI]:
+    """The SDK's own client for the fake's key, configured as the deployment configures the
+    provider (its base URL, timeout and retries, over the SDK's aiohttp transport)."""
+    options: dict[str, Any] = {
+        "api_key": fake.api_key,
+        "base_url": fake.url,
+        "timeout": SHORT_TIMEOUT_S,
+        "max_retries": 0,
+    }
+    client: anthropic.AsyncAnthropic | openai.AsyncOpenAI
+    if isinstance(fake, FakeAnthropic):
+        client = anthropic.AsyncAnthropic(**options, http_client=anthropic.DefaultAioHttpClient())
     else:
-        assert isinstance(provider, OpenAIProvider)
-        await provider._clients.get(fake.api_key).chat.completions.create(**body)
+        client = openai.AsyncOpenAI(**options, http_client=openai.DefaultAioHttpClient())
+    async with client:
+        yield client
+
+
+async def create(fake: FakeAnthropic | FakeOpenAI, body: dict[str, Any]) -> None:
+    """The same request through the SDK's own `create`."""
+    async with sdk_client(fake) as client:
+        if isinstance(client, anthropic.AsyncAnthropic):
+            await client.messages.create(**body)
+        else:
+            await client.chat.completions.create(**body)
 
 
 async def test_the_request_is_byte_for_byte_the_one_create_sends(case: Case) -> None:
     provider, fake = case
     await provider.complete(api_key=fake.api_key, system=SYSTEM, turns=TURNS, tools=(SEARCH, TAG))
     body = expected_body(fake)
-    await create(provider, fake, body)
+    await create(fake, body)
 
     ours, theirs = fake.received
     assert json.loads(ours.body) == body
@@ -144,22 +167,19 @@ async def test_the_request_is_byte_for_byte_the_one_create_sends(case: Case) -> 
     assert fake.invalid == []
 
 
-async def stream_with_sdk(
-    provider: Provider, fake: FakeAnthropic | FakeOpenAI, body: dict[str, Any]
-) -> list[str]:
+async def stream_with_sdk(fake: FakeAnthropic | FakeOpenAI, body: dict[str, Any]) -> list[str]:
     """The same request through the SDK's own streaming helper; the text pieces it read."""
     pieces: list[str] = []
-    if isinstance(provider, AnthropicProvider):
-        client = provider._clients.get(fake.api_key)
-        async with client.messages.stream(**body) as stream:
-            pieces += [text async for text in stream.text_stream]
-    else:
-        assert isinstance(provider, OpenAIProvider)
-        chunks = await provider._clients.get(fake.api_key).chat.completions.create(
-            **body, stream=True, stream_options={"include_usage": True}
-        )
-        async for chunk in chunks:
-            pieces += [c.delta.content for c in chunk.choices if c.delta.content]
+    async with sdk_client(fake) as client:
+        if isinstance(client, anthropic.AsyncAnthropic):
+            async with client.messages.stream(**body) as stream:
+                pieces += [text async for text in stream.text_stream]
+        else:
+            chunks = await client.chat.completions.create(
+                **body, stream=True, stream_options={"include_usage": True}
+            )
+            async for chunk in chunks:
+                pieces += [c.delta.content for c in chunk.choices if c.delta.content]
     return pieces
 
 
@@ -179,7 +199,7 @@ async def test_a_streamed_request_is_byte_for_byte_the_one_the_sdk_helper_sends(
         tools=(SEARCH, TAG),
         on_text=pieces.append,
     )
-    theirs_pieces = await stream_with_sdk(provider, fake, expected_body(fake))
+    theirs_pieces = await stream_with_sdk(fake, expected_body(fake))
 
     ours, theirs = fake.received
     assert json.loads(ours.body)["stream"] is True

@@ -138,7 +138,7 @@ class Liveness:
         async with self._db.read() as session:
             anything = select(RunningMessage.message_id).where(*stale_rows).limit(1)
             stale = await session.scalar(anything)
-            rowless = list((await session.scalars(_runs_without_row(limit))).all())
+            rowless = list((await session.scalars(runs_without_row(limit))).all())
         closed = 0
         if stale is not None:
             closed += await self._close_rows(stale_rows)
@@ -206,7 +206,7 @@ class Liveness:
         return closed
 
 
-def _runs_without_row(limit: datetime) -> Select[str]:
+def runs_without_row(limit: datetime) -> Select[str]:
     """The runs still marked running, begun before `limit`, that have no liveness row."""
     return select(ChatRun.message_id).where(
         text(RUNNING_NOW),  # as the partial index's condition is written
