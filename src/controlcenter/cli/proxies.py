@@ -8,8 +8,7 @@ from typing import Any
 # Longer than a proxy keeps its idle upstream connections (nginx's `keepalive_timeout`, 60 s by
 # default; cloud load balancers' idle timeouts, commonly 60 s). With uvicorn's 5 s the service
 # closes an idle connection while the proxy or a client may be sending its next request on it:
-# that request fails (a ReadError in the client, a 502 from nginx, which retries no POST), about
-# one chat in 10,000 in the held-streams measurement of `make bench`.
+# that request fails (a ReadError in the client, a 502 from nginx, which retries no POST).
 KEEP_ALIVE_S = 75
 
 

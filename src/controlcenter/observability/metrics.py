@@ -67,9 +67,9 @@ OUTBOX_DURATION = Histogram(
 class HttpSeries:
     """The HTTP request counter's and duration histogram's children of one route template and
     method, bound once: `labels()` takes a lock, checks the label values and looks the child
-    up on every call, which costs as much as recording the values (the index answers tens of
-    thousands of requests a second, `make bench`). The counter's child of each status is
-    bound when that status first occurs, so no series appears before its first request."""
+    up on every call, which costs as much as recording the values, on every request of the
+    busiest routes. The counter's child of each status is bound when that status first occurs,
+    so no series appears before its first request."""
 
     def __init__(self, route: str, method: str) -> None:
         self._route = route
