@@ -4,8 +4,10 @@ One `EventWriter` per process gathers the events and ends of all its runs over a
 (`WINDOW_S`) and writes them in one transaction, so a hundred chats streaming at once cost a
 few transactions a second, not hundreds. A run's end is written at once (with whatever is
 pending), or right after the write under way, with its last events and its answer, and
-awaited until it is stored. Each write notifies the readers in other processes on PostgreSQL
-(in the same transaction, delivered at its commit); `chat.signals` listens.
+awaited until it is stored; the same write deletes the run's liveness row (`chat.liveness`),
+except for a run interrupted at shutdown, whose row another process closes. Each write
+notifies the readers in other processes on PostgreSQL (in the same transaction, delivered at
+its commit); `chat.signals` listens.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 
 from controlcenter.chat.locks import hold_conversations
 from controlcenter.chat.models import (
     EVENTS_TABLE,
+    INTERRUPTED,
     RUNNING,
+    RUNNING_TABLE,
     RUNS_TABLE,
     ChatRun,
     Message,
@@ -257,7 +261,9 @@ def _fail(future: asyncio.Future[None], exc: BaseException) -> None:
 
 async def _write_batch(db: Database, batch: _Pending) -> None:
     """The answers (each touching its conversation), the events and the runs' ends of
-    `batch` in one transaction; readers in other processes notified of each run."""
+    `batch` in one transaction, with the liveness rows of the runs that end (not of one
+    interrupted at shutdown: another process closes it); readers in other processes notified
+    of each run."""
     events = [
         {"message_id": message_id, "n": n, "data": data}
         for message_id, stored in batch.events.items()
@@ -282,6 +288,11 @@ async def _write_batch(db: Database, batch: _Pending) -> None:
             await session.execute(insert(EVENTS_TABLE), events)
         if ends:
             await session.execute(_END_RUN, [_end_row(m, ending.end) for m, ending in ends])
+        ended = [m for m, ending in ends if ending.end.status != INTERRUPTED]
+        if ended:
+            await session.execute(
+                delete(RUNNING_TABLE).where(RUNNING_TABLE.c.message_id.in_(ended))
+            )
         await notify(session, EVENTS_CHANNEL, batch.runs())
 
 
