@@ -295,6 +295,18 @@ async def test_a_live_run_is_not_closed(db: Database, users: UserFactory) -> Non
     assert run is not None and run.status == RUNNING
 
 
+async def test_an_answers_end_deletes_its_liveness_row_in_the_same_write(
+    client: httpx.AsyncClient, server: RunningServer, llm: Llm, user: AppUser
+) -> None:
+    """The row is gone once `message_complete` arrives: deleted with the run's end, not by a
+    write of its own afterwards."""
+    llm.fake.script(Reply(text="done"))
+    body = {"message": "hi", "provider": llm.name}
+    frames = await read_frames(client, "POST", f"{CHAT}?ids=1", user, body=body)
+    assert frames[-1][1]["type"] == "message_complete"
+    assert await _running_row(server.db, frames[0][1]["messageId"]) is None
+
+
 async def test_a_run_cancelled_at_shutdown_ends_its_stream_as_interrupted(
     client: httpx.AsyncClient, server: RunningServer, llm: Llm, user: AppUser
 ) -> None:

@@ -19,7 +19,7 @@ from controlcenter.crm.client import CrmClient
 from controlcenter.crm.errors import CrmError
 from controlcenter.db import Database
 from controlcenter.llm.types import ToolInvocation, ToolOutcome
-from controlcenter.tools.base import Tool, ToolContext
+from controlcenter.tools.base import RunWrites, Tool, ToolContext
 
 log = get_logger(__name__)
 
@@ -54,7 +54,9 @@ class Ledger:
             # The write still runs: the chat's own storage fails in the same way and says so.
             log.error("ledger entry not stored", tool=tool.name, error=type(exc).__name__)
             return None
-        return LedgerRecord(self._db, entry.id, tool.name, title, call.arguments, before)
+        return LedgerRecord(
+            self._db, entry.id, tool.name, title, call.arguments, before, context.run
+        )
 
 
 @dataclass(frozen=True)
@@ -65,22 +67,29 @@ class LedgerRecord:
     title: str
     arguments: dict[str, Any]
     before: dict[str, Any] | None
+    run: RunWrites | None = None  # the chat's run, when the call is a chat's
 
     async def finish(self, outcome: ToolOutcome) -> None:
         result = outcome.result if outcome.success else None
         done = Done(self.arguments, self.before, result)
+        finished = (
+            update(ActivityEntry)
+            .where(ActivityEntry.id == self.entry_id)
+            .values(
+                status=DONE if outcome.success else FAILED,
+                result=result,
+                error=None if outcome.success else outcome.error,
+                summary=summary_of(self.tool, self.title, done),
+            )
+        )
+        if self.run is not None:
+            # With the run's next events, the call's result among them: stored when the
+            # result is, with no transaction of its own.
+            self.run.store_with_events(finished)
+            return
         try:
             async with self.db.write() as session:
-                await session.execute(
-                    update(ActivityEntry)
-                    .where(ActivityEntry.id == self.entry_id)
-                    .values(
-                        status=DONE if outcome.success else FAILED,
-                        result=result,
-                        error=None if outcome.success else outcome.error,
-                        summary=summary_of(self.tool, self.title, done),
-                    )
-                )
+                await session.execute(finished)
         except SQLAlchemyError as exc:
             log.error("ledger entry not finished", tool=self.tool, error=type(exc).__name__)
 

@@ -78,7 +78,9 @@ async def answer(provider: Provider, context: ChatContext, turn: ChatTurn, run: 
     end with it). Raises what a provider, a tool or the database raised."""
     toolbox, acting_for = await context.toolbox(turn.user)
     # Where the tools' writes are made, for their ledger: this conversation and answer.
-    acting_for = replace(acting_for, conversation_id=run.conversation_id, message_id=run.message_id)
+    acting_for = replace(
+        acting_for, conversation_id=run.conversation_id, message_id=run.message_id, run=run
+    )
     history = [
         AssistantTurn(text.content) if text.role == ASSISTANT else UserTurn(text.content)
         for text in run.history

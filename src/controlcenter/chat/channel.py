@@ -39,6 +39,12 @@ class EventChannel:
     def note(self, event: Event) -> None:
         """Each event, as it is sent (for subclasses that watch them)."""
 
+    def end_unstored(self, last: Event | None) -> None:
+        """The run's end could not be stored: its `last` event, if any, is sent all the same
+        (live only), and the stream ends as any other."""
+        if last is not None:
+            self.send(last)
+
     def close(self) -> None:
         if not self._detached:
             self._push(_END)

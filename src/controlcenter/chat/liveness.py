@@ -3,8 +3,10 @@
 Each process keeps a row per assistant message it is writing (`running_messages`): its owner
 and a heartbeat, nothing of the answer. The row is written with the run itself, in the
 transaction that starts the turn (`chat.run.start.start_turn`), so a process that dies at any
-moment after a run exists leaves a row behind. One task per process (`Liveness.run`) removes
-the rows of finished answers (gathered over `FLUSH_DELAY_S`); the heartbeat of all its rows
+moment after a run exists leaves a row behind, and deleted in the write that stores the run's
+end (`chat.run.writer`): a chat pays no write of its own for it. One task per process
+(`Liveness.run`) removes the rows of the answers whose end could not be stored (gathered over
+`FLUSH_DELAY_S`); the heartbeat of all its rows
 comes from a thread (chat/heartbeat.py) every `CHAT_LIVENESS_INTERVAL_S`, so that a busy event
 loop is not taken for a dead process. The task closes the rows of other processes whose
 heartbeat is older than `STALE_INTERVALS` intervals: the assistant message is rebuilt from the
@@ -76,7 +78,13 @@ class Liveness:
         """An answer whose row its turn's start wrote (`start_turn` with this owner)."""
         self._written.add(message_id)
 
+    def ended(self, message_id: str) -> None:
+        """An answer whose row the write of its end deleted: no longer beaten."""
+        self._written.discard(message_id)
+
     def finished(self, message_id: str) -> None:
+        """An answer whose end could not be stored: its row is deleted by the task, so that
+        its run, still marked running, is closed (`close_stale`)."""
         self._finished.add(message_id)
         self._wake.set()
 
@@ -118,7 +126,7 @@ class Liveness:
                 next_beat = loop.time() + self._interval_s
 
     async def _flush(self) -> None:
-        """Delete the rows of the answers that finished."""
+        """Delete the rows of the answers whose end could not be stored."""
         done = set(self._finished)
         if not done:
             return

@@ -22,15 +22,23 @@ FAILED = "failed"
 
 class ObservedChannel(EventChannel):
     """Notes how the turn ended (`message_complete` or `error`), and tells `liveness` which
-    answers run here (a dead process's answer is closed by another)."""
+    answers run here (a dead process's answer is closed by another), and whether the write of
+    an answer's end deleted its row (the end stored) or the row is still to be deleted."""
 
-    __slots__ = ("_liveness", "_message_id", "outcome")
+    __slots__ = ("_end_stored", "_liveness", "_message_id", "outcome")
 
     def __init__(self, liveness: Liveness | None = None, *, ids: bool = False) -> None:
         super().__init__(ids=ids)
         self.outcome: str | None = None
         self._liveness = liveness
         self._message_id: str | None = None
+        self._end_stored = True
+
+    def end_unstored(self, last: Event | None) -> None:
+        self._end_stored = False
+        super().end_unstored(last)
+        if last is None:
+            self._ended()
 
     def note(self, event: Event) -> None:
         kind = event.get("type")
@@ -41,9 +49,16 @@ class ObservedChannel(EventChannel):
             self.outcome = COMPLETED if kind == "message_complete" else FAILED
             # An answer interrupted at shutdown keeps its row: another process (or the next
             # start) saves the answer so far, whenever this one's liveness task stops.
-            interrupted = event.get("error") == ANSWER_INTERRUPTED
-            if self._message_id is not None and self._liveness is not None and not interrupted:
-                self._liveness.finished(self._message_id)
+            if event.get("error") != ANSWER_INTERRUPTED:
+                self._ended()
+
+    def _ended(self) -> None:
+        if self._message_id is None or self._liveness is None:
+            return
+        if self._end_stored:
+            self._liveness.ended(self._message_id)
+        else:
+            self._liveness.finished(self._message_id)
 
 
 async def observed_run(

@@ -89,6 +89,5 @@ async def run_chat(
                 await run.finish(status, failure)
             except Exception as exc:
                 log.error("chat run's end not stored", error=redact(str(exc)))
-                if failure is not None:
-                    channel.send(failure)  # live only: the stream still ends with its error
+                channel.end_unstored(failure)  # live only: the stream still ends with its error
         channel.close()

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
+
+from sqlalchemy.sql import Executable
+
+
+class RunWrites(Protocol):
+    """The chat's run a call is made in, for the writes that belong with its events."""
+
+    def store_with_events(self, statement: Executable) -> None:
+        """`statement` stored in the transaction of the run's next events (with its end at
+        the latest): no unit of work of its own."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -23,6 +34,7 @@ class ToolContext:
     conversation_id: str | None = None
     message_id: str | None = None
     tool_call_id: str | None = None
+    run: RunWrites | None = None  # the chat's run (None outside a chat)
 
 
 # A snapshot of administrator settings by name, read once per chat.

@@ -13,7 +13,8 @@ from controlcenter.tools.base import Tool, ToolContext
 
 class WriteRecord(Protocol):
     async def finish(self, outcome: ToolOutcome) -> None:
-        """Store how the write ended; never raises."""
+        """Store how the write ended (a chat's call: with its run's next events, see
+        `ToolContext.run`); never raises."""
         ...
 
 

@@ -10,6 +10,7 @@ from contextlib import suppress
 from typing import TypeVar
 
 from sqlalchemy import select, update
+from sqlalchemy.sql import Executable
 
 from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.events import Event, error, event_data, message_complete, message_start
@@ -88,6 +89,11 @@ class RunRecord:
         (`EventWriter.write_soon`), on the loop's next turn, behind the call's first step
         (the request is sent before the write, not after it)."""
         asyncio.get_running_loop().call_soon(self._writer.write_soon)
+
+    def store_with_events(self, statement: Executable) -> None:
+        """A write of the run's tools (the ledger's end of a call), stored in the transaction
+        of the run's next events (`EventWriter.add_write`)."""
+        self._writer.add_write(self.message_id, self.conversation_id, statement)
 
     def begin(self) -> None:
         """Send `message_start`, stored with the run's row."""

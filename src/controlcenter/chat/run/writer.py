@@ -4,8 +4,12 @@ One `EventWriter` per process gathers the events and ends of all its runs over a
 (`WINDOW_S`) and writes them in one transaction, so a hundred chats streaming at once cost a
 few transactions a second, not hundreds. A run's end is written at once (with whatever is
 pending), or right after the write under way, with its last events and its answer, and
-awaited until it is stored. Each write notifies the readers in other processes on PostgreSQL
-(in the same transaction, delivered at its commit); `chat.signals` listens.
+awaited until it is stored; the same write deletes the run's liveness row (`chat.liveness`),
+except for a run interrupted at shutdown, whose row another process closes. Each write
+notifies the readers in other processes on PostgreSQL (in the same transaction, delivered at
+its commit); `chat.signals` listens. A run's other bookkeeping (the ledger's note of how a
+tool's write ended) is handed to the writer too, and stored with the run's next events, its
+conversation's row held first (`chat.locks`), rather than in a transaction of its own.
 """
 
 from __future__ import annotations
@@ -16,12 +20,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
+from sqlalchemy.sql import Executable
 
 from controlcenter.chat.locks import hold_conversations
 from controlcenter.chat.models import (
     EVENTS_TABLE,
+    INTERRUPTED,
     RUNNING,
+    RUNNING_TABLE,
     RUNS_TABLE,
     ChatRun,
     Message,
@@ -36,6 +43,7 @@ log = get_logger(__name__)
 
 
 StoredEvent = tuple[int, str]  # (n, the event's JSON text)
+Deferred = tuple[str, Executable]  # (the run's conversation id, a statement of the run's)
 WINDOW_S = 0.05  # how long events wait to share a transaction; the live stream never waits
 RETRY_MAX_S = 1.0  # the longest pause between attempts while the database refuses
 
@@ -88,18 +96,42 @@ class _Ending:
 @dataclass
 class _Pending:
     events: dict[str, list[StoredEvent]] = field(default_factory=dict)
+    writes: dict[str, list[Deferred]] = field(default_factory=dict)
     ends: dict[str, _Ending] = field(default_factory=dict)
 
+    def __bool__(self) -> bool:
+        return bool(self.events or self.writes or self.ends)
+
     def runs(self) -> list[str]:
-        return list({**self.events, **self.ends})
+        return list({**self.events, **self.writes, **self.ends})
 
     def of(self, message_id: str) -> _Pending:
         one = _Pending()
         if message_id in self.events:
             one.events[message_id] = self.events[message_id]
+        if message_id in self.writes:
+            one.writes[message_id] = self.writes[message_id]
         if message_id in self.ends:
             one.ends[message_id] = self.ends[message_id]
         return one
+
+    def retried(self, message_ids: set[str] | None = None) -> _Pending:
+        """The events and writes to try again (of `message_ids` only, when given); no end."""
+        kept = _Pending()
+        kept.events = {
+            m: e for m, e in self.events.items() if message_ids is None or m in message_ids
+        }
+        kept.writes = {
+            m: w for m, w in self.writes.items() if message_ids is None or m in message_ids
+        }
+        return kept
+
+    def put_back(self, older: _Pending) -> None:
+        """`older`'s events and writes, before this one's (they were pending first)."""
+        for message_id, events in older.events.items():
+            self.events[message_id] = events + self.events.get(message_id, [])
+        for message_id, writes in older.writes.items():
+            self.writes[message_id] = writes + self.writes.get(message_id, [])
 
 
 class EventWriter:
@@ -117,6 +149,12 @@ class EventWriter:
 
     def add(self, message_id: str, event: StoredEvent) -> None:
         self._pending.events.setdefault(message_id, []).append(event)
+        self._kick()
+
+    def add_write(self, message_id: str, conversation_id: str, statement: Executable) -> None:
+        """`statement`, a write of the run's own, stored in the transaction of the run's next
+        events (at its end at the latest), after its conversation's row is held."""
+        self._pending.writes.setdefault(message_id, []).append((conversation_id, statement))
         self._kick()
 
     async def end(self, message_id: str, end: RunEnd, last: Sequence[StoredEvent] = ()) -> None:
@@ -172,7 +210,7 @@ class EventWriter:
     async def _run(self) -> None:
         pause = self._window_s
         try:
-            while self._pending.events or self._pending.ends:
+            while self._pending:
                 if not self._pending.ends or pause > self._window_s:
                     # After a refusal, the whole pause: the database is not hurried.
                     await self._pause(pause)
@@ -181,18 +219,15 @@ class EventWriter:
                 failed = await self._write(batch)
                 if failed:
                     failed = await _still_running(self._db, failed)
-                for message_id, kept in failed.items():  # tried again, before newer events
-                    self._pending.events[message_id] = kept + self._pending.events.get(
-                        message_id, []
-                    )
+                self._pending.put_back(failed)  # tried again, before newer events
                 pause = min(pause * 2, RETRY_MAX_S) if failed else self._window_s
         finally:
             if self._task is asyncio.current_task():  # not a later one, after a cancel
                 self._task = None
 
-    async def _write(self, batch: _Pending) -> dict[str, list[StoredEvent]]:
+    async def _write(self, batch: _Pending) -> _Pending:
         """One transaction for all; when it fails, each run alone, so that one run's bad
-        write loses nothing of the others. The events of runs still to be written."""
+        write loses nothing of the others. The events and writes still to be stored."""
         try:
             await _write_batch(self._db, batch)
         except Exception as exc:
@@ -201,14 +236,14 @@ class EventWriter:
             log.warning("chat events: batch refused, writing run by run", error=type(exc).__name__)
         else:
             self._stored(batch)
-            return {}
-        failed: dict[str, list[StoredEvent]] = {}
+            return _Pending()
+        failed = _Pending()
         for message_id in batch.runs():
             one = batch.of(message_id)
             try:
                 await _write_batch(self._db, one)
             except Exception as exc:
-                failed.update(self._failed(one, exc))
+                failed.put_back(self._failed(one, exc))
             else:
                 self._stored(one)
         return failed
@@ -220,34 +255,33 @@ class EventWriter:
             if not ending.done.done():
                 ending.done.set_result(None)
 
-    def _failed(self, batch: _Pending, exc: Exception) -> dict[str, list[StoredEvent]]:
-        """A run's events are kept to be tried again; its end, last events and answer are
-        not, and its caller is told."""
+    def _failed(self, batch: _Pending, exc: Exception) -> _Pending:
+        """A run's events and writes are kept to be tried again; its end, last events and
+        answer are not, and its caller is told."""
         log.warning("chat events not stored yet", error=type(exc).__name__)
         for ending in batch.ends.values():
             _fail(ending.done, exc)
-        return {message_id: kept for message_id, kept in batch.events.items() if kept}
+        return batch.retried()
 
 
-async def _still_running(
-    db: Database, failed: dict[str, list[StoredEvent]]
-) -> dict[str, list[StoredEvent]]:
+async def _still_running(db: Database, failed: _Pending) -> _Pending:
     """`failed` without the runs that no longer run: deleted with their user, or closed as
     interrupted by a process that took this one for dead. Their events can never be stored
     (nor in order), and trying again would go on for the process's whole life."""
     try:
         async with db.read() as session:
             found = select(ChatRun.message_id).where(
-                ChatRun.message_id.in_(list(failed)), ChatRun.status == RUNNING
+                ChatRun.message_id.in_(failed.runs()), ChatRun.status == RUNNING
             )
             running = set((await session.scalars(found)).all())
     except Exception:
         return failed  # the database is down: everything is tried again
-    if len(running) < len(failed):
+    if len(running) < len(failed.runs()):
         log.warning(
-            "chat events dropped: their run no longer runs", runs=len(failed) - len(running)
+            "chat events dropped: their run no longer runs",
+            runs=len(failed.runs()) - len(running),
         )
-    return {message_id: kept for message_id, kept in failed.items() if message_id in running}
+    return failed.retried(running)
 
 
 def _fail(future: asyncio.Future[None], exc: BaseException) -> None:
@@ -257,7 +291,9 @@ def _fail(future: asyncio.Future[None], exc: BaseException) -> None:
 
 async def _write_batch(db: Database, batch: _Pending) -> None:
     """The answers (each touching its conversation), the events and the runs' ends of
-    `batch` in one transaction; readers in other processes notified of each run."""
+    `batch` in one transaction, with the liveness rows of the runs that end (not of one
+    interrupted at shutdown: another process closes it); readers in other processes notified
+    of each run."""
     events = [
         {"message_id": message_id, "n": n, "data": data}
         for message_id, stored in batch.events.items()
@@ -270,18 +306,26 @@ async def _write_batch(db: Database, batch: _Pending) -> None:
         for n, data in ending.last
     ]
     answers = [ending.end.answer for _, ending in ends if ending.end.answer is not None]
+    writes = [write for stored in batch.writes.values() for write in stored]
     async with db.write() as session:
-        # The lock order of `chat.locks`: the conversations of the runs that end, then their
-        # runs, messages and events. A deletion takes them in the same order.
-        held = await hold_conversations(
-            session, (e.end.conversation_id for _, e in ends if e.end.conversation_id)
-        )
+        # The lock order of `chat.locks`: the conversations of the runs that end or write,
+        # then their runs, messages and events. A deletion takes them in the same order.
+        ending = [e.end.conversation_id for _, e in ends if e.end.conversation_id]
+        held = await hold_conversations(session, [*ending, *(c for c, _ in writes)])
         if answers:
             await save_answers(session, [a for a in answers if a.conversation_id in held])
         if events:
             await session.execute(insert(EVENTS_TABLE), events)
+        for conversation_id, statement in writes:
+            if conversation_id in held:  # its rows went with a deleted conversation
+                await session.execute(statement)
         if ends:
             await session.execute(_END_RUN, [_end_row(m, ending.end) for m, ending in ends])
+        ended = [m for m, ending in ends if ending.end.status != INTERRUPTED]
+        if ended:
+            await session.execute(
+                delete(RUNNING_TABLE).where(RUNNING_TABLE.c.message_id.in_(ended))
+            )
         await notify(session, EVENTS_CHANNEL, batch.runs())
 
 
