@@ -101,13 +101,17 @@ class OnboardingSaves:
             user = (await connection.execute(_BROKERAGE, {"b_id": user_id})).first()
             if user is None:
                 raise UserGoneError(user_id)
-            if brokerage and user.brokerage != brokerage:
-                # Only a change is written, so `users.updated_at` moves only then.
+            # Only a change is written, so `users.updated_at` moves only then.
+            changed = bool(brokerage) and user.brokerage != brokerage
+            if changed:
                 parameters = {"b_id": user_id, "b_brokerage": brokerage, "b_now": now}
                 await connection.execute(_SET_BROKERAGE, parameters)
-                await mark_changed(session, CREDENTIALS)  # the callers kept in memory
             row = (await connection.execute(saved)).one()
             await enqueue(session, *jobs)
+            if changed:
+                # Last: on PostgreSQL the topic's stamp row stays locked until the commit, and
+                # every save that changes a brokerage writes it.
+                await mark_changed(session, CREDENTIALS)  # the callers kept in memory
         return dict(zip(RECORD, row, strict=True))
 
 

@@ -39,7 +39,8 @@ _RENEW = (
     )
     .values(locked_until=bindparam("b_new_lease"))
 )
-# Which of a renewal's jobs it renewed, read only when it renewed fewer than it tried.
+# Which of a renewal's jobs it renewed, read when the count of rows it updated is not all of
+# them, or unknown (asyncpg counts no rows for a statement run many times).
 _RENEWED = select(OutboxJob.id).where(
     OutboxJob.id.in_(bindparam("b_ids", expanding=True)),
     OutboxJob.status == PENDING,
