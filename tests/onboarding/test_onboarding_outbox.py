@@ -95,4 +95,4 @@ async def test_enqueue_refuses_an_unknown_kind(server: RunningServer) -> None:
     async with server.db.read() as db:
         with pytest.raises(ValueError, match="unknown outbox job kind"):
             # A plain string, not a declared kind, as an untyped caller could pass.
-            enqueue(db, cast(JobKind, "crm.launch_rockets"), {})
+            await enqueue(db, (cast(JobKind, "crm.launch_rockets"), {}))

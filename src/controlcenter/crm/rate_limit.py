@@ -214,7 +214,7 @@ class LocationRateLimiter:
         row = (await session.execute(_BUCKET_LOCKED, parameters)).first()
         if row is None:  # the location's first request: create its bucket (once)
             bucket = {"location_id": location_id, "tokens": self.limit.burst, "updated_at": now}
-            await session.execute(upsert(session, _TABLE, bucket, key=("location_id",)))
+            await session.execute(upsert(self._db.dialect, _TABLE, bucket, key=("location_id",)))
             row = (await session.execute(_BUCKET_LOCKED, parameters)).one()
         return _Bucket(float(row[0]), row[1])
 

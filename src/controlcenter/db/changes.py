@@ -62,13 +62,18 @@ class ChangeStamp(Base):
 
 
 async def mark_changed(session: AsyncSession, *topics: str) -> None:
-    """Mark `topics` changed by the session's transaction (see the module's docstring)."""
+    """Mark `topics` changed by the session's transaction (see the module's docstring).
+
+    Best called last in the transaction: on PostgreSQL each topic's stamp row stays locked
+    from here to the commit, and every transaction that changes the topic writes that row."""
     table = ChangeStamp.__table__
     stamps: dict[str, str] = session.info.setdefault(_CHANGED, {})
+    dialect = session.get_bind().dialect.name
     for topic in topics:
         stamps[topic] = stamp = os.urandom(16).hex()
         values = {"topic": topic, "stamp": stamp}
-        await session.execute(upsert(session, table, values, key=("topic",), update=("stamp",)))  # type: ignore[arg-type]
+        statement = upsert(dialect, table, values, key=("topic",), update=("stamp",))  # type: ignore[arg-type]
+        await session.execute(statement)
     await notify(session, CHANNEL, [f"{topic}{_SEP}{stamps[topic]}" for topic in topics])
 
 

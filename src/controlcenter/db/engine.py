@@ -89,6 +89,8 @@ class Database:
     def __init__(self, url: str, *, echo: bool = False) -> None:
         self.url = check_database_url(url)
         self.is_sqlite = url.startswith("sqlite")
+        # The SQLAlchemy dialect's name, for statements built before a session is opened.
+        self.dialect = "sqlite" if self.is_sqlite else "postgresql"
         pool: dict[str, Any] = {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW}
         if self.is_sqlite:
             # sqlite3's `timeout` is SQLite's busy timeout.

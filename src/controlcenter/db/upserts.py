@@ -8,22 +8,22 @@ from typing import Any
 
 from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.dml import Insert
 
 
 def upsert(
-    session: AsyncSession,
+    dialect: str,
     table: Table,
     values: Mapping[str, Any],
     *,
     key: Sequence[str],
     update: Sequence[str] = (),
 ) -> Insert:
-    """`values` inserted into `table`; where a row with the same `key` columns exists, its
+    """`values` inserted into `table`, for the database named `dialect` (a SQLAlchemy dialect's
+    name: "sqlite" or "postgresql"); where a row with the same `key` columns exists, its
     `update` columns set to the new values instead (nothing done when `update` is empty)."""
     keys = list(key)
-    if session.get_bind().dialect.name == "postgresql":
+    if dialect == "postgresql":
         pg = postgresql.insert(table).values(dict(values))
         if not update:
             return pg.on_conflict_do_nothing(index_elements=keys)

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Table, select
+from sqlalchemy import Table, bindparam, select, update
 
 from controlcenter.auth.models import UserRecord
 from controlcenter.auth.verified import CREDENTIALS
@@ -16,10 +16,19 @@ from controlcenter.db.upserts import upsert
 from controlcenter.onboarding.crm_sync import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
 from controlcenter.onboarding.models import ARRAY_FIELDS, FIELDS, RECORD, RECORD_COLUMNS, Onboarding
 from controlcenter.onboarding.schemas import OnboardingInput
-from controlcenter.outbox.enqueue import enqueue
+from controlcenter.outbox.enqueue import Job, enqueue
 
 HIGH_GCI_MARKERS = ("100", "250")
 _TABLE: Table = Onboarding.__table__  # type: ignore[assignment]  # declared as a Table
+_USERS: Table = UserRecord.__table__  # type: ignore[assignment]  # declared as a Table
+# The save's statements on the user, built once (bound parameters), as Core: the save needs the
+# user's brokerage, not an ORM object to load and flush.
+_BROKERAGE = select(_USERS.c.brokerage).where(_USERS.c.id == bindparam("b_id")).with_for_update()
+_SET_BROKERAGE = (
+    update(_USERS)
+    .where(_USERS.c.id == bindparam("b_id"))
+    .values(brokerage=bindparam("b_brokerage"), updated_at=bindparam("b_now"))
+)
 
 StoredRecord = dict[str, Any]  # the record's stored values by `RECORD`'s names
 
@@ -75,30 +84,42 @@ class OnboardingSaves:
         """The stored record; UserGoneError (nothing written) when the user is gone."""
         values = _stored_values(data)
         brokerage = data.get("brokerageName")
-        # Judged on the request's value (empty when absent), not the stored one.
-        gci = data.get("gciLast12Months", "")
         now = utcnow()
+        # Everything that needs no database is built before the transaction: on SQLite it holds
+        # the database's one write lock.
+        new = {"id": new_id(), "user_id": user_id, "created_at": now, "updated_at": now}
+        saved = upsert(
+            self._db.dialect,
+            _TABLE,
+            {**new, **values},
+            key=("user_id",),
+            update=(*values, "updated_at"),
+        ).returning(*RECORD_COLUMNS)
+        jobs = _jobs(user_id, data.get("gciLast12Months", ""))
         async with self._db.write() as session:
-            user = await session.scalar(
-                select(UserRecord).where(UserRecord.id == user_id).with_for_update()
-            )
+            connection = await session.connection()
+            user = (await connection.execute(_BROKERAGE, {"b_id": user_id})).first()
             if user is None:
                 raise UserGoneError(user_id)
-            if brokerage and user.brokerage != brokerage:
-                # Only a change is written, so `users.updated_at` moves only then.
-                user.brokerage = brokerage
+            # Only a change is written, so `users.updated_at` moves only then.
+            changed = bool(brokerage) and user.brokerage != brokerage
+            if changed:
+                parameters = {"b_id": user_id, "b_brokerage": brokerage, "b_now": now}
+                await connection.execute(_SET_BROKERAGE, parameters)
+            row = (await connection.execute(saved)).one()
+            await enqueue(session, *jobs)
+            if changed:
+                # Last: on PostgreSQL the topic's stamp row stays locked until the commit, and
+                # every save that changes a brokerage writes it.
                 await mark_changed(session, CREDENTIALS)  # the callers kept in memory
-            new = {"id": new_id(), "user_id": user_id, "created_at": now, "updated_at": now}
-            saved = upsert(
-                session,
-                _TABLE,
-                {**new, **values},
-                key=("user_id",),
-                update=(*values, "updated_at"),
-            ).returning(*RECORD_COLUMNS)
-            row = (await session.execute(saved)).one()
-            enqueue(session, TAG_ONBOARDING_COMPLETE, {"userId": user_id})
-            if is_high_gci(gci):
-                enqueue(session, TAG_HIGH_GCI, {"userId": user_id, "gci": gci})
-            enqueue(session, SYNC_USER, {"userId": user_id})
         return dict(zip(RECORD, row, strict=True))
+
+
+def _jobs(user_id: str, gci: str) -> list[Job]:
+    """A save's side effects; the high-GCI tag judged on the request's value (empty when
+    absent), not the stored one."""
+    return [
+        (TAG_ONBOARDING_COMPLETE, {"userId": user_id}),
+        *([(TAG_HIGH_GCI, {"userId": user_id, "gci": gci})] if is_high_gci(gci) else []),
+        (SYNC_USER, {"userId": user_id}),
+    ]

@@ -1,9 +1,10 @@
-"""Write a side effect as a durable job inside the caller's transaction."""
+"""Write side effects as durable jobs inside the caller's transaction."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from structlog.contextvars import get_contextvars
 
@@ -13,28 +14,38 @@ from controlcenter.outbox.models import PENDING, OutboxJob
 
 REQUEST_ID = "requestId"
 
+# Built once: one Core INSERT of all the jobs a caller writes, without ORM objects to flush.
+_INSERT = insert(OutboxJob)
 
-def enqueue(db: AsyncSession, kind: JobKind, payload: dict[str, Any]) -> OutboxJob:
-    """Add a pending job to `db`; it is committed (or rolled back) with the caller's data.
-    Refuses an undeclared kind.
+Job = tuple[JobKind, dict[str, Any]]  # a kind and its payload
 
-    Nothing is sent here: the worker delivers the job later, so a CRM outage or a crash
-    between commit and delivery delays the side effect but never loses it.
+
+async def enqueue(db: AsyncSession, *jobs: Job) -> None:
+    """Add pending jobs to `db`'s transaction, in one statement; they are committed (or rolled
+    back) with the caller's data. Refuses an undeclared kind, before anything is written.
+
+    Nothing is sent here: the worker delivers the jobs later, so a CRM outage or a crash
+    between commit and delivery delays the side effects but never loses them.
     """
-    if not isinstance(kind, JobKind):
-        raise ValueError(f"unknown outbox job kind: {kind}")
-    # The request that caused the job, so that its delivery's records carry the same id.
+    for kind, _ in jobs:
+        if not isinstance(kind, JobKind):
+            raise ValueError(f"unknown outbox job kind: {kind}")
+    if not jobs:
+        return
+    # The request that caused the jobs, so that their deliveries' records carry the same id.
     request_id = get_contextvars().get("request_id")
     now = utcnow()
-    job = OutboxJob(
-        id=new_id(),
-        kind=kind,
-        payload={**payload, REQUEST_ID: request_id} if request_id else dict(payload),
-        status=PENDING,
-        attempts=0,
-        next_attempt_at=now,
-        created_at=now,
-        updated_at=now,
-    )
-    db.add(job)
-    return job
+    rows = [
+        {
+            "id": new_id(),
+            "kind": kind,
+            "payload": {**payload, REQUEST_ID: request_id} if request_id else dict(payload),
+            "status": PENDING,
+            "attempts": 0,
+            "next_attempt_at": now,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for kind, payload in jobs
+    ]
+    await db.execute(_INSERT, rows)

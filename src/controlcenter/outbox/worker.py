@@ -33,7 +33,7 @@ from controlcenter.config import Config
 from controlcenter.db import Database, utcnow
 from controlcenter.outbox.enqueue import REQUEST_ID
 from controlcenter.outbox.errors import DeliveryError, MissingSettings, PermanentError
-from controlcenter.outbox.lease import LeaseLostError, kept_lease
+from controlcenter.outbox.lease import LeaseLostError, Leases
 from controlcenter.outbox.models import DEAD, DONE, PENDING, OutboxJob
 
 log = get_logger(__name__)
@@ -100,6 +100,7 @@ class OutboxWorker:
         self._name = name
         self._stopping = asyncio.Event()
         self._inflight: dict[asyncio.Task[None], ClaimedJob] = {}
+        self._leases = Leases(db, config.outbox_lease_s)
         # Jobs seen waiting for settings, with why: logged when they start and stop waiting,
         # not on every recheck.
         self._waiting: dict[str, str] = {}
@@ -124,6 +125,7 @@ class OutboxWorker:
                     await self._wait(for_slot=free <= 0)
         finally:
             await self._drain()
+            await self._leases.close()
             log.info("outbox worker stopped", worker=self._name)
 
     async def stop(self) -> None:
@@ -242,7 +244,7 @@ class OutboxWorker:
                 raise PermanentError(f"unknown job kind {job.kind!r}")
             async with (
                 asyncio.timeout(self._config.outbox_delivery_timeout_s),
-                kept_lease(self._db, job, self._config.outbox_lease_s),
+                self._leases.kept(job),
             ):
                 await handler(job)
         except LeaseLostError:
