@@ -211,8 +211,9 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
     app.add_middleware(RelativeRedirects)
     app.add_middleware(CrossOriginProtection, allowed=config.trusted_origins)
-    app.add_middleware(RequestIdMiddleware)  # every answer and log record has one
-    app.add_middleware(RequestMetrics)  # outermost: times it all
+    # Times, counts and logs the request: inside the request id's context, for its log line.
+    app.add_middleware(RequestMetrics)
+    app.add_middleware(RequestIdMiddleware)  # outermost: every answer and log record has one
     _install_error_handlers(app)
     for router in (
         health.router,
