@@ -152,10 +152,11 @@ def test_json_log_stream_of_make_run(repo_root: Path, tmp_path: Path) -> None:
             pytest.fail(f"not a JSON line: {line!r}")
         assert isinstance(parsed[-1], dict) and {"event", "level", "timestamp"} <= set(parsed[-1])
     loggers = {record["logger"] for record in parsed}
-    assert {"alembic.runtime.migration", "uvicorn.error", "uvicorn.access"} <= loggers
+    assert {"alembic.runtime.migration", "uvicorn.error", "controlcenter.request"} <= loggers
+    assert "uvicorn.access" not in loggers  # one line per request: the service's own
     assert any("No users yet" in r["event"] for r in parsed) is False  # a user exists
-    access = [r for r in parsed if r["logger"] == "uvicorn.access"]
-    assert all("request_id" in r for r in access)
+    access = [r for r in parsed if r["logger"] == "controlcenter.request"]
+    assert all("request_id" in r and "duration_ms" in r for r in access)
     assert any(r["request_id"] == "req-123" and r["path"] == "/healthz" for r in access)
     chat_records = [r for r in parsed if r.get("request_id") == chat_id]
     provider_error = [r for r in chat_records if r["event"] == "provider error"]

@@ -39,6 +39,7 @@ from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database
 from controlcenter.integrations.router import router as integrations_router
 from controlcenter.observability import tracing
+from controlcenter.ocs.index import DashboardIndex
 from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.crm_sync import CrmSync
 from controlcenter.onboarding.router import router as onboarding_router
@@ -163,6 +164,7 @@ def create_app(
         app.state.settings = settings
         app.state.mcp = mcp
         app.state.auth = RequestAuth(db, config.jwt_key)
+        app.state.index = DashboardIndex.from_config(db, config)
         app.state.chat = chat
         app.state.onboarding = OnboardingSaves(db)
         app.state.activity = Undo(db, settings, chat.crm)
@@ -211,13 +213,15 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
     app.add_middleware(RelativeRedirects)
     app.add_middleware(CrossOriginProtection, allowed=config.trusted_origins)
-    app.add_middleware(RequestIdMiddleware)  # every answer and log record has one
-    app.add_middleware(RequestMetrics)  # outermost: times it all
+    # Times, counts and logs the request: inside the request id's context, for its log line.
+    app.add_middleware(RequestMetrics)
+    app.add_middleware(RequestIdMiddleware)  # outermost: every answer and log record has one
     _install_error_handlers(app)
     for router in (
+        # First: the router tries each route in turn, and the index is the route called most.
+        ocs_router,
         health.router,
         auth_router,
-        ocs_router,
         chat_router,
         chat_admin_router,
         ui_chat_router,

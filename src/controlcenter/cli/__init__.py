@@ -120,6 +120,8 @@ def serve(
             workers=processes,
             log_level=config.log_level.lower(),
             log_config=None,  # uvicorn's records go through our logging (logs.py)
+            # The service logs each request itself, with its duration and request id.
+            access_log=False,
             **proxy_options(),
             # The 431 header limit, before the parser holds more, and the slow clients' timeouts.
             http=SERVE_PROTOCOL,

@@ -5,6 +5,9 @@ Every record made while a request is served carries its `request_id` (bound by
 `request_id.RequestIdMiddleware` in a context variable, which asyncio copies into the tasks a
 request starts, so the chat's background work carries it too). Secrets that look like
 credentials are masked in every record, whoever wrote it.
+
+Each request is logged once, by the service (`web/middleware/metrics.py`, the `request` line
+with its duration): uvicorn's access log is off, as its own `access_log=False` leaves it.
 """
 
 from __future__ import annotations
@@ -20,23 +23,15 @@ from controlcenter.common.secrets import redact
 
 _ACCESS_LOGGER = "uvicorn.access"
 _HANDLER_NAME = "controlcenter"
+# The fields of the service's `request` line, which the standard library hands over as the
+# record's `extra` attributes.
+REQUEST_FIELDS = ("client", "method", "path", "http", "route", "status", "duration_ms")
 
 
 def _redact_values(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
     for key, value in event.items():
         if isinstance(value, str):
             event[key] = redact(value)
-    return event
-
-
-def _access_fields(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
-    """uvicorn's access line as fields (its arguments are client, method, path, version,
-    status), so that a JSON consumer need not parse the message."""
-    args = event.pop("positional_args", None)
-    record = event.get("_record")
-    if record is not None and record.name == _ACCESS_LOGGER and len(args or ()) == 5:
-        client, method, path, version, status = args
-        event.update(client=client, method=method, path=path, http=version, status=status)
     return event
 
 
@@ -85,8 +80,7 @@ def configure_logging(level: str = "INFO", fmt: str = "console") -> None:
         cache_logger_on_first_use=False,
     )
     formatter = structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=[*_shared(), _access_fields],
-        pass_foreign_args=True,
+        foreign_pre_chain=[*_shared(), structlog.stdlib.ExtraAdder(allow=REQUEST_FIELDS)],
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             # Plain tracebacks: structlog's rich ones print local variables (request data).
@@ -106,11 +100,17 @@ def configure_logging(level: str = "INFO", fmt: str = "console") -> None:
     root.addHandler(handler)
     root.setLevel(numeric)
     # Libraries that install handlers of their own log through the root's one instead.
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "alembic"):
+    for name in ("uvicorn", "uvicorn.error", "alembic"):
         library = logging.getLogger(name)
         library.handlers.clear()
         library.propagate = True
         library.setLevel(logging.NOTSET)
+    # The service writes each request's line itself: uvicorn's access log is left as its
+    # `access_log=False` leaves it (no handler, not propagated), under any server, so that
+    # uvicorn does not even build the line.
+    access = logging.getLogger(_ACCESS_LOGGER)
+    access.handlers.clear()
+    access.propagate = False
     # httpx (and httpx2, the MCP client's) and the SDKs log every request, with its address, at
     # INFO: kept for DEBUG only.
     for name in ("httpx", "httpcore", "httpx2", "httpcore2", "anthropic", "openai", "mcp"):

@@ -4,6 +4,7 @@ the encoded message."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from json.encoder import encode_basestring  # json's C encoder, when built
 
 from starlette.responses import Response
@@ -62,9 +63,24 @@ def _answer(
     return response
 
 
+@dataclass(frozen=True)
+class DashboardIndex:
+    """What the index answers from, made once when the app starts (`app.state.index`): the
+    database, the app id it answers for, the session key and the sign-in throttle."""
+
+    database: Database
+    app_id: str
+    key: str
+    throttle: SignInThrottle
+
+    @classmethod
+    def from_config(cls, database: Database, config: Config) -> DashboardIndex:
+        throttle = SignInThrottle.from_config(database, config)
+        return cls(database, config.app_id, config.jwt_key, throttle)
+
+
 async def answer_index(
-    db: Database,
-    config: Config,
+    index: DashboardIndex,
     app_id: str,
     *,
     authorization: str | None,
@@ -78,16 +94,15 @@ async def answer_index(
     Starlette's `Headers.get` reads it), this `session` cookie and this `?format=`, from the
     client address `client` (the sign-in throttle counts password attempts against it)."""
     fmt: Format = choose_format(query_format, accept)
-    if app_id != config.app_id:
+    if app_id != index.app_id:
         return _answer(404, _NOT_FOUND[fmt], media_type(fmt).encode())
-    guard = PasswordGuard(SignInThrottle.from_config(db, config), client)
     try:
         principal = await index_caller(
-            db,
+            index.database,
             authorization=authorization,
             session_cookie=session_cookie,
-            key=config.jwt_key,
-            guard=guard,
+            key=index.key,
+            guard=PasswordGuard(index.throttle, client),
         )
     except TooManyAttemptsError as exc:
         retry_after = str(exc.retry_after_s).encode()

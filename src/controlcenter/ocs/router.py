@@ -8,15 +8,22 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Response, Security
+from fastapi import APIRouter, Depends, Request, Response, Security
 from fastapi.security import HTTPBasic, HTTPBearer
 
 from controlcenter.auth.deps import SESSION_COOKIE
 from controlcenter.auth.refusals import client_address
-from controlcenter.ocs.index import PATH, answer_index
-from controlcenter.web.deps import ConfigDep, DatabaseDep
+from controlcenter.ocs.index import PATH, DashboardIndex, answer_index
 
 router = APIRouter()
+
+
+async def get_index(request: Request) -> DashboardIndex:
+    """The app's `DashboardIndex`: one dependency for all the index reads of the app (each
+    dependency costs FastAPI's resolution on every request). Async, so `Depends` resolves it
+    on the event loop instead of a thread-pool hop per request."""
+    index: DashboardIndex = request.app.state.index
+    return index
 
 
 def _ocs_schema(data: dict[str, Any]) -> dict[str, Any]:
@@ -129,16 +136,14 @@ _BASIC = _DeclaredBasic(
 async def api_index(
     app_id: str,
     request: Request,
-    database: DatabaseDep,
-    config: ConfigDep,
+    index: Annotated[DashboardIndex, Depends(get_index)],
     _bearer: Annotated[None, Security(_BEARER)],
     _basic: Annotated[None, Security(_BASIC)],
 ) -> Response:
     """The index; its security schemes are declared here."""
     headers = request.headers
     return await answer_index(
-        database,
-        config,
+        index,
         app_id,
         authorization=headers.get("authorization"),
         session_cookie=request.cookies.get(SESSION_COOKIE),
