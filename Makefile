@@ -4,8 +4,10 @@ UV := $(PYTHON) -m uv
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
+# pytest-xdist's processes for each database suite (0: the suite in pytest's own process).
+TEST_WORKERS ?= 2
 
-.PHONY: run demo test test-db test-sqlite test-postgres test-browser ui-screenshots lint bench soak setup
+.PHONY: run demo test test-sqlite test-postgres test-browser ui-screenshots lint bench soak setup
 
 # Bytecode compiled once here: where PYTHONDONTWRITEBYTECODE is set, every process (each of
 # serve's workers, each test's subprocess) would otherwise compile every module it imports.
@@ -29,21 +31,26 @@ lint: setup
 	$(UV) run ruff format --check src tests bench
 	$(UV) run mypy
 
-# Each run has its own base directory: pytest prunes the numbered ones of other runs.
+# Each run has its own base directory: pytest prunes the numbered ones of other runs. The
+# database suites spread their test files over TEST_WORKERS processes (pytest-xdist, a file's
+# tests in one process so that its module fixtures start once); each process has its own
+# server, fakes and database.
 test-sqlite: setup
 	@./scripts/ensure-node.sh
 	@./scripts/ensure-conformance.sh
 	@./scripts/ensure-mcp1.sh
 	@./scripts/ensure-nginx.sh
 	@mkdir -p .tmp
-	$(UV) run pytest --basetemp=.tmp/pytest-sqlite --ignore=tests/browser $(PYTEST_ARGS)
+	$(UV) run pytest --basetemp=.tmp/pytest-sqlite --ignore=tests/browser \
+		-n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-postgres: setup
 	@./scripts/ensure-node.sh
 	@./scripts/ensure-mcp1.sh
 	@./scripts/ensure-nginx.sh
 	@mkdir -p .tmp
-	./scripts/with-postgres.sh $(UV) run pytest --basetemp=.tmp/pytest-postgres --ignore=tests/browser $(PYTEST_ARGS)
+	./scripts/with-postgres.sh $(UV) run pytest --basetemp=.tmp/pytest-postgres \
+		--ignore=tests/browser -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The pages in Debian's Chromium (installed when missing) and `make demo` run as a process.
 test-browser: setup
@@ -51,20 +58,16 @@ test-browser: setup
 	@mkdir -p .tmp
 	$(UV) run pytest --basetemp=.tmp/pytest-browser tests/browser $(PYTEST_ARGS)
 
-# The database suites one after the other, the browser tests beside them (Chromium, Node.js, the
-# MCP conformance suite and nginx are installed first: two apt-get runs at once would fight over
-# dpkg's lock).
+# The three suites at once: most of a test's time is spent waiting (on a subprocess, a fake, a
+# browser), so they share the cores instead of queueing. Chromium, Node.js, the MCP conformance
+# suite and nginx are installed first: two apt-get runs at once would fight over dpkg's lock.
 test: lint
 	@./scripts/ensure-chromium.sh
 	@./scripts/ensure-node.sh
 	@./scripts/ensure-conformance.sh
 	@./scripts/ensure-mcp1.sh
 	@./scripts/ensure-nginx.sh
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-db test-browser
-
-test-db:
-	@$(MAKE) --no-print-directory test-sqlite
-	@$(MAKE) --no-print-directory test-postgres
+	@$(MAKE) --no-print-directory -j3 --output-sync=target test-sqlite test-postgres test-browser
 
 # Refreshes the pictures in docs/ui/ (docs/ui.md) from the browser tests.
 ui-screenshots: setup

@@ -1,7 +1,9 @@
 """Shared fixtures: one real server on 127.0.0.1 per test session, a clean database per test.
 
 The database is SQLite by default and PostgreSQL when TEST_DATABASE_URL is set (`make test`
-runs the suite once on each).
+runs the suite once on each). Under pytest-xdist each worker is a session of its own: its own
+fakes, server and database (a SQLite file in its own temporary directory, a PostgreSQL
+database of its own on the server).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from controlcenter.outbox.worker import Handler
 from controlcenter.tables import Base
 from controlcenter.tools.router import ToolRouter
 from tests.answer_watch import AnswerWatch
-from tests.dbtools import create_api_token, reset_postgres
+from tests.dbtools import create_api_token, worker_database
 from tests.fakes.server import listening_socket
 
 TEST_SECRET_KEY = "test-secret-key-" + "x" * 48
@@ -85,7 +87,7 @@ def _database_kind() -> str:
 def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     url = os.environ.get("TEST_DATABASE_URL")
     if url:
-        asyncio.run(reset_postgres(url))
+        url = asyncio.run(worker_database(url, os.environ.get("PYTEST_XDIST_WORKER", "")))
     else:
         url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('db') / 'test.db'}"
     upgrade(url)

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-from sqlalchemy import event, select, text
+from sqlalchemy import event, make_url, select, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
@@ -25,6 +25,23 @@ async def reset_postgres(url: str) -> None:
         await conn.execute(text("DROP SCHEMA public CASCADE"))
         await conn.execute(text("CREATE SCHEMA public"))
     await engine.dispose()
+
+
+async def worker_database(url: str, worker: str) -> str:
+    """An empty database for the pytest-xdist worker named `worker` on the server at `url`:
+    `url`'s own database outside xdist, else one named after it and the worker, made anew, so
+    that workers share no rows and no notifications."""
+    if not worker:
+        await reset_postgres(url)
+        return url
+    base = make_url(url)
+    name = f"{base.database}_{worker}"
+    engine = create_async_engine(base, isolation_level="AUTOCOMMIT")
+    async with engine.connect() as conn:
+        await conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+        await conn.execute(text(f'CREATE DATABASE "{name}"'))
+    await engine.dispose()
+    return base.set(database=name).render_as_string(hide_password=False)
 
 
 async def create_api_token(db: AsyncSession, user: UserRecord, label: str = "") -> str:

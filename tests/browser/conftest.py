@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, BrowserContext, Page, ViewportSize, async_playwright
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    Page,
+    ViewportSize,
+    async_playwright,
+    expect,
+)
 
 from controlcenter.auth.models import UserRecord
 from tests.chat.helpers import set_settings
@@ -36,6 +43,11 @@ DESKTOP = ViewportSize(width=1280, height=800)
 PHONE = ViewportSize(width=375, height=740)
 PHONE_390 = ViewportSize(width=390, height=844)  # a current phone's screen
 VIEWPORTS = {"desktop": DESKTOP, "phone": PHONE_390}  # the sizes each chat control is tried at
+# How long an action or an `expect` waits for the page before it fails. The browser tests run
+# beside the two database suites (`make test`), so a page answers later than on an idle machine;
+# a wait ends as soon as its condition holds, so a longer one costs nothing when all is well.
+WAIT_MS = 15_000
+expect.set_options(timeout=WAIT_MS)
 COMPANY_ID = "companyBrowser000001"
 AGENCY_KEY = "agency-oauth-token-browser-0001"
 
@@ -68,7 +80,7 @@ class Browsing:
 
     async def page(self, user: AppUser | None = None, viewport: ViewportSize = DESKTOP) -> Page:
         context = await self.browser.new_context(viewport=viewport, base_url=self.server.url)
-        context.set_default_timeout(10_000)
+        context.set_default_timeout(WAIT_MS)
         self.contexts.append(context)
         if user is not None:
             await context.add_cookies(
