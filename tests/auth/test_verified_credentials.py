@@ -40,6 +40,7 @@ from controlcenter.auth.verified import (
     VerifiedCredentials,
     verified_credentials,
 )
+from controlcenter.common.emails import normalise_email
 from controlcenter.config import Config
 from controlcenter.db import Database, utcnow
 from controlcenter.db.changes import mark_changed
@@ -162,19 +163,24 @@ async def test_a_hit_needs_neither_argon2_nor_the_throttle(
 async def test_the_cache_holds_no_credential(server: RunningServer, users: UserFactory) -> None:
     user = await users.create()
     cache = verified_credentials(server.db)
-    cache._kept._cache.clear()
+    before = len(cache)
     assert await accepted(server.db, user)
     assert await principal_from_bearer(server.db, user.api_token, key="k") is not None
-    entries = list(cache._kept._cache.items())
-    assert len(entries) == 2
-    for key, known in entries:
+    assert len(cache) == before + 2
+    keys = (
+        cache.key("basic", normalise_email(user.email), user.password),
+        cache.key("token", user.api_token),
+    )
+    for key in keys:
+        known = cache.get(key)
+        assert known is not None and known.principal.user.id == user.id
         assert len(key) == 32
         assert user.password.encode() not in key and user.api_token.encode() not in key
         assert set(vars(known)) == {"principal", "expires_at", "token_id", "used_at"}
     # A wrong password or an unknown token is never kept.
     assert not await accepted(server.db, user, "wrong")
     assert await principal_from_bearer(server.db, "cct_unknown", key="k") is None
-    assert len(cache) == 2
+    assert len(cache) == before + 2
 
 
 async def test_entries_expire_and_are_bounded(server: RunningServer) -> None:

@@ -190,8 +190,6 @@ async def test_an_outcome_is_not_saved_over_a_lease_another_worker_took(
 ) -> None:
     job_id = await add_job(server.db, KIND, {})
     config = fast_config(server.config)
-    first = OutboxWorker(server.db, config, {})
-    [claim] = await first.claim(1)
 
     async def steal(job: ClaimedJob) -> None:
         # Simulates the lease running out and a second worker reclaiming the job.
@@ -201,7 +199,7 @@ async def test_an_outcome_is_not_saved_over_a_lease_another_worker_took(
             row.locked_until = utcnow() + timedelta(seconds=60)
 
     worker = OutboxWorker(server.db, config, {KIND: steal})
-    await worker._deliver(claim)
+    assert await worker.run_once() == 1
     job = await get_job(server.db, job_id)
     assert job.status == PENDING and job.attempts == 0  # the reclaimer's lease stands
     assert job.locked_until is not None and job.locked_until > utcnow()

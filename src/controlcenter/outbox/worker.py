@@ -199,8 +199,8 @@ class OutboxWorker:
 
         Two Core statements (read the due jobs' columns, then lease them all in one UPDATE),
         not ORM objects and an UPDATE per row: on SQLite the claim holds the database's one
-        write lock, and an ORM claim of 64 jobs held it for 5-25 ms, during which every request
-        that writes waited (docs/outbox.md).
+        write lock, during which every request that writes waits, so it is kept as short as
+        two statements make it (docs/outbox.md).
         """
         if limit <= 0:
             return []

@@ -1,8 +1,8 @@
 """A provider call's JSON body as bytes: the parts that do not change encoded once.
 
 Within a chat (and across the chats offered one Toolbox) the model, the token cap, the system
-prompt and the ~24 KB tool list are the same on every call; only the messages change. The
-SDKs' `create` and streaming helpers deep-copy and encode all of it on every call
+prompt and the tool list (tens of kilobytes) are the same on every call; only the messages
+change. The SDKs' `create` and streaming helpers deep-copy and encode all of it on every call
 (docs/providers.md, "Request bodies"); here the fixed parts are encoded once per tool list, for
 a whole answer and for a streamed one, and each call encodes only its messages. The bytes are
 the ones the SDKs' own methods send: their encoder settings, the same keys in the same order
@@ -54,10 +54,10 @@ class Body:
 class Parts:
     """One call's body as its own bytes and the shared tail: sent part after part, never joined.
 
-    A call waiting for the model (30 s and more) holds its body for the SDK's retries; joined,
-    that is a ~24 KB copy of the tool list per call in flight, the largest thing a held chat
-    would keep (tracemalloc). The parts are the call's encoded messages after the body's few
-    leading bytes, and the tail of `BodyCache`, shared by every call.
+    A call waiting for the model holds its body for the SDK's retries; joined, that is a copy
+    of the tool list per call in flight, the largest thing a held chat would keep. The parts
+    are the call's encoded messages after the body's few leading bytes, and the tail of
+    `BodyCache`, shared by every call.
 
     httpx sends an async iterable as chunks unless the request says its length, so `headers`
     gives the Content-Length the joined bytes would get: the request on the wire is the same.

@@ -12,14 +12,12 @@ chat holds two sockets, see cli/open_files.py).
 
 Calls are spread over pools of `SHARD_CALLS` calls each, filled in order: httpcore's pool walks
 all its connections on every request and every response's end, and probes the socket of each
-idle one (a system call, through anyio's attribute lookup), so a call's CPU grows with its pool.
-One pool holding 5,000 calls costs ~10 ms of CPU per call against ~2 ms in pools of ~60; with
-150 calls in flight, pools of 128 cost 2.6-3.6 ms a call and pools of 16 2.1 ms (measured by the
-service's benchmarks, `make bench`). Each pool keeps a kept-alive connection for every call it
-carries: keeping half closes and opens a connection for one call in fifteen under a load that
-comes and goes, a TLS handshake each against the real API. The first pool takes every call
-while it has room, so a quiet service reuses one pool's connections; the next pool opens only
-when the first is full.
+idle one (a system call, through anyio's attribute lookup), so a call's CPU grows with its pool,
+and small pools keep each call's share of that walk small. Each pool keeps a kept-alive
+connection for every call it carries: keeping half closes and opens a connection for one call
+in fifteen under a load that comes and goes, a TLS handshake each against the real API. The
+first pool takes every call while it has room, so a quiet service reuses one pool's
+connections; the next pool opens only when the first is full.
 """
 
 from __future__ import annotations

@@ -71,8 +71,8 @@ class SdkProvider(ABC, Generic[K, M]):
         self._model = options.model
         self._max_tokens = options.max_tokens
         # One TLS context for all the pools: each pool building its own (httpx's `verify=True`)
-        # would load the system's CA bundle again, ~830 KiB per pool, and a pool opens per
-        # SHARD_CALLS (16) calls in flight: ~52 KiB per held chat (measured with tracemalloc).
+        # would load the system's CA bundle again, and a pool opens per SHARD_CALLS calls in
+        # flight, so every held chat would carry a share of a CA bundle.
         tls = httpx2.create_ssl_context()
         self._clients = PooledClients(
             sdk,
