@@ -134,7 +134,7 @@ async def test_a_chats_listing_log_and_tool_error_carry_no_stored_secret(
             assert await source.list_tools(settings) == ()
             context = ToolContext(user_id=admin.id, crm=None, settings=settings)
             with pytest.raises(ToolError) as caught:
-                await source._call("Echo", "lookup", {}, context)
+                await source.call_tool("Echo", "lookup", {}, context)
     finally:
         await source.aclose()
     warnings = [

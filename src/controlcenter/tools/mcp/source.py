@@ -345,7 +345,7 @@ class McpSource:
         name = listed.name
 
         async def call(arguments: dict[str, Any], context: ToolContext) -> Any:
-            return await self._call(server, name, arguments, context)
+            return await self.call_tool(server, name, arguments, context)
 
         return Tool(
             name=name,
@@ -363,9 +363,12 @@ class McpSource:
             return settings.get(MCP_SERVER_URL_SETTING, "").strip()
         return (await self._server_url() or "").strip()
 
-    async def _call(
+    async def call_tool(
         self, server_name: str, name: str, arguments: dict[str, Any], context: ToolContext
     ) -> Any:
+        """Call tool `name` of the server `server_name` as it is configured now; every failure
+        (the server gone, unusable, unreachable, or the tool's own error) is a ToolError whose
+        text carries no stored secret."""
         found = [s for s in await self.servers(context.settings) if s.name == server_name]
         if not found:
             raise ToolError("The MCP server is no longer configured")
