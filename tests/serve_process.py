@@ -59,14 +59,22 @@ def serve_process(
 
 
 async def serving(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    """Wait until the process answers `/healthz` (failing at once if it exited)."""
+    """Wait until the process answers `/healthz`; failing at once if it exited, with the end
+    of its log in the failure either way (a CI run keeps only its output)."""
 
     async def up() -> bool:
-        assert process.poll() is None, f"serve exited, see {log}"
+        assert process.poll() is None, f"serve exited:\n{log_tail(log)}"
         try:
             async with httpx.AsyncClient() as http:
                 return (await http.get(url + "/healthz")).status_code == 200
         except httpx.TransportError:
             return False
 
-    await wait_for(up, within=COLD_START_S)
+    try:
+        await wait_for(up, within=COLD_START_S)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; {url} not serving:\n{log_tail(log)}") from None
+
+
+def log_tail(log: Path, lines: int = 40) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])

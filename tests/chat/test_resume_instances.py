@@ -7,14 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager, suppress
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -24,78 +17,30 @@ from tests.chat.helpers import CHAT, set_settings, types
 from tests.chat.test_resume import events_url, read_frames
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.fakes.llm import FakeAnthropic, Reply, ToolUse
-
-COLD_START_S = 60.0  # a process's first imports on a busy machine
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def serve(env: dict[str, str], log: Path) -> Iterator[str]:
-    port = free_port()
-    command = Path(sys.executable).parent / "controlcenter"
-    with log.open("ab") as out:
-        # Its own session: serve's worker processes are its children, and none may outlive
-        # the test (they would deliver other tests' outbox jobs on the shared database).
-        proc = subprocess.Popen(
-            [str(command), "serve", "--port", str(port)],
-            env=env,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,
-        )
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        with suppress(subprocess.TimeoutExpired):
-            proc.wait(20)
-        with suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-
-
-async def ready(url: str, log: Path) -> None:
-    deadline = asyncio.get_running_loop().time() + COLD_START_S
-    async with httpx.AsyncClient(base_url=url, timeout=2) as client:
-        while True:
-            try:
-                if (await client.get("/readyz")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if asyncio.get_running_loop().time() > deadline:
-                raise AssertionError(f"not ready: see {log}")
-            await asyncio.sleep(0.2)
+from tests.serve_process import serve_process, serving
 
 
 @pytest.fixture(scope="module")
 async def instances(
     server: RunningServer, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[tuple[str, str]]:
-    tmp_path = tmp_path_factory.mktemp("instances")
+    log = tmp_path_factory.mktemp("instances") / "serve.log"
     config = server.config
     env = {
-        **os.environ,
-        "DATABASE_URL": config.database_url,
-        "SECRET_KEY": config.secret_key or "",
-        "SETTINGS_ENCRYPTION_KEY": config.settings_encryption_key or "",
-        "VAR_DIR": str(tmp_path / "var"),
         "PROVIDER_A_BASE_URL": config.provider_a_base_url,
         "PROVIDER_B_BASE_URL": config.provider_b_base_url,
-        "PROVIDER_MAX_RETRIES": "0",
         "CRM_BASE_URL": config.crm_base_url,
         "LOG_FORMAT": "json",
         # An approval answer that is never heard ends as a denial in this time, not in 10 min.
         "CHAT_APPROVAL_TIMEOUT_S": "20",
     }
-    log = tmp_path / "serve.log"
-    with serve(env, log) as first, serve(env, log) as second:
-        await asyncio.gather(ready(first, log), ready(second, log))
+    with (
+        serve_process(server, log, env) as (first, first_process),
+        serve_process(server, log, env) as (second, second_process),
+    ):
+        await asyncio.gather(
+            serving(first, first_process, log), serving(second, second_process, log)
+        )
         yield first, second
 
 
