@@ -155,6 +155,7 @@ class Changes:
         while True:
             if not self._is_sqlite and self._listener is None:
                 await self._listen()
+            own_before = dict(self._own)
             try:
                 stamps = await self._read_stamps()
             except Exception as exc:  # unknown until read again: keep nothing meanwhile
@@ -166,6 +167,11 @@ class Changes:
                 read.set()
                 await asyncio.sleep(self.poll_s)
                 continue
+            # A topic this process changed while the stamps were read may have been read as
+            # it was before: its own stamp is what is known of it, not the read one (a later
+            # change by another process differs from it, and is seen at the next read).
+            racing = {t: s for t, s in self._own.items() if own_before.get(t) != s}
+            stamps.update(racing)
             if self._stamps is None:
                 self.forget_all()
             else:

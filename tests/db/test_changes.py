@@ -1,0 +1,68 @@
+"""The process's watch of the change stamps (`Changes`), on SQLite's polling path: a poll that
+reads the stamps while this process commits a change of its own forgets nothing again."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from controlcenter.db import Database
+from controlcenter.db.changes import Changes, committed_stamps, mark_changed
+from controlcenter.db.migrate import upgrade
+
+TOPIC = "things"
+
+
+async def test_a_poll_overtaken_by_its_own_commit_forgets_nothing_more(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'changes.db'}"
+    upgrade(url)
+    db = Database(url)
+    hold = asyncio.Event()  # set: the next read waits, its stamps read, until `go`
+    held = asyncio.Event()
+    go = asyncio.Event()
+    reads = 0
+    wanted = 0  # `enough` is set once this many reads have ended
+    enough = asyncio.Event()
+
+    @asynccontextmanager
+    async def read() -> AsyncIterator[AsyncSession]:
+        nonlocal reads
+        async with db.read() as session:
+            yield session
+        reads += 1
+        if wanted and reads >= wanted:
+            enough.set()
+        if hold.is_set():
+            hold.clear()
+            held.set()
+            await go.wait()
+
+    changes = Changes(read, db.url, is_sqlite=True, poll_s=0.01)
+    forgotten = 0
+
+    def forget() -> None:
+        nonlocal forgotten
+        forgotten += 1
+
+    changes.subscribe(TOPIC, forget)
+    try:
+        await changes.start()
+        assert forgotten == 1  # the first read: nothing was known before it
+        hold.set()
+        await held.wait()  # a poll has read the stamps as they were before the commit
+        async with db.sessions() as session:
+            async with session.begin():
+                await mark_changed(session, TOPIC)
+            changes.committed(committed_stamps(session))
+        assert forgotten == 2  # the commit itself
+        wanted = reads + 2  # the overtaken poll, then two more
+        go.set()
+        await enough.wait()
+        assert forgotten == 2
+    finally:
+        await changes.stop()
+        await db.dispose()
