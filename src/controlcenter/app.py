@@ -40,6 +40,7 @@ from controlcenter.db import Database
 from controlcenter.integrations.router import router as integrations_router
 from controlcenter.observability import tracing
 from controlcenter.ocs.index import DashboardIndex
+from controlcenter.ocs.router import declare_schemes
 from controlcenter.ocs.router import router as ocs_router
 from controlcenter.onboarding.crm_sync import CrmSync
 from controlcenter.onboarding.router import router as onboarding_router
@@ -235,6 +236,7 @@ def create_app(
         metrics.router,
     ):
         app.include_router(router)
+    declare_schemes(app)
     mount_pages(app)
     traced = tracing.install(app, span_exporter)
     api_docs.install(app)

@@ -1,29 +1,23 @@
 """The dashboard API index, answered as Nextcloud's OCS does.
 
-The route is the index's documented operation, with its security schemes declared by FastAPI
-security dependencies; `answer_index` judges the credentials and writes the answer.
+The route is the index's documented operation, with its security schemes declared in its
+description; `answer_index` judges the credentials and writes the answer. The route has no
+dependency: each costs FastAPI's resolution on every request, and it reads the app's
+`DashboardIndex` (`app.state.index`) itself.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response, Security
-from fastapi.security import HTTPBasic, HTTPBearer
+from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi.openapi.models import HTTPBase
 
 from controlcenter.auth.deps import SESSION_COOKIE
 from controlcenter.auth.refusals import client_address
 from controlcenter.ocs.index import PATH, DashboardIndex, answer_index
 
 router = APIRouter()
-
-
-async def get_index(request: Request) -> DashboardIndex:
-    """The app's `DashboardIndex`: one dependency for all the index reads of the app (each
-    dependency costs FastAPI's resolution on every request). Async, so `Depends` resolves it
-    on the event loop instead of a thread-pool hop per request."""
-    index: DashboardIndex = request.app.state.index
-    return index
 
 
 def _ocs_schema(data: dict[str, Any]) -> dict[str, Any]:
@@ -51,8 +45,17 @@ def _ocs_schema(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# The index reads the credentials itself (`answer_index`), so its two schemes are declared for
+# the interface description only: in the operation (`openapi_extra`) and in the components
+# (`declare_schemes`), not as security dependencies FastAPI would resolve on every request.
+_SCHEMES = {
+    "bearer_auth": HTTPBase(scheme="bearer", description="A session JWT or an API token"),
+    "basic_auth": HTTPBase(scheme="basic", description="E-mail with the password or an API token"),
+}
 _ENVELOPE = {"application/json": {"schema": _ocs_schema({})}}
 _OPENAPI: dict[str, Any] = {
+    # Either scheme: one requirement each.
+    "security": [{name: []} for name in _SCHEMES],
     "parameters": [
         {
             "name": "OCS-APIRequest",
@@ -101,26 +104,21 @@ _OPENAPI: dict[str, Any] = {
 }
 
 
-class _DeclaredBearer(HTTPBearer):
-    """The bearer scheme as the interface description shows it. It reads nothing: the index
-    judges the credentials itself (`answer_index`)."""
+def declare_schemes(app: FastAPI) -> None:
+    """Add the index's schemes to the app's OpenAPI components, as FastAPI's documentation
+    extends the schema: `app.openapi` replaced by a function that completes the generated one."""
+    generate = app.openapi
 
-    async def __call__(self, request: Request) -> None:  # type: ignore[override]
-        return None
+    def openapi() -> dict[str, Any]:
+        schema = generate()  # made on the first call, then kept (`app.openapi_schema`)
+        schemes = schema.setdefault("components", {}).setdefault("securitySchemes", {})
+        for name, scheme in _SCHEMES.items():
+            schemes.setdefault(
+                name, scheme.model_dump(mode="json", by_alias=True, exclude_none=True)
+            )
+        return schema
 
-
-class _DeclaredBasic(HTTPBasic):
-    """The basic scheme as the interface description shows it (see `_DeclaredBearer`)."""
-
-    async def __call__(self, request: Request) -> None:  # type: ignore[override]
-        return None
-
-
-# Either scheme: FastAPI lists each as its own requirement, and declares both in the components.
-_BEARER = _DeclaredBearer(scheme_name="bearer_auth", description="A session JWT or an API token")
-_BASIC = _DeclaredBasic(
-    scheme_name="basic_auth", description="E-mail with the password or an API token"
-)
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 @router.get(
@@ -136,11 +134,9 @@ _BASIC = _DeclaredBasic(
 async def api_index(
     app_id: str,
     request: Request,
-    index: Annotated[DashboardIndex, Depends(get_index)],
-    _bearer: Annotated[None, Security(_BEARER)],
-    _basic: Annotated[None, Security(_BASIC)],
 ) -> Response:
-    """The index; its security schemes are declared here."""
+    """The index, for a session JWT or an API token (bearer) or for a password (basic)."""
+    index: DashboardIndex = request.app.state.index
     headers = request.headers
     return await answer_index(
         index,
