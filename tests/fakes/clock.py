@@ -33,11 +33,6 @@ class ManualClock:
         with self._lock:
             return self._now
 
-    async def until_sleepers(self, count: int) -> None:
-        """Returns once `count` tasks sleep on this clock at the same time."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: len(self._sleepers) >= count)
-
     def advance(self, seconds: float) -> None:
         with self._lock:
             self._now += seconds
