@@ -93,6 +93,20 @@ def serve_mcp() -> dict[str, Any]:
 _CRM: list[Any] = []  # the fake CRM of this process, for its stats at the end
 
 
+class _Arrivals(_Discard):
+    """The CRM's calls counted, and each one's arrival time kept (`Call.at`, the monotonic
+    clock every process of the machine shares): when the outbox's requests came, not what
+    they held."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[float] = []
+
+    def append(self, item: Any) -> None:
+        super().append(item)
+        self.times.append(item.at)
+
+
 def serve_crm(delay_s: float) -> dict[str, Any]:
     from tests.fakes.crm import FakeCrm, define_onboarding_fields
 
@@ -101,7 +115,7 @@ def serve_crm(delay_s: float) -> dict[str, Any]:
     define_onboarding_fields(fake, location)
     token = fake.private_token(location)
     fake.delay_s = delay_s
-    fake.calls = _Discard()
+    fake.calls = _Arrivals()
     fake.start()
     _CRM.append(fake)
     return {"url": fake.url, "location_id": location, "private_token": token}
@@ -128,7 +142,12 @@ def main() -> None:
         crm = _CRM[0]
         # Every request answered (a 429 included): per delivered job, what the outbox spent.
         requests = crm.calls.seen if isinstance(crm.calls, _Discard) else len(crm.calls)
-        stats = {"burst_refusals": crm.burst_refusals, "requests": requests}
+        arrivals = crm.calls.times if isinstance(crm.calls, _Arrivals) else []
+        stats = {
+            "burst_refusals": crm.burst_refusals,
+            "requests": requests,
+            "arrivals": arrivals,
+        }
         Path(args.info + ".stats").write_text(json.dumps(stats))
 
 
