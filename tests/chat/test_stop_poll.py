@@ -1,6 +1,7 @@
 """A stop asked in another process reaches the run where it runs: on PostgreSQL by NOTIFY, on
-SQLite by each process's poll, which reads only the running runs a stop was asked for (a
-partial index), however many runs are open."""
+SQLite through the stop flags' change stamp, which each process's watch of the stamps sees
+move, and then one read of only the running runs a stop was asked for (a partial index),
+however many runs are open; while nobody stops anything, a run costs no read of its own."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ async def test_a_stop_asked_elsewhere_stops_the_run_here_and_no_other(
 ) -> None:
     user = await users.create()
     here_db, there_db = Database(server.db.url), Database(server.db.url)
+    await here_db.changes.start()  # as the app does: its caches and stop flags are watched
     here = ChatRuns(here_db)
     stopped = going_on = None
     try:
@@ -41,7 +43,7 @@ async def test_a_stop_asked_elsewhere_stops_the_run_here_and_no_other(
         assert await stopped.unless_stopped(asyncio.Event().wait()) is None
         assert not going_on.stopped
         assert await _stops_asked(there_db) == [stopped.message_id]
-        # Ended, it is no longer polled for, stop flag or not.
+        # Ended, it is no longer read, stop flag or not.
         await stopped.finish(STOPPED)
         assert await _stops_asked(there_db) == []
     finally:
@@ -54,7 +56,8 @@ async def test_a_stop_asked_elsewhere_stops_the_run_here_and_no_other(
 
 
 async def _stops_asked(db: Database) -> list[str]:
-    """What every process's poll reads: the running runs a stop was asked for."""
+    """What a process reads when the stop flags' stamp moved: the running runs a stop was
+    asked for."""
     async with db.read() as session:
         return list(await session.scalars(ASKED_STOPS))
 
@@ -67,7 +70,7 @@ def _plan(path: Path, query: Select[str], *params: object) -> list[str]:
     return [row[3] for row in rows]
 
 
-def test_sqlites_poll_reads_the_partial_index_only(tmp_path: Path) -> None:
+def test_sqlites_read_of_the_stop_flags_uses_the_partial_index_only(tmp_path: Path) -> None:
     path = tmp_path / "poll.db"
     upgrade(f"sqlite+aiosqlite:///{path}")
     plan = _plan(path, ASKED_STOPS)
