@@ -10,7 +10,7 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from sqlalchemy import Select
+from sqlalchemy import Select, event
 from sqlalchemy.dialects import sqlite
 
 from controlcenter.chat.channel import EventChannel
@@ -53,6 +53,45 @@ async def test_a_stop_asked_elsewhere_stops_the_run_here_and_no_other(
         await here.drain(1.0)
         await here_db.dispose()
         await there_db.dispose()
+
+
+async def test_a_waiting_run_reads_no_stop_flags_while_nobody_stops(
+    server: RunningServer, users: UserFactory
+) -> None:
+    """SQLite: while a run waits for its provider, its process reads the change stamps it
+    reads anyway, and not the stop flags, until a stop moves their stamp."""
+    if not server.db.is_sqlite:
+        return  # PostgreSQL: the stop is notified
+    user = await users.create()
+    db = Database(server.db.url)
+    seen: list[str] = []
+    stamps_read = asyncio.Event()
+
+    def note(conn: object, cursor: object, statement: str, *args: object) -> None:
+        seen.append(statement)
+        if seen.count(_STAMPS_READ) >= 3:
+            stamps_read.set()
+
+    await db.changes.start()
+    event.listen(db.read_engine.sync_engine, "before_cursor_execute", note)
+    runs = ChatRuns(db)
+    run = None
+    try:
+        run = await runs.begin(user.id, None, "wait", EventChannel())
+        assert run is not None
+        await stamps_read.wait()  # the watch read the stamps again (twice) meanwhile
+        assert not [s for s in seen if "stop_requested" in s]
+        await request_stop(db, runs.signals, run.message_id, user.id)
+        assert await run.unless_stopped(asyncio.Event().wait()) is None
+    finally:
+        event.remove(db.read_engine.sync_engine, "before_cursor_execute", note)
+        if run is not None:
+            run.dismiss()
+        await runs.drain(1.0)
+        await db.dispose()
+
+
+_STAMPS_READ = "SELECT change_stamps.topic, change_stamps.stamp \nFROM change_stamps"
 
 
 async def _stops_asked(db: Database) -> list[str]:
