@@ -72,7 +72,6 @@ class Signals:
         self._opening = asyncio.Lock()
         self._poller: asyncio.Task[None] | None = None
         self._stops_moved = False  # SQLite: the stop flags changed since the last read began
-        self._closed = False
         self.poll_s = SQLITE_POLL_S if db.is_sqlite else POSTGRES_SAFETY_POLL_S
         if db.is_sqlite:
             db.changes.subscribe(STOPS, self._stops_changed)
@@ -117,7 +116,7 @@ class Signals:
     def _stops_changed(self) -> None:
         """SQLite: a stop was asked somewhere (or the process no longer knows): the stop
         flags are read again, once, if a run of this process could be among them."""
-        if not self._runs or self._closed:
+        if not self._runs:
             return
         self._stops_moved = True
         if self._stop_reader is None:
@@ -227,7 +226,6 @@ class Signals:
             self._start_poll()
 
     async def aclose(self) -> None:
-        self._closed = True
         listener, self._listener = self._listener, None
         if listener is not None:
             await listener.close()
