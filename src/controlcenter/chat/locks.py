@@ -19,10 +19,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.models import ConversationRow
+
+# Built once, run with each transaction's ids.
+_HOLD = (
+    select(ConversationRow.id)
+    .where(ConversationRow.id.in_(bindparam("ids", expanding=True)))
+    .order_by(ConversationRow.id)
+    .with_for_update(key_share=True)
+)
 
 
 async def hold_conversations(session: AsyncSession, conversation_ids: Iterable[str]) -> set[str]:
@@ -31,13 +39,7 @@ async def hold_conversations(session: AsyncSession, conversation_ids: Iterable[s
     ids = sorted(set(conversation_ids))
     if not ids:
         return set()
-    held = await session.scalars(
-        select(ConversationRow.id)
-        .where(ConversationRow.id.in_(ids))
-        .order_by(ConversationRow.id)
-        .with_for_update(key_share=True)
-    )
-    return set(held)
+    return set(await session.scalars(_HOLD, {"ids": ids}))
 
 
 async def hold_owned(

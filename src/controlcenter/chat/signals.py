@@ -13,10 +13,12 @@ there are; on PostgreSQL that task runs only while the LISTEN connection is down
 
 A run of this process is told of its stop and of its approvals' answers through the flags it
 holds here (`enlist`): a stop or an answer given in this process sets them at once
-(`stop`, `poke`), one notified from another sets them on arrival. On SQLite one task per
-process reads, every `STOP_POLL_S` while runs are enlisted, the stop flags asked anywhere
-(the few rows of a partial index), and a run waiting for an approval reads its answer again
-every `poll_s` (`chat.run.record.RunRecord.approval`); all are cheap local reads.
+(`stop`, `poke`), one notified from another sets them on arrival. On SQLite a stop marks the
+topic `STOPS` changed (`db.changes`), whose stamps every process already watches for its
+caches: when the stamp moves while runs are enlisted here, the process reads the stop flags
+asked anywhere once (the few rows of a partial index), so a run costs no read of its own
+while nobody stops anything. A run waiting for an approval reads its answer again every
+`poll_s` (`chat.run.record.RunRecord.approval`).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ SQLITE_POLL_S = 0.1
 # not be opened, or dropped) the process polls at this pace and tries to open it again.
 POSTGRES_SAFETY_POLL_S = 2.0
 POLL_CHUNK = 500  # message ids per query of the poll
-STOP_POLL_S = 0.25  # SQLite: how often a process reads the stop flags of its runs
+STOPS = "chat_stops"  # SQLite: the `db.changes` topic a stop marks changed
 Progress = tuple[str, int | None]  # a run's status and its last stored event's number
 # The poll's condition is the partial index's own (`models.STOPS_ASKED`), as its text: SQLite
 # uses a partial index only for a query whose WHERE holds the index's terms as written, and
@@ -64,12 +66,15 @@ class Signals:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._runs: dict[str, RunFlags] = {}
-        self._stop_poller: asyncio.Task[None] | None = None
+        self._stop_reader: asyncio.Task[None] | None = None
         self._watchers: dict[str, set[asyncio.Event]] = {}
         self._listener: Listener | None = None
         self._opening = asyncio.Lock()
         self._poller: asyncio.Task[None] | None = None
+        self._stops_moved = False  # SQLite: the stop flags changed since the last read began
         self.poll_s = SQLITE_POLL_S if db.is_sqlite else POSTGRES_SAFETY_POLL_S
+        if db.is_sqlite:
+            db.changes.subscribe(STOPS, self._stops_changed)
 
     @contextmanager
     def watch(self, message_id: str) -> Iterator[asyncio.Event]:
@@ -90,8 +95,6 @@ class Signals:
     def enlist(self, message_id: str) -> RunFlags:
         """The flags of a run of this process, set until `dismiss`."""
         flags = self._runs[message_id] = RunFlags()
-        if self._db.is_sqlite and self._stop_poller is None:
-            self._stop_poller = asyncio.create_task(self._poll_stops())
         return flags
 
     def dismiss(self, message_id: str) -> None:
@@ -110,20 +113,30 @@ class Signals:
         if flags is not None:
             flags.poked.set()
 
-    async def _poll_stops(self) -> None:
+    def _stops_changed(self) -> None:
+        """SQLite: a stop was asked somewhere (or the process no longer knows): the stop
+        flags are read again, once, if a run of this process could be among them."""
+        if not self._runs:
+            return
+        self._stops_moved = True
+        if self._stop_reader is None:
+            self._stop_reader = asyncio.get_running_loop().create_task(self._read_stops())
+
+    async def _read_stops(self) -> None:
+        """Read the stop flags until no change arrived during the last read."""
         try:
-            while self._runs:
-                await asyncio.sleep(STOP_POLL_S)
+            while self._stops_moved and self._runs:
+                self._stops_moved = False
                 try:
                     async with self._db.read() as session:
                         asked = list(await session.scalars(ASKED_STOPS))
                 except Exception as exc:
                     log.warning("chat stop flags unreadable", error=type(exc).__name__)
-                    continue
+                    return
                 for message_id in asked:  # any process's: those running elsewhere are no-ops
                     self.stop(message_id)
         finally:
-            self._stop_poller = None
+            self._stop_reader = None
 
     def wake(self, message_id: str) -> None:
         for woken in self._watchers.get(message_id, ()):
@@ -216,8 +229,8 @@ class Signals:
         listener, self._listener = self._listener, None
         if listener is not None:
             await listener.close()
-        for poller in (self._poller, self._stop_poller):
+        for poller in (self._poller, self._stop_reader):
             if poller is not None:
                 poller.cancel()
                 await asyncio.gather(poller, return_exceptions=True)
-        self._poller = self._stop_poller = None
+        self._poller = self._stop_reader = None

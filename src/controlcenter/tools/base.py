@@ -12,9 +12,9 @@ from sqlalchemy.sql import Executable
 class RunWrites(Protocol):
     """The chat's run a call is made in, for the writes that belong with its events."""
 
-    def store_with_events(self, statement: Executable) -> None:
-        """`statement` stored in the transaction of the run's next events (with its end at
-        the latest): no unit of work of its own."""
+    def store_with_events(self, statement: Executable, params: Mapping[str, Any]) -> None:
+        """`statement` with `params` stored in the transaction of the run's next events (with
+        its end at the latest): no unit of work of its own."""
         ...
 
 

@@ -28,6 +28,11 @@ TOUCH = (
     .where(CONVERSATIONS_TABLE.c.id == bindparam("conversation"))
     .values(updated_at=bindparam("now"))
 )
+# Built once, run with each write's values.
+ADD_MESSAGES = insert(MESSAGES_TABLE)
+_CLOSED_COPIES = select(Message.id).where(
+    Message.id.in_(bindparam("ids", expanding=True)), Message.interrupted.is_(True)
+)
 
 
 def assistant_message(
@@ -64,14 +69,10 @@ async def save_answers(session: AsyncSession, answers: Sequence[Message]) -> Non
     if not answers:
         return
     ids = [answer.id for answer in answers]
-    copies = set(
-        await session.scalars(
-            select(Message.id).where(Message.id.in_(ids), Message.interrupted.is_(True))
-        )
-    )
+    copies = set(await session.scalars(_CLOSED_COPIES, {"ids": ids}))
     new = [_answer_row(answer) for answer in answers if answer.id not in copies]
     if new:
-        await session.execute(insert(MESSAGES_TABLE), new)
+        await session.execute(ADD_MESSAGES, new)
     for answer in answers:
         if answer.id in copies:
             log.warning("chat answer closed as interrupted by another process, then finished")
@@ -101,7 +102,7 @@ async def save_interrupted(session: AsyncSession, answer: Message) -> bool:
     )
     if not touched.rowcount:  # type: ignore[attr-defined]
         return False
-    await session.execute(insert(MESSAGES_TABLE).values(_answer_row(answer)))
+    await session.execute(ADD_MESSAGES, _answer_row(answer))
     return True
 
 

@@ -2,8 +2,9 @@
 
 Each is stored (every process and instance shares it through the database), notified to the
 run's process on PostgreSQL, and told at once to the run when it runs in this process
-(`Signals.stop`, `Signals.poke`); on SQLite the other processes read the stop flags
-(`Signals`' poll) and their runs read their approvals again.
+(`Signals.stop`, `Signals.poke`); on SQLite a stop marks the stop flags' topic changed, and the
+other processes, seeing its stamp move, read the flags (`Signals`), while their runs read
+their approvals again.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.models import PENDING, RUNNING, ChatApproval, ChatRun
-from controlcenter.chat.signals import APPROVAL_CHANNEL, STOP_CHANNEL, Signals
+from controlcenter.chat.signals import APPROVAL_CHANNEL, STOP_CHANNEL, STOPS, Signals
 from controlcenter.db import Database
+from controlcenter.db.changes import mark_changed
 from controlcenter.db.notifications import notify
 
 
@@ -59,6 +61,8 @@ async def ask_stop(session: AsyncSession, *where: ColumnElement[bool]) -> list[s
     )
     stopped = list(asked.scalars())
     await notify(session, STOP_CHANNEL, stopped)
+    if stopped and session.get_bind().dialect.name == "sqlite":  # no notifications there
+        await mark_changed(session, STOPS)
     return stopped
 
 

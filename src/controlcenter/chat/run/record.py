@@ -5,9 +5,9 @@ channel and to the process's event writer; its usage; its stop and approvals (th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from contextlib import suppress
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import select, update
 from sqlalchemy.sql import Executable
@@ -90,10 +90,10 @@ class RunRecord:
         (the request is sent before the write, not after it)."""
         asyncio.get_running_loop().call_soon(self._writer.write_soon)
 
-    def store_with_events(self, statement: Executable) -> None:
+    def store_with_events(self, statement: Executable, params: Mapping[str, Any]) -> None:
         """A write of the run's tools (the ledger's end of a call), stored in the transaction
         of the run's next events (`EventWriter.add_write`)."""
-        self._writer.add_write(self.message_id, self.conversation_id, statement)
+        self._writer.add_write(self.message_id, self.conversation_id, statement, params)
 
     def begin(self) -> None:
         """Send `message_start`, stored with the run's row."""

@@ -19,14 +19,13 @@ from controlcenter.chat.locks import hold_owned
 from controlcenter.chat.models import (
     CONVERSATIONS_TABLE,
     EVENTS_TABLE,
-    MESSAGES_TABLE,
     RUNNING,
     RUNNING_TABLE,
     RUNS_TABLE,
     USER,
     Message,
 )
-from controlcenter.chat.run.answer import TOUCH
+from controlcenter.chat.run.answer import ADD_MESSAGES, TOUCH
 from controlcenter.chat.signals import EVENTS_CHANNEL
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database, new_id, utcnow
@@ -36,6 +35,11 @@ log = get_logger(__name__)
 
 
 TITLE_LENGTH = 100  # characters (code points), not bytes
+# Built once, run with each turn's values.
+_ADD_CONVERSATION = insert(CONVERSATIONS_TABLE)
+_ADD_RUN = insert(RUNS_TABLE)
+_ADD_EVENT = insert(EVENTS_TABLE)
+_ADD_RUNNING = insert(RUNNING_TABLE)
 _BASE36 = string.digits + string.ascii_lowercase
 
 
@@ -89,9 +93,14 @@ async def start_turn(
             history: tuple[StoredText, ...] = ()
             title = message[:TITLE_LENGTH]
             await session.execute(
-                insert(CONVERSATIONS_TABLE).values(
-                    id=conversation_id, user_id=user_id, title=title, created_at=now, updated_at=now
-                )
+                _ADD_CONVERSATION,
+                {
+                    "id": conversation_id,
+                    "user_id": user_id,
+                    "title": title,
+                    "created_at": now,
+                    "updated_at": now,
+                },
             )
         else:
             # First, as every writer of a conversation's rows does (`chat.locks`).
@@ -108,36 +117,38 @@ async def start_turn(
                 save_message = False
         if save_message:
             await session.execute(
-                insert(MESSAGES_TABLE).values(
-                    id=new_message_id(),
-                    conversation_id=conversation_id,
-                    role=USER,
-                    content=message,
-                    created_at=now,
-                    interrupted=False,
-                )
+                ADD_MESSAGES,
+                {
+                    "id": new_message_id(),
+                    "conversation_id": conversation_id,
+                    "role": USER,
+                    "content": message,
+                    "created_at": now,
+                    "interrupted": False,
+                },
             )
         await session.execute(
-            insert(RUNS_TABLE).values(
-                message_id=answer_id,
-                user_id=user_id,
-                conversation_id=conversation_id,
-                status=RUNNING,
-                created_at=now,
-                stop_requested=False,
-                input_tokens=0,
-                output_tokens=0,
-                provider_calls=0,
-                tool_calls=0,
-            )
+            _ADD_RUN,
+            {
+                "message_id": answer_id,
+                "user_id": user_id,
+                "conversation_id": conversation_id,
+                "status": RUNNING,
+                "created_at": now,
+                "stop_requested": False,
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "provider_calls": 0,
+                "tool_calls": 0,
+            },
         )
         first = event_data(message_start(conversation_id, answer_id))
-        await session.execute(insert(EVENTS_TABLE).values(message_id=answer_id, n=1, data=first))
+        await session.execute(_ADD_EVENT, {"message_id": answer_id, "n": 1, "data": first})
         if owner is not None:
             # With the run, not after it: a process that dies at any moment after this commit
             # leaves a row whose heartbeat goes stale, and another process closes the run.
             await session.execute(
-                insert(RUNNING_TABLE).values(message_id=answer_id, owner=owner, heartbeat_at=now)
+                _ADD_RUNNING, {"message_id": answer_id, "owner": owner, "heartbeat_at": now}
             )
         await notify(session, EVENTS_CHANNEL, [answer_id])
     return StartedTurn(conversation_id=conversation_id, history=history, message=message)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,12 +43,17 @@ log = get_logger(__name__)
 
 
 StoredEvent = tuple[int, str]  # (n, the event's JSON text)
-Deferred = tuple[str, Executable]  # (the run's conversation id, a statement of the run's)
+# (the run's conversation id, a statement of the run's, its parameters)
+Deferred = tuple[str, Executable, Mapping[str, Any]]
 WINDOW_S = 0.05  # how long events wait to share a transaction; the live stream never waits
 RETRY_MAX_S = 1.0  # the longest pause between attempts while the database refuses
 
 
-# One statement for any number of rows each (executemany).
+# Built once; each runs for any number of rows (executemany, or an expanding IN list).
+_ADD_EVENTS = insert(EVENTS_TABLE)
+_DROP_RUNNING = delete(RUNNING_TABLE).where(
+    RUNNING_TABLE.c.message_id.in_(bindparam("runs", expanding=True))
+)
 _END_RUN = (
     update(RUNS_TABLE)
     .where(RUNS_TABLE.c.message_id == bindparam("run"))
@@ -151,10 +156,18 @@ class EventWriter:
         self._pending.events.setdefault(message_id, []).append(event)
         self._kick()
 
-    def add_write(self, message_id: str, conversation_id: str, statement: Executable) -> None:
-        """`statement`, a write of the run's own, stored in the transaction of the run's next
-        events (at its end at the latest), after its conversation's row is held."""
-        self._pending.writes.setdefault(message_id, []).append((conversation_id, statement))
+    def add_write(
+        self,
+        message_id: str,
+        conversation_id: str,
+        statement: Executable,
+        params: Mapping[str, Any],
+    ) -> None:
+        """`statement` with `params`, a write of the run's own, stored in the transaction of
+        the run's next events (at its end at the latest), after its conversation's row is
+        held."""
+        write = (conversation_id, statement, params)
+        self._pending.writes.setdefault(message_id, []).append(write)
         self._kick()
 
     async def end(self, message_id: str, end: RunEnd, last: Sequence[StoredEvent] = ()) -> None:
@@ -311,21 +324,19 @@ async def _write_batch(db: Database, batch: _Pending) -> None:
         # The lock order of `chat.locks`: the conversations of the runs that end or write,
         # then their runs, messages and events. A deletion takes them in the same order.
         ending = [e.end.conversation_id for _, e in ends if e.end.conversation_id]
-        held = await hold_conversations(session, [*ending, *(c for c, _ in writes)])
+        held = await hold_conversations(session, [*ending, *(c for c, _, _ in writes)])
         if answers:
             await save_answers(session, [a for a in answers if a.conversation_id in held])
         if events:
-            await session.execute(insert(EVENTS_TABLE), events)
-        for conversation_id, statement in writes:
+            await session.execute(_ADD_EVENTS, events)
+        for conversation_id, statement, params in writes:
             if conversation_id in held:  # its rows went with a deleted conversation
-                await session.execute(statement)
+                await session.execute(statement, params)
         if ends:
             await session.execute(_END_RUN, [_end_row(m, ending.end) for m, ending in ends])
         ended = [m for m, ending in ends if ending.end.status != INTERRUPTED]
         if ended:
-            await session.execute(
-                delete(RUNNING_TABLE).where(RUNNING_TABLE.c.message_id.in_(ended))
-            )
+            await session.execute(_DROP_RUNNING, {"runs": ended})
         await notify(session, EVENTS_CHANNEL, batch.runs())
 
 
