@@ -9,9 +9,7 @@ from typing import Any
 from sqlalchemy import Table, bindparam, select, update
 
 from controlcenter.auth.models import UserRecord
-from controlcenter.auth.verified import CREDENTIALS
 from controlcenter.db import Database, new_id, utcnow
-from controlcenter.db.changes import mark_changed
 from controlcenter.db.upserts import upsert
 from controlcenter.onboarding.crm_sync import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
 from controlcenter.onboarding.models import ARRAY_FIELDS, FIELDS, RECORD, RECORD_COLUMNS, Onboarding
@@ -107,11 +105,9 @@ class OnboardingSaves:
                 parameters = {"b_id": user_id, "b_brokerage": brokerage, "b_now": now}
                 await connection.execute(_SET_BROKERAGE, parameters)
             row = (await connection.execute(saved)).one()
+            # No credential kept in memory holds the brokerage (those who show it read the
+            # row), so a save forgets none of them.
             await enqueue(session, *jobs)
-            if changed:
-                # Last: on PostgreSQL the topic's stamp row stays locked until the commit, and
-                # every save that changes a brokerage writes it.
-                await mark_changed(session, CREDENTIALS)  # the callers kept in memory
         return dict(zip(RECORD, row, strict=True))
 
 
