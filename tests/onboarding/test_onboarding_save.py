@@ -211,10 +211,13 @@ async def test_a_save_is_one_write_transaction(
     assert len(saves) == 2
     for statements in saves:
         assert any(s.lstrip().startswith("INSERT INTO outbox_jobs") for s in statements)
-    # The brokerage changes with the first save only, in the same transaction.
-    assert [_any_writes(statements, "users") for statements in saves] == [True, False]
+    # The brokerage is set in the same transaction (where it changed: the first save only, see
+    # `test_an_unchanged_brokerage_is_not_written_again`).
+    assert all(_any_writes(statements, "users") for statements in saves)
     # No credential kept in memory holds the brokerage: a save makes no process forget them.
     assert not any(_any_writes(statements, "change_stamps") for statements in saves)
+    # Nothing is read first: the write lock (SQLite) is held for the writes alone.
+    assert not any(s.lstrip().startswith("SELECT") for statements in saves for s in statements)
 
 
 def _any_writes(statements: list[str], table: str) -> bool:
