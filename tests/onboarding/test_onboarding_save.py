@@ -12,11 +12,14 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
+from controlcenter.app import create_app
 from controlcenter.auth.models import UserRecord
+from controlcenter.config import Config
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.onboarding.service import OnboardingSaves, UserGoneError
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.dbtools import committed_writes
+from tests.fakes.server import LoopbackServer
 
 URL = "/api/v1/onboarding"
 
@@ -208,8 +211,13 @@ async def test_a_save_is_one_write_transaction(
     assert len(saves) == 2
     for statements in saves:
         assert any(s.lstrip().startswith("INSERT INTO outbox_jobs") for s in statements)
-    # The brokerage changes with the first save only, in the same transaction.
-    assert [_any_writes(statements, "users") for statements in saves] == [True, False]
+    # The brokerage is set in the same transaction (where it changed: the first save only, see
+    # `test_an_unchanged_brokerage_is_not_written_again`).
+    assert all(_any_writes(statements, "users") for statements in saves)
+    # No credential kept in memory holds the brokerage: a save makes no process forget them.
+    assert not any(_any_writes(statements, "change_stamps") for statements in saves)
+    # Nothing is read first: the write lock (SQLite) is held for the writes alone.
+    assert not any(s.lstrip().startswith("SELECT") for statements in saves for s in statements)
 
 
 def _any_writes(statements: list[str], table: str) -> bool:
@@ -237,6 +245,28 @@ async def test_an_unchanged_brokerage_is_not_written_again(
             await db.scalar(select(UserRecord.updated_at).where(UserRecord.id == user.id)) != before
         )
     assert (await me(client, user))["brokerage"] == "Other Realty"
+
+
+async def test_a_new_brokerage_shows_at_once_in_every_instance(
+    client: httpx.AsyncClient, config: Config, users: UserFactory
+) -> None:
+    """/auth/me and the account page show the brokerage a save set, at once, in the instance
+    that saved and in another one (its own process, caches and database handle), though
+    both had checked and kept the caller's credential before."""
+    user = await users.create()
+    with LoopbackServer(create_app(config)) as other:
+        async with httpx.AsyncClient(base_url=other.url, timeout=30) as second:
+            for http in (client, second):
+                assert (await me(http, user))["brokerage"] is None
+            for name in ("Harbour Realty", "Quayside Realty"):
+                response = await client.post(
+                    URL, json={"brokerageName": name}, headers=user.headers
+                )
+                assert response.status_code == 200
+                for http in (client, second):
+                    assert (await me(http, user))["brokerage"] == name
+                    page = await http.get("/account", headers=user.headers)
+                    assert page.status_code == 200 and f"<dd>{name}</dd>" in page.text
 
 
 async def test_an_update_keeps_id_and_created_at_and_returns_the_stored_record(

@@ -11,7 +11,12 @@ from pydantic import ValidationError
 from controlcenter.auth.deps import SESSION_COOKIE, CurrentUser
 from controlcenter.auth.refusals import client_address
 from controlcenter.auth.schemas import USER_EXAMPLE, LoginAnswer, LoginRequest, UserAnswer
-from controlcenter.auth.service import authenticate_password, revoke_session, start_session
+from controlcenter.auth.service import (
+    authenticate_password,
+    current_user,
+    revoke_session,
+    start_session,
+)
 from controlcenter.auth.throttle import SignInThrottle
 from controlcenter.web.body import read_json
 from controlcenter.web.deps import ConfigDep, DatabaseDep
@@ -87,5 +92,9 @@ async def logout(principal: CurrentUser, database: DatabaseDep, config: ConfigDe
 
 
 @router.get("/me", **answers(UserAnswer, 401))
-async def me(principal: CurrentUser) -> dict[str, Any]:
-    return {"user": principal.user.public()}
+async def me(principal: CurrentUser, database: DatabaseDep) -> dict[str, Any]:
+    """The caller's row as it is now: a save's new brokerage shows at once."""
+    user = await current_user(database, principal.user.id)
+    if user is None:  # deleted or disabled since the credential was checked
+        raise ApiError(401, "Unauthorized")
+    return {"user": user.public()}

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from sqlalchemy import and_, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import defer
 
 from controlcenter.auth.models import ROLES, ApiTokenRecord, Session, UserRecord
 from controlcenter.auth.passwords import hash_password, verify_password
@@ -57,6 +58,14 @@ async def get_user_by_email(db: AsyncSession, email: str) -> UserRecord | None:
     return await db.scalar(select(UserRecord).where(UserRecord.email == normalise_email(email)))
 
 
+async def current_user(database: Database, user_id: str) -> UserRecord | None:
+    """The user's row as it is now (None once deleted or disabled), for what shows the caller
+    every detail (a kept caller has no brokerage)."""
+    async with database.read() as db:
+        user = await db.get(UserRecord, user_id)
+    return user if user is not None and not user.disabled else None
+
+
 async def authenticate_password(db: AsyncSession, email: str, password: str) -> UserRecord | None:
     """The user when the password is theirs and the account is not disabled."""
     user = await get_user_by_email(db, email)
@@ -85,14 +94,21 @@ async def revoke_session(db: AsyncSession, session_id: str) -> None:
 TOKEN_USE_RESOLUTION = timedelta(minutes=1)
 _ENABLED = UserRecord.disabled.is_(False)
 
-# The statements of a credential's first check, built once with bound parameters.
+# The statements of a credential's first check, built once with bound parameters. The caller
+# they load is kept in memory with the credential, so it holds only what a change of the
+# credentials topic keeps true: not the brokerage, which an onboarding save changes without
+# forgetting every credential. Reading it from a kept caller raises; `current_user` reads the
+# row as it is now.
+_KEPT_USER = defer(UserRecord.brokerage, raiseload=True)
 _SESSION_CALLER = (
     select(UserRecord, Session.expires_at, Session.revoked_at)
+    .options(_KEPT_USER)
     .join(Session, Session.user_id == UserRecord.id)
     .where(Session.id == bindparam("session_id"), Session.user_id == bindparam("user_id"), _ENABLED)
 )
 _TOKEN_CALLER = (
     select(UserRecord, ApiTokenRecord.id, ApiTokenRecord.last_used_at)
+    .options(_KEPT_USER)
     .join(ApiTokenRecord, ApiTokenRecord.user_id == UserRecord.id)
     .where(ApiTokenRecord.token_hash == bindparam("token_hash"), _ENABLED)
 )
@@ -100,6 +116,7 @@ _TOKEN_CALLER = (
 # token path (what scripts and clients use) never pays for Argon2.
 _BASIC_CALLER = (
     select(UserRecord, ApiTokenRecord.id, ApiTokenRecord.last_used_at)
+    .options(_KEPT_USER)
     .outerjoin(
         ApiTokenRecord,
         and_(

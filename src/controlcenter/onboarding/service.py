@@ -7,11 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy.exc import IntegrityError
 
 from controlcenter.auth.models import UserRecord
-from controlcenter.auth.verified import CREDENTIALS
 from controlcenter.db import Database, new_id, utcnow
-from controlcenter.db.changes import mark_changed
 from controlcenter.db.upserts import upsert
 from controlcenter.onboarding.crm_sync import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
 from controlcenter.onboarding.models import ARRAY_FIELDS, FIELDS, RECORD, RECORD_COLUMNS, Onboarding
@@ -21,12 +20,12 @@ from controlcenter.outbox.enqueue import Job, enqueue
 HIGH_GCI_MARKERS = ("100", "250")
 _TABLE: Table = Onboarding.__table__  # type: ignore[assignment]  # declared as a Table
 _USERS: Table = UserRecord.__table__  # type: ignore[assignment]  # declared as a Table
-# The save's statements on the user, built once (bound parameters), as Core: the save needs the
-# user's brokerage, not an ORM object to load and flush.
-_BROKERAGE = select(_USERS.c.brokerage).where(_USERS.c.id == bindparam("b_id")).with_for_update()
+# The save's statement on the user, built once (bound parameters), as Core: it sets the brokerage
+# only where it changes, so `users.updated_at` moves only then, without reading the row first.
 _SET_BROKERAGE = (
     update(_USERS)
     .where(_USERS.c.id == bindparam("b_id"))
+    .where(_USERS.c.brokerage.is_distinct_from(bindparam("b_brokerage")))
     .values(brokerage=bindparam("b_brokerage"), updated_at=bindparam("b_now"))
 )
 
@@ -71,10 +70,12 @@ class OnboardingSaves:
     """The saves of POST /api/v1/onboarding.
 
     Each save creates or updates the record with the given fields only, in one transaction:
-    the record, the user's brokerage and the outbox jobs commit together or not at all. The
-    user's row is read first with FOR UPDATE (on PostgreSQL; SQLite's write transaction holds
-    the whole database), which serialises concurrent saves of one user and keeps the user from
-    being deleted under the save.
+    the brokerage (when given and changed), the record and the outbox jobs commit together or
+    not at all. Nothing is read first: the record's foreign key refuses a user deleted before
+    the save (UserGoneError), and on PostgreSQL its check holds the user's row until the commit,
+    so the user cannot be deleted under the save; concurrent saves of one user meet in the
+    upsert, which creates one record. On SQLite the transaction holds the database's one write
+    lock from its first statement, so it runs as few statements as it can.
     """
 
     def __init__(self, db: Database) -> None:
@@ -98,20 +99,17 @@ class OnboardingSaves:
         jobs = _jobs(user_id, data.get("gciLast12Months", ""))
         async with self._db.write() as session:
             connection = await session.connection()
-            user = (await connection.execute(_BROKERAGE, {"b_id": user_id})).first()
-            if user is None:
-                raise UserGoneError(user_id)
-            # Only a change is written, so `users.updated_at` moves only then.
-            changed = bool(brokerage) and user.brokerage != brokerage
-            if changed:
+            if brokerage:  # only a non-empty name sets it
                 parameters = {"b_id": user_id, "b_brokerage": brokerage, "b_now": now}
                 await connection.execute(_SET_BROKERAGE, parameters)
-            row = (await connection.execute(saved)).one()
+            try:
+                row = (await connection.execute(saved)).one()
+            except IntegrityError as exc:
+                # The only constraint the upsert can break: `user_id` names no user.
+                raise UserGoneError(user_id) from exc
+            # No credential kept in memory holds the brokerage (those who show it read the
+            # row), so a save forgets none of them.
             await enqueue(session, *jobs)
-            if changed:
-                # Last: on PostgreSQL the topic's stamp row stays locked until the commit, and
-                # every save that changes a brokerage writes it.
-                await mark_changed(session, CREDENTIALS)  # the callers kept in memory
         return dict(zip(RECORD, row, strict=True))
 
 

@@ -17,10 +17,12 @@ from fastapi.templating import Jinja2Templates
 from controlcenter.auth.deps import optional_principal
 from controlcenter.auth.models import SUPER_ADMIN
 from controlcenter.auth.principal import Principal
+from controlcenter.auth.service import current_user
 from controlcenter.chat.request import MESSAGE_MAX_CHARS
 from controlcenter.pages.fields import CHECKLIST, ONBOARDING_TAGS, SETTING_GROUPS, SETUP_FIELDS
 from controlcenter.pages.headers import ASSET_HEADERS, with_page_headers
 from controlcenter.pages.return_to import safe_next
+from controlcenter.web.deps import DatabaseDep
 from controlcenter.web.static_files import HeaderedStaticFiles
 
 HERE = Path(__file__).parent
@@ -152,7 +154,11 @@ async def admin_activity(request: Request, caller: Caller) -> Response:
 
 
 @router.get("/account")
-async def account(request: Request, caller: Caller) -> Response:
+async def account(request: Request, caller: Caller, database: DatabaseDep) -> Response:
+    # The profile shows the row as it is now (a kept caller has no brokerage).
+    if caller is not None:
+        user = await current_user(database, caller.user.id)
+        caller = Principal(user, caller.session_id) if user is not None else None
     return _page(request, caller, "account.html", title="Account")
 
 
