@@ -571,13 +571,15 @@ def _streams_row(db: str, held: Level) -> Row:
 
 
 def _error_kinds(records: list[dict[str, Any]]) -> str:
-    """Each kind of error (its text up to the first colon) with its count and when the first
-    one ended, in seconds after the first chat started."""
+    """Each kind of error (its text up to the first colon; an error event's with its message)
+    with its count and when the first one ended, in seconds after the first chat started."""
     first = min((r["start"] for r in records if "start" in r), default=0.0)
     kinds: dict[str, list[float]] = {}
     for r in records:
         if r.get("error"):
-            kinds.setdefault(r["error"].split(":")[0], []).append(r.get("end", inf) - first)
+            text: str = r["error"]
+            kind = text[:120] if text.startswith("error event") else text.split(":")[0]
+            kinds.setdefault(kind, []).append(r.get("end", inf) - first)
     return "; ".join(
         f"{len(ends)} x {kind}" + (f" (first at +{min(ends):.0f} s)" if min(ends) < inf else "")
         for kind, ends in kinds.items()
