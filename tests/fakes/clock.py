@@ -51,9 +51,7 @@ class FakeClock:
         self._now = utcnow()
         self._sleepers: list[tuple[datetime, asyncio.Future[None]]] = []
         self._sleeping = asyncio.Event()
-        self._changed = asyncio.Condition()  # notified as each sleep begins
         self.slept = 0  # sleeps begun, over the clock's life
-        self.waits: list[float] = []  # each sleep's seconds, in the order they began
 
     def now(self) -> datetime:
         return self._now
@@ -63,10 +61,7 @@ class FakeClock:
         entry = (self._now + timedelta(seconds=seconds), woken)
         self._sleepers.append(entry)
         self.slept += 1
-        self.waits.append(seconds)
         self._sleeping.set()
-        async with self._changed:
-            self._changed.notify_all()
         try:
             await woken
         finally:
@@ -77,11 +72,6 @@ class FakeClock:
     async def until_sleeping(self) -> None:
         """Returns once some task sleeps on this clock."""
         await self._sleeping.wait()
-
-    async def until_sleepers(self, count: int) -> None:
-        """Returns once `count` tasks sleep on this clock at the same time."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: len(self._sleepers) >= count)
 
     def advance(self, seconds: float) -> None:
         """Time moves on by `seconds`; the sleepers whose time has come wake."""

@@ -151,50 +151,8 @@ async def test_a_job_that_has_begun_waits_for_its_later_tokens(server: RunningSe
     await third
 
 
-async def test_a_late_taker_loses_none_of_the_rate(server: RunningServer) -> None:
-    """A token is reserved, counted from when the one before it was due: a taker that comes
-    back late for its token (its wake-up, the database's write lock) does not push the next
-    one back, so the location's budget is spent at its full rate."""
-    clock = FakeClock()
-    limiter = LocationRateLimiter(server.db, RateLimit(10, 1.0), max_wait_s=5.0, clock=clock)
-    await limiter.acquire("late-location")  # the bucket's one token; the next in 1/9 s
-    second = asyncio.create_task(limiter.acquire("late-location"))
-    await clock.until_sleeping()
-    assert clock.waits == pytest.approx([1 / 9], abs=1e-5)
-    clock.advance(0.15)  # its taker comes back 0.04 s after its token was due
-    await second
-    third = asyncio.create_task(limiter.acquire("late-location"))
-    await clock.until_sleeping()
-    # Due 2/9 s after the first, not 1/9 s after the late one came back.
-    assert clock.waits[-1] == pytest.approx(2 / 9 - 0.15, abs=1e-5)
-    clock.advance(0.08)
-    await third
-
-
-async def test_a_process_reserves_its_next_tokens_a_little_ahead(server: RunningServer) -> None:
-    """The next taker reserves its token while the one before still waits for its own, up to
-    RESERVE_AHEAD_S ahead: a process that stalls for less than that loses none of the rate,
-    and no more than that is reserved before a 429 can pause the location."""
-    clock = FakeClock()
-    limiter = LocationRateLimiter(server.db, RateLimit(10, 1.0), max_wait_s=5.0, clock=clock)
-    assert LocationRateLimiter.RESERVE_AHEAD_S == 0.5
-    await limiter.acquire("ahead-location")  # the bucket's one token; then one every 1/9 s
-    takers = [
-        asyncio.create_task(limiter.acquire("ahead-location", patient=True)) for _ in range(6)
-    ]
-    # Four tokens due within 0.5 s, each taker waiting for its own; the fifth, due at 5/9 s,
-    # keeps the queue until it is 0.5 s ahead; the sixth has reserved nothing yet.
-    await clock.until_sleepers(5)
-    assert clock.waits == pytest.approx([1 / 9, 2 / 9, 3 / 9, 4 / 9, 5 / 9 - 0.5], abs=1e-5)
-    clock.advance(0.06)
-    await clock.until_sleepers(6)  # the fifth waits for its token now, the sixth too
-    assert clock.waits[5:] == pytest.approx([5 / 9 - 0.06, 6 / 9 - 0.5 - 0.06], abs=1e-5)
-    clock.advance(1.0)
-    await asyncio.gather(*takers)
-
-
-async def test_each_token_is_one_write_transaction(server: RunningServer) -> None:
-    """Waiting for a token takes no write transaction of its own: on SQLite every write
+async def test_only_a_taken_token_is_a_write_transaction(server: RunningServer) -> None:
+    """Waiting for a token looks at the bucket without the write lock: on SQLite every write
     transaction waits for the one write lock, beside the onboarding saves."""
     limiter = LocationRateLimiter(server.db, RateLimit(10, 1.0), max_wait_s=5.0)  # 9/s
     with committed_writes(server.db) as committed:

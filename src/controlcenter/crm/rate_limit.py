@@ -9,16 +9,13 @@ request reaches the CRM a little after its token was taken, and those delays dif
 CRM's window can hold requests from a little more than ten of our seconds (a burst of 10 fills
 HighLevel's 100 exactly, and under `make bench` meets a 429). The bucket is a row of
 `crm_rate_buckets`, taken in a short write transaction (`SELECT ... FOR UPDATE` on PostgreSQL;
-SQLite's write lock serialises it), so several processes share one budget. A taker reserves
-its token, in one write, and then sleeps until it is due: the bucket may go below zero by the
-tokens reserved ahead of their refill, and each token falls due `1 / rate` after the one
-before, however late that one's taker comes back for it. Waiting first and taking after lost
-to every taker's delay (its wake-up, the database's write lock) the refill of a bucket of one,
-several percent of the rate on a busy host. Within a process, one taker per location reserves
-at a time and keeps its place until its token is due within `RESERVE_AHEAD_S`, so a
-location's reservations run at most that far ahead in each process. A 429 pauses the location
-for its Retry-After (HighLevel sends none: then the whole window) by emptying the bucket below
-zero; the tokens already reserved are still used.
+SQLite's write lock serialises it), so several processes share one budget. A taker looks
+at the bucket first without any lock and sleeps until its token is due; only a take that
+finds one writes (on SQLite each write transaction waits for the database's one write lock,
+beside the requests' own writes: with two processes, three of four looks find the bucket
+empty and write nothing). A 429 pauses the
+location for its Retry-After (HighLevel sends none: then the whole window) by emptying the
+bucket.
 
 A job's first request waits for its token at most `max_wait_s`; past that it gets
 `CrmRateLimited` with the wait still ahead, and the outbox gives the job back for later without
@@ -111,12 +108,6 @@ class RateLimit:
 class LocationRateLimiter:
     """Takes one request's token of a location, waiting for it up to `max_wait_s`."""
 
-    # How far ahead of its token's time a process's next taker may reserve the following one:
-    # enough to ride out the stalls of a busy host (its wake-up, the database's write lock)
-    # without losing any of the rate, and short, since a token reserved before a 429 paused
-    # the location is still used.
-    RESERVE_AHEAD_S = 0.5
-
     def __init__(
         self, db: Database, limit: RateLimit, *, max_wait_s: float, clock: Clock | None = None
     ) -> None:
@@ -140,24 +131,18 @@ class LocationRateLimiter:
         if not await self._enter(queue, deadline):
             raise _limited(1.0 / self.limit.rate)
         try:
-            if deadline is not None:
-                # A look first, without the write lock: a first request that cannot have its
-                # turn in time (a paused location) is refused without a write transaction.
+            while True:
+                # Look first, without the write lock: most looks find the bucket empty (a
+                # token comes every 1/rate s and several processes wait for it), and a write
+                # transaction for each of them competed with the requests' writes.
                 wait = await self._peek(location_id)
-                if clock.now() + timedelta(seconds=wait) > deadline:
+                if wait <= 0 and (wait := await self._take(location_id)) <= 0:
+                    return
+                if deadline is not None and clock.now() + timedelta(seconds=wait) > deadline:
                     raise _limited(wait)
-            due = await self._take(location_id, deadline)
-            # The queue is kept until the token is due within `RESERVE_AHEAD_S`: the process's
-            # next taker then reserves the token after it.
-            await self._sleep_until(due - timedelta(seconds=self.RESERVE_AHEAD_S))
+                await clock.sleep(wait)
         finally:
             queue.release()
-        await self._sleep_until(due)
-
-    async def _sleep_until(self, moment: datetime) -> None:
-        left = (moment - self._clock.now()).total_seconds()
-        if left > 0:
-            await self._clock.sleep(left)
 
     async def _enter(self, queue: asyncio.Lock, deadline: datetime | None) -> bool:
         """The location's queue taken, or False when `deadline` came first."""
@@ -183,13 +168,15 @@ class LocationRateLimiter:
     async def pause(self, location_id: str, seconds: float) -> None:
         """The CRM refused with 429: nothing more for this location for `seconds`."""
         tokens = -seconds * self.limit.rate  # refilled to zero exactly when the pause ends
+        now = self._clock.now()
         async with self._db.write() as session:
-            row = await self._row(session, location_id)
-            now = self._clock.now()
+            row = await self._row(session, location_id, now)
             left = row.tokens + max(0.0, (now - row.updated_at).total_seconds()) * self.limit.rate
             if left > tokens:  # never shortens a longer pause
                 await session.execute(
-                    _SET_BUCKET, {"b_location": location_id, "tokens": tokens, "updated_at": now}
+                    update(CrmRateBucket)
+                    .where(CrmRateBucket.location_id == location_id)
+                    .values(tokens=tokens, updated_at=now)
                 )
 
     async def _peek(self, location_id: str) -> float:
@@ -200,47 +187,33 @@ class LocationRateLimiter:
             row = (await session.execute(_BUCKET, {"b_location": location_id})).first()
         return 0.0 if row is None else self._wait(_Bucket(float(row[0]), row[1]), now)[0]
 
-    async def _take(self, location_id: str, deadline: datetime | None) -> datetime:
-        """Takes the bucket's next token, ahead of its refill if need be, and returns when it
-        is due; CrmRateLimited, without taking it, when that is past `deadline`.
-
-        The token is reserved rather than waited for and then taken: the bucket then counts
-        the refill from the moment the previous token was due, not from when its taker came
-        back for it, so the taker's delays (its wake-up, the database's write lock) never
-        lose any of the rate. The bucket still never lets more than `burst + rate x t`
-        tokens fall due in any `t` seconds.
-        """
+    async def _take(self, location_id: str) -> float:
+        """Takes a token if the bucket has one (0.0), else the seconds until it will."""
+        now = self._clock.now()
         async with self._db.write() as session:
-            row = await self._row(session, location_id)
-            # Read with the bucket locked: no other taker's write is later than this time.
-            now = self._clock.now()
+            row = await self._row(session, location_id, now)
             wait, tokens = self._wait(row, now)
-            due = now + timedelta(seconds=wait)
-            if deadline is not None and due > deadline:
-                raise _limited(wait)
-            await session.execute(
-                _SET_BUCKET,
-                {"b_location": location_id, "tokens": tokens - 1.0, "updated_at": now},
-            )
-        return due
+            if wait == 0.0:
+                # Only a taken token is written: the refill is computed from `updated_at`, so
+                # writing an unchanged bucket would change nothing.
+                await session.execute(
+                    _SET_BUCKET,
+                    {"b_location": location_id, "tokens": tokens - 1.0, "updated_at": now},
+                )
+            return wait
 
     def _wait(self, row: _Bucket, now: datetime) -> tuple[float, float]:
-        """The seconds until the bucket has a token (0.0: now) and its tokens at `now`
-        (below zero: tokens taken ahead, or a pause)."""
+        """The seconds until the bucket has a token (0.0: now) and its tokens at `now`."""
         elapsed = max(0.0, (now - row.updated_at).total_seconds())
         tokens = min(self.limit.burst, row.tokens + elapsed * self.limit.rate)
         return (0.0 if tokens >= 1.0 else (1.0 - tokens) / self.limit.rate), tokens
 
-    async def _row(self, session: AsyncSession, location_id: str) -> _Bucket:
+    async def _row(self, session: AsyncSession, location_id: str, now: datetime) -> _Bucket:
         """The location's bucket, locked for this transaction; a full one when new."""
         parameters = {"b_location": location_id}
         row = (await session.execute(_BUCKET_LOCKED, parameters)).first()
         if row is None:  # the location's first request: create its bucket (once)
-            bucket = {
-                "location_id": location_id,
-                "tokens": self.limit.burst,
-                "updated_at": self._clock.now(),
-            }
+            bucket = {"location_id": location_id, "tokens": self.limit.burst, "updated_at": now}
             await session.execute(upsert(self._db.dialect, _TABLE, bucket, key=("location_id",)))
             row = (await session.execute(_BUCKET_LOCKED, parameters)).one()
         return _Bucket(float(row[0]), row[1])
