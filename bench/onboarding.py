@@ -255,7 +255,7 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
     )
     p99 = post.p(99)
     sent = delivery.requests(arrivals)
-    # To 0.1, the precision and the count's: a window of ~20 s holds its requests to
+    # To 0.1, the count's precision: a window of ~20 s holds its requests to
     # one either way, depending on where its edges fall between them (0.05/s).
     per_s = round(sent / delivery.seconds, 1) if delivery.seconds else 0.0
     return [
