@@ -14,14 +14,23 @@ from controlcenter.providers.base import PROVIDER_A, PROVIDER_B, Provider
 from controlcenter.providers.registry import build_providers, close_providers
 from tests.fakes.llm import FakeAnthropic, FakeOpenAI
 
-SHORT_TIMEOUT_S = 0.5
+# The providers' timeout in these tests: far above what a fake's answer takes on a loaded
+# machine, so that only the test of a timeout meets one (with a timeout of its own).
+TIMEOUT_S = 30.0
 
 
 @pytest.fixture
 async def providers(llm_config: dict[str, Any]) -> AsyncIterator[dict[str, Provider]]:
-    built = build_providers(Config(**llm_config, provider_timeout_s=SHORT_TIMEOUT_S))
+    built = build_providers(Config(**llm_config, provider_timeout_s=TIMEOUT_S))
     yield built
     await close_providers(built)
+
+
+def fake_of(
+    provider: Provider, fake_anthropic: FakeAnthropic, fake_openai: FakeOpenAI
+) -> FakeAnthropic | FakeOpenAI:
+    """The fake API `provider` talks to."""
+    return fake_anthropic if isinstance(provider, AnthropicProvider) else fake_openai
 
 
 @pytest.fixture(params=[PROVIDER_A, PROVIDER_B])
@@ -32,12 +41,8 @@ def case(
     fake_openai: FakeOpenAI,
 ) -> tuple[Provider, FakeAnthropic | FakeOpenAI]:
     """(provider, its fake), for each of the two providers."""
-    name: str = request.param
-    provider = providers[name]
-    fake: FakeAnthropic | FakeOpenAI = (
-        fake_anthropic if isinstance(provider, AnthropicProvider) else fake_openai
-    )
-    return provider, fake
+    provider = providers[request.param]
+    return provider, fake_of(provider, fake_anthropic, fake_openai)
 
 
 @pytest.fixture

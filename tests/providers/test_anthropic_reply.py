@@ -15,7 +15,7 @@ from controlcenter.llm.types import ProviderReply, ToolInvocation, UserTurn
 from controlcenter.providers.base import PROVIDER_A, Provider, ProviderError
 from controlcenter.providers.history import UNREADABLE_MESSAGE
 from tests.fakes.llm import FakeAnthropic, RawReply
-from tests.providers.conftest import SHORT_TIMEOUT_S
+from tests.providers.conftest import TIMEOUT_S
 
 ANSWER: dict[str, Any] = {
     "id": "msg_1",
@@ -67,7 +67,7 @@ async def test_the_same_reply_as_the_sdks_message(
     async with anthropic.AsyncAnthropic(
         api_key=fake_anthropic.api_key,
         base_url=fake_anthropic.url,
-        timeout=SHORT_TIMEOUT_S,
+        timeout=TIMEOUT_S,
         max_retries=0,
     ) as client:
         message = await client.messages.create(

@@ -35,6 +35,7 @@ from tests.fakes.llm import (
     Reply,
     ToolUse,
 )
+from tests.providers.conftest import fake_of
 
 Case = tuple[Provider, FakeAnthropic | FakeOpenAI]
 
@@ -408,12 +409,22 @@ async def test_error_quoting_the_key_is_redacted(case: Case) -> None:
     assert caught.value.message == "Bad header value [redacted] for this endpoint"
 
 
-async def test_timeout_is_an_error_without_status(case: Case) -> None:
-    provider, fake = case
-    fake.script(Reply(text="too late", delay_s=1.5))  # the providers' timeout is 0.5 s
+@pytest.mark.parametrize("name", [PROVIDER_A, PROVIDER_B])
+async def test_timeout_is_an_error_without_status(
+    name: str, llm_config: dict[str, Any], fake_anthropic: FakeAnthropic, fake_openai: FakeOpenAI
+) -> None:
+    built = build_providers(Config(**llm_config, provider_timeout_s=0.5))
+    provider = built[name]
+    fake = fake_of(provider, fake_anthropic, fake_openai)
+    fake.script(Reply(text="too late", delay_s=1.5))
 
-    with pytest.raises(ProviderError) as caught:
-        await provider.complete(api_key=fake.api_key, system="s", turns=[UserTurn("Hi")], tools=[])
+    try:
+        with pytest.raises(ProviderError) as caught:
+            await provider.complete(
+                api_key=fake.api_key, system="s", turns=[UserTurn("Hi")], tools=[]
+            )
+    finally:
+        await close_providers(built)
 
     assert caught.value.status_code is None
     assert caught.value.message == "Request timed out."

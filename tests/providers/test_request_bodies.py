@@ -30,7 +30,7 @@ from controlcenter.providers.body import Body, BodyCache, Fixed
 from controlcenter.providers.openai import OpenAIProvider
 from controlcenter.providers.registry import build_providers, close_providers
 from tests.fakes.llm import ErrorReply, FakeAnthropic, FakeOpenAI, Reply
-from tests.providers.conftest import SHORT_TIMEOUT_S
+from tests.providers.conftest import TIMEOUT_S
 
 Case = tuple[Provider, FakeAnthropic | FakeOpenAI]
 
@@ -132,7 +132,7 @@ async def sdk_client(
     options: dict[str, Any] = {
         "api_key": fake.api_key,
         "base_url": fake.url,
-        "timeout": SHORT_TIMEOUT_S,
+        "timeout": TIMEOUT_S,
         "max_retries": 0,
     }
     client: anthropic.AsyncAnthropic | openai.AsyncOpenAI
