@@ -131,8 +131,12 @@ class Signals:
                     async with self._db.read() as session:
                         asked = list(await session.scalars(ASKED_STOPS))
                 except Exception as exc:
+                    # Read again after a pause: the change that asked for this read is not
+                    # repeated, and a stop it carried would otherwise wait for the next one.
                     log.warning("chat stop flags unreadable", error=type(exc).__name__)
-                    return
+                    self._stops_moved = True
+                    await asyncio.sleep(self.poll_s)
+                    continue
                 for message_id in asked:  # any process's: those running elsewhere are no-ops
                     self.stop(message_id)
         finally:
