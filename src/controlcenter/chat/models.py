@@ -5,7 +5,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Table, Text, false, text
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    false,
+    insert,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from controlcenter.db import Base, UTCDateTime, new_id, utcnow
@@ -152,3 +164,5 @@ MESSAGES_TABLE = cast(Table, Message.__table__)
 RUNS_TABLE = cast(Table, ChatRun.__table__)
 EVENTS_TABLE = cast(Table, ChatEventRow.__table__)
 RUNNING_TABLE = cast(Table, RunningMessage.__table__)
+# A run's events, one statement for one row or many (executemany), built once.
+ADD_EVENTS = insert(EVENTS_TABLE)

@@ -17,8 +17,8 @@ from controlcenter.chat.conversations import LAST_ANSWER, revise_last_turn
 from controlcenter.chat.events import event_data, message_start
 from controlcenter.chat.locks import hold_owned
 from controlcenter.chat.models import (
+    ADD_EVENTS,
     CONVERSATIONS_TABLE,
-    EVENTS_TABLE,
     RUNNING,
     RUNNING_TABLE,
     RUNS_TABLE,
@@ -38,7 +38,6 @@ TITLE_LENGTH = 100  # characters (code points), not bytes
 # Built once, run with each turn's values.
 _ADD_CONVERSATION = insert(CONVERSATIONS_TABLE)
 _ADD_RUN = insert(RUNS_TABLE)
-_ADD_EVENT = insert(EVENTS_TABLE)
 _ADD_RUNNING = insert(RUNNING_TABLE)
 _BASE36 = string.digits + string.ascii_lowercase
 
@@ -143,7 +142,7 @@ async def start_turn(
             },
         )
         first = event_data(message_start(conversation_id, answer_id))
-        await session.execute(_ADD_EVENT, {"message_id": answer_id, "n": 1, "data": first})
+        await session.execute(ADD_EVENTS, {"message_id": answer_id, "n": 1, "data": first})
         if owner is not None:
             # With the run, not after it: a process that dies at any moment after this commit
             # leaves a row whose heartbeat goes stale, and another process closes the run.

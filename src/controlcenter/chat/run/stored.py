@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.chat.models import (
-    EVENTS_TABLE,
+    ADD_EVENTS,
     RUNNING,
     ChatEventRow,
     ChatRun,
@@ -42,7 +42,7 @@ async def close_run(session: AsyncSession, message_id: str, final_data: str, sta
         select(func.max(ChatEventRow.n)).where(ChatEventRow.message_id == message_id)
     )
     await session.execute(
-        insert(EVENTS_TABLE).values(message_id=message_id, n=int(last or 0) + 1, data=final_data)
+        ADD_EVENTS.values(message_id=message_id, n=int(last or 0) + 1, data=final_data)
     )
     await notify(session, EVENTS_CHANNEL, [message_id])
     return True

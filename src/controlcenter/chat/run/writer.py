@@ -20,12 +20,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import bindparam, delete, insert, select, update
+from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.sql import Executable
 
 from controlcenter.chat.locks import hold_conversations
 from controlcenter.chat.models import (
-    EVENTS_TABLE,
+    ADD_EVENTS,
     INTERRUPTED,
     RUNNING,
     RUNNING_TABLE,
@@ -50,7 +50,6 @@ RETRY_MAX_S = 1.0  # the longest pause between attempts while the database refus
 
 
 # Built once; each runs for any number of rows (executemany, or an expanding IN list).
-_ADD_EVENTS = insert(EVENTS_TABLE)
 _DROP_RUNNING = delete(RUNNING_TABLE).where(
     RUNNING_TABLE.c.message_id.in_(bindparam("runs", expanding=True))
 )
@@ -328,7 +327,7 @@ async def _write_batch(db: Database, batch: _Pending) -> None:
         if answers:
             await save_answers(session, [a for a in answers if a.conversation_id in held])
         if events:
-            await session.execute(_ADD_EVENTS, events)
+            await session.execute(ADD_EVENTS, events)
         for conversation_id, statement, params in writes:
             if conversation_id in held:  # its rows went with a deleted conversation
                 await session.execute(statement, params)
