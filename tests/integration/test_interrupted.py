@@ -28,7 +28,10 @@ from tests.fakes.server import LoopbackServer
 from tests.outbox.conftest import wait_for
 from tests.serve_process import serve_process, serving
 
-INTERVAL_S = 0.3
+# The processes' liveness interval: an answer is closed once its heartbeat is 3 intervals old.
+# Short for a quick test, and long enough that a heartbeat a loaded machine writes late is not
+# taken for a dead process's (the survivor would close the answer before the kill).
+INTERVAL_S = 1.0
 CHAT = "/api/v1/control-center/chat"
 
 
@@ -113,14 +116,14 @@ async def test_killed_mid_answer_closed_by_the_survivor_then_by_the_next_start(
         await asyncio.gather(serving(url, first, log), serving(survivor_url, survivor, log))
         # Two processes: the survivor closes the answer of the one killed mid-answer.
         conversation_id = await chat_until_held(url, user, fake_anthropic)
-        await wait_for(lambda: _saved(server), within=10)
+        await wait_for(lambda: _saved(server), within=30)
         first.send_signal(signal.SIGKILL)
         first.wait(10)
         await assert_closed(server, conversation_id, user, survivor_url)
 
         # One process: killed mid-answer, its answer is closed when it starts again.
         conversation_id = await chat_until_held(survivor_url, user, fake_anthropic)
-        await wait_for(lambda: _saved(server), within=10)
+        await wait_for(lambda: _saved(server), within=30)
         survivor.send_signal(signal.SIGKILL)
         survivor.wait(10)
     assert len(await stored_messages(server, conversation_id)) == 1  # nobody closed it yet
