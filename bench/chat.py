@@ -232,7 +232,8 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
             cpu = cpu_seconds(service.pid) - cpu_before
             fakes: dict[str, float] = {}
             if chats == 1:
-                lone = _lone(service.pid, url, tokens, work)
+                with Profiler(service.pid, options.profile_dir, "chat-lone"):
+                    lone = _lone(service.pid, url, tokens, work)
                 records += lone.records
                 cpu, fakes = lone.cpu_s.pop("service"), lone.cpu_s
             results.append(Level(chats, records, sampler.samples, idle, cpu, fakes))

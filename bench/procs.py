@@ -276,6 +276,7 @@ class Profiler:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             argv = [str(BIN / "py-spy"), "record", "-p", str(self.pid), "-r", "200", "-f", "raw"]
             argv += ["--subprocesses"]  # the workers of a multi-process `serve`
+            argv += ["--gil"]  # CPU only: a thread that waits holds no GIL
             argv += ["-o", str(self.out_dir / f"{self.name}.txt")]
             self._proc = subprocess.Popen(
                 argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
