@@ -205,7 +205,7 @@ async def test_a_check_that_a_change_overtook_is_not_kept(server: RunningServer)
     key = cache.key("basic", "b@example.com", "pw")
     read_under = cache.reading()
     async with server.db.write() as db:  # a change commits while the check reads
-        await mark_changed(db, CREDENTIALS)
+        await db.run_sync(mark_changed, CREDENTIALS)
     cache.keep(read_under, key, Known(Principal(user=UserRecord(id="u"), session_id=None)))
     assert cache.get(key) is None
 
@@ -375,7 +375,7 @@ async def test_a_change_outside_the_service_counts_once_marked(
             await db.execute(
                 update(UserRecord).where(UserRecord.id == user.id).values(disabled=True)
             )
-            await mark_changed(db, CREDENTIALS)
+            await db.run_sync(mark_changed, CREDENTIALS)
     finally:
         await outside.dispose()
 
@@ -392,7 +392,7 @@ async def test_a_process_forgets_its_own_change_once(
     or being notified of them, later empties nothing again."""
     user = await users.create()
     async with server.db.write() as session:
-        await mark_changed(session, CREDENTIALS)
+        await session.run_sync(mark_changed, CREDENTIALS)
     assert await accepted(server.db, user)  # read, and kept after the change
     # Several polls of the stamps (SQLite), or the change's own notification (PostgreSQL).
     await asyncio.sleep(4 * server.db.changes.poll_s)

@@ -4,11 +4,10 @@ reads the stamps while this process commits a change of its own forgets nothing 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from controlcenter.db import Database
 from controlcenter.db.changes import Changes, committed_stamps, mark_changed
@@ -28,11 +27,9 @@ async def test_a_poll_overtaken_by_its_own_commit_forgets_nothing_more(tmp_path:
     wanted = 0  # `enough` is set once this many reads have ended
     enough = asyncio.Event()
 
-    @asynccontextmanager
-    async def read() -> AsyncIterator[AsyncSession]:
+    async def read(work: Callable[[Session], dict[str, str]]) -> dict[str, str]:
         nonlocal reads
-        async with db.read() as session:
-            yield session
+        stamps = await db.run_read(work)
         reads += 1
         if wanted and reads >= wanted:
             enough.set()
@@ -40,6 +37,7 @@ async def test_a_poll_overtaken_by_its_own_commit_forgets_nothing_more(tmp_path:
             hold.clear()
             held.set()
             await go.wait()
+        return stamps
 
     changes = Changes(read, db.url, is_sqlite=True, poll_s=0.01)
     forgotten = 0
@@ -56,8 +54,8 @@ async def test_a_poll_overtaken_by_its_own_commit_forgets_nothing_more(tmp_path:
         await held.wait()  # a poll has read the stamps as they were before the commit
         async with db.sessions() as session:
             async with session.begin():
-                await mark_changed(session, TOPIC)
-            changes.committed(committed_stamps(session))
+                await session.run_sync(mark_changed, TOPIC)
+            changes.committed(committed_stamps(session.sync_session))
         assert forgotten == 2  # the commit itself
         wanted = reads + 2  # the overtaken poll, then two more
         go.set()

@@ -61,7 +61,7 @@ async def revoke_token(database: Database, token_id: str, *, user_id: str | None
         query = query.where(ApiTokenRecord.user_id == user_id)
     async with database.write() as db:
         result = await db.execute(query)
-        await mark_changed(db, CREDENTIALS)
+        await db.run_sync(mark_changed, CREDENTIALS)
     revoked = bool(getattr(result, "rowcount", 0))
     if revoked:
         log.info("api token revoked", token_id=token_id)

@@ -207,7 +207,7 @@ async def update_user(
                 await db.execute(delete(ApiTokenRecord).where(ApiTokenRecord.user_id == user.id))
             user.disabled = changes.disabled
         user.updated_at = utcnow()
-        await mark_changed(db, CREDENTIALS)  # a caller's role, name and location included
+        await db.run_sync(mark_changed, CREDENTIALS)  # a caller's role, name and location included
     log.info(
         "user updated",
         user_id=user_id,
@@ -229,7 +229,7 @@ async def reset_password(
         user.password_hash = new_hash
         user.updated_at = utcnow()
         await _revoke_sessions(db, user.id)
-        await mark_changed(db, CREDENTIALS)
+        await db.run_sync(mark_changed, CREDENTIALS)
     log.info("password reset", user_id=user_id, by=actor_role)
     return generated
 
@@ -250,7 +250,7 @@ async def delete_user(database: Database, user_id: str, *, actor_role: str) -> i
         # sessions, tokens, onboarding record, conversations with their messages, and runs
         # with their events.
         await db.delete(user)
-        await mark_changed(db, CREDENTIALS)
+        await db.run_sync(mark_changed, CREDENTIALS)
     log.info("user deleted", user_id=user_id, by=actor_role, cancelled_jobs=len(cancelled))
     for job_id, kind in cancelled:
         log.info("outbox job cancelled: its user was deleted", job_id=job_id, kind=kind)
@@ -301,5 +301,5 @@ async def change_own_password(
             .values(password_hash=new_hash, updated_at=utcnow())
         )
         await _revoke_sessions(db, user_id, keep=keep_session)
-        await mark_changed(db, CREDENTIALS)
+        await db.run_sync(mark_changed, CREDENTIALS)
     log.info("password changed", user_id=user_id)

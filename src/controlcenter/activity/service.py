@@ -90,8 +90,13 @@ async def list_entries(
             )
         )
     async with db.read() as session:
-        return await newest_first(
-            session, query, ActivityEntry.created_at, ActivityEntry.id, limit=limit, after=after
+        return await session.run_sync(
+            newest_first,
+            query,
+            ActivityEntry.created_at,
+            ActivityEntry.id,
+            limit=limit,
+            after=after,
         )
 
 

@@ -82,9 +82,9 @@ class SettingsStore:
                 row.value_encrypted = encrypted
                 row.updated_by = user_id
                 row.updated_at = now
-        await mark_changed(session, SETTINGS)
+        await session.run_sync(mark_changed, SETTINGS)
 
     async def delete(self, session: AsyncSession, name: str) -> None:
         """Remove one setting inside the caller's transaction."""
         await session.execute(delete(Setting).where(Setting.name == name))
-        await mark_changed(session, SETTINGS)
+        await session.run_sync(mark_changed, SETTINGS)

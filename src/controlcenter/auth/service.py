@@ -86,7 +86,7 @@ async def revoke_session(db: AsyncSession, session_id: str) -> None:
     session = await db.get(Session, session_id)
     if session is not None and session.revoked_at is None:
         session.revoked_at = utcnow()
-        await mark_changed(db, CREDENTIALS)
+        await db.run_sync(mark_changed, CREDENTIALS)
 
 
 # `lastUsedAt` is written at most this often per token, so the token path stays read-only

@@ -40,8 +40,8 @@ async def list_conversations(
             or_(lowered(ConversationRow.title).contains(needle, autoescape=True), in_messages)
         )
     async with db.read() as session:
-        return await newest_first(
-            session,
+        return await session.run_sync(
+            newest_first,
             query,
             ConversationRow.created_at,
             ConversationRow.id,

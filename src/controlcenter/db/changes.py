@@ -25,14 +25,12 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable, Hashable, Iterable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import Generic, TypeVar
 
 from cachetools import TTLCache
 from sqlalchemy import String, select
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from controlcenter.common.logs import get_logger
 from controlcenter.db.base import Base
@@ -61,7 +59,7 @@ class ChangeStamp(Base):
     stamp: Mapped[str] = mapped_column(String(32))
 
 
-async def mark_changed(session: AsyncSession, *topics: str) -> None:
+def mark_changed(session: Session, *topics: str) -> None:
     """Mark `topics` changed by the session's transaction (see the module's docstring).
 
     Best called last in the transaction: on PostgreSQL each topic's stamp row stays locked
@@ -73,17 +71,23 @@ async def mark_changed(session: AsyncSession, *topics: str) -> None:
         stamps[topic] = stamp = os.urandom(16).hex()
         values = {"topic": topic, "stamp": stamp}
         statement = upsert(dialect, table, values, key=("topic",), update=("stamp",))  # type: ignore[arg-type]
-        await session.execute(statement)
-    await notify(session, CHANNEL, [f"{topic}{_SEP}{stamps[topic]}" for topic in topics])
+        session.execute(statement)
+    notify(session, CHANNEL, [f"{topic}{_SEP}{stamps[topic]}" for topic in topics])
 
 
-def committed_stamps(session: AsyncSession) -> dict[str, str]:
+def committed_stamps(session: Session) -> dict[str, str]:
     """The topics the session's committed transaction marked changed, with their new stamps."""
     stamps: dict[str, str] = session.info.pop(_CHANGED, {})
     return stamps
 
 
-Reader = Callable[[], AbstractAsyncContextManager[AsyncSession]]
+# `Database.run_read`: runs a function of a session for reads, and returns what it returns.
+Reader = Callable[[Callable[[Session], dict[str, str]]], Awaitable[dict[str, str]]]
+
+
+def _stamps(session: Session) -> dict[str, str]:
+    rows = session.execute(select(ChangeStamp.topic, ChangeStamp.stamp))
+    return {topic: stamp for topic, stamp in rows}
 
 
 class Changes:
@@ -189,9 +193,7 @@ class Changes:
                 await asyncio.sleep(self.poll_s)
 
     async def _read_stamps(self) -> dict[str, str]:
-        async with self._read() as session:
-            rows = await session.execute(select(ChangeStamp.topic, ChangeStamp.stamp))
-            return {topic: stamp for topic, stamp in rows}
+        return await self._read(_stamps)
 
     async def _listen(self) -> None:
         try:

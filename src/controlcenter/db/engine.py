@@ -27,13 +27,16 @@ checkout.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any
+from functools import partial
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from sqlalchemy import DateTime, event
+from sqlalchemy import DateTime, Engine, create_engine, event, make_url
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import (
@@ -42,6 +45,7 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
+from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 from sqlalchemy.types import TypeDecorator
 
@@ -55,6 +59,11 @@ BUSY_TIMEOUT_S = 30.0
 # one for a statement or two, never across a provider or CRM call.
 POOL_SIZE = 20
 POOL_OVERFLOW = 20
+# SQLite's readers: threads, each with a connection of its own (reads never wait for one).
+SQLITE_READERS = 8
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -113,7 +122,34 @@ class Database:
             self.read_engine = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         self.read_sessions = async_sessionmaker(self.read_engine, expire_on_commit=False)
-        self.changes = Changes(self.read, self.url, is_sqlite=self.is_sqlite)
+        if self.is_sqlite:
+            self._sqlite = _SqliteThreads(url)
+        self.changes = Changes(self.run_read, self.url, is_sqlite=self.is_sqlite)
+
+    async def run_read(
+        self, work: Callable[Concatenate[Session, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """`work(session, *args, **kwargs)` in a session for reads: each statement reads
+        committed data on its own, with no transaction around it (SQLite: no BEGIN, no lock;
+        PostgreSQL: autocommit); what it returns."""
+        if self.is_sqlite:
+            return await self._sqlite.read(partial(work, **kwargs), *args)
+        async with self.read_sessions() as session:
+            return await session.run_sync(work, *args, **kwargs)
+
+    async def run_write(
+        self, work: Callable[Concatenate[Session, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """`work(session, *args, **kwargs)` in a transaction committed when it returns, rolled
+        back when it raises; what it returns. The topics it marked changed
+        (`changes.mark_changed`) are forgotten by this process's caches as soon as it commits."""
+        if self.is_sqlite:
+            return await self._sqlite.write(partial(work, **kwargs), self.changes.committed, *args)
+        async with self.sessions() as session:
+            async with session.begin():
+                result = await session.run_sync(work, *args, **kwargs)
+            self.changes.committed(committed_stamps(session.sync_session))
+        return result
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
@@ -130,13 +166,78 @@ class Database:
         async with self.sessions() as session:
             async with session.begin():
                 yield session
-            self.changes.committed(committed_stamps(session))
+            self.changes.committed(committed_stamps(session.sync_session))
 
     async def dispose(self) -> None:
         await self.changes.stop()
         await self.engine.dispose()
         if self.is_sqlite:
             await self.read_engine.dispose()
+            await asyncio.to_thread(self._sqlite.dispose)
+
+
+class _SqliteThreads:
+    """SQLite's units of work, each run whole in a thread with SQLAlchemy's synchronous
+    `Session` on the sqlite3 driver (SQLAlchemy's documented way to use a blocking driver from
+    asyncio is a thread: `run_in_executor`). One unit costs one hop to a thread and back, where
+    the aiosqlite driver hops for every cursor, statement, fetch and commit. Writes run one at
+    a time on the one thread of the write executor with the write engine's one connection: a
+    process's writers queue in that executor, in order, never in SQLite's busy handler; reads
+    run on `SQLITE_READERS` threads with a connection each."""
+
+    def __init__(self, url: str) -> None:
+        sync_url = make_url(url).set(drivername="sqlite")
+        # sqlite3's `timeout` is SQLite's busy timeout; a pooled connection is used by more
+        # than the thread that opened it (always by one thread at a time).
+        connect = {"timeout": BUSY_TIMEOUT_S, "check_same_thread": False}
+        self.write_engine: Engine = create_engine(
+            sync_url, pool_size=1, max_overflow=0, connect_args=connect
+        )
+        self.read_engine: Engine = create_engine(
+            sync_url, pool_size=SQLITE_READERS, max_overflow=0, connect_args=connect
+        )
+        _configure_sqlite_sync(self.write_engine, writes=True)
+        _configure_sqlite_sync(self.read_engine, writes=False)
+        self._write_sessions = sessionmaker(self.write_engine, expire_on_commit=False)
+        self._read_sessions = sessionmaker(self.read_engine, expire_on_commit=False)
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="sqlite-write")
+        self._readers = ThreadPoolExecutor(SQLITE_READERS, thread_name_prefix="sqlite-read")
+
+    async def read(self, work: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._readers, partial(self._read, work, *args))
+
+    async def write(
+        self, work: Callable[..., T], committed: Callable[[dict[str, str]], None], *args: Any
+    ) -> T:
+        loop = asyncio.get_running_loop()
+        unit = partial(self._write, loop, committed, work, *args)
+        return await loop.run_in_executor(self._writer, unit)
+
+    def _read(self, work: Callable[..., T], *args: Any) -> T:
+        with self._read_sessions() as session:
+            return work(session, *args)
+
+    def _write(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        committed: Callable[[dict[str, str]], None],
+        work: Callable[..., T],
+        *args: Any,
+    ) -> T:
+        with self._write_sessions() as session:
+            with session.begin():
+                result = work(session, *args)
+            # On the loop before the caller resumes (and even if it was cancelled meanwhile):
+            # the process's caches forget what the commit changed.
+            loop.call_soon_threadsafe(committed, committed_stamps(session))
+        return result
+
+    def dispose(self) -> None:
+        self._writer.shutdown()
+        self._readers.shutdown()
+        self.write_engine.dispose()
+        self.read_engine.dispose()
 
 
 def as_utc(value: datetime | str | None) -> datetime | None:
@@ -158,11 +259,15 @@ def _refuse_closed(
 
 
 def _configure_sqlite(engine: AsyncEngine, *, writes: bool) -> None:
+    _configure_sqlite_sync(engine.sync_engine, writes=writes)
+
+
+def _configure_sqlite_sync(engine: Engine, *, writes: bool) -> None:
     """The `connect` and `begin` listeners of SQLAlchemy's SQLite documentation (see the
     module's docstring), with the pragmas every connection needs; `begin` on the write
     engine only."""
 
-    @event.listens_for(engine.sync_engine, "connect")
+    @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
         dbapi_connection.isolation_level = None  # SQLAlchemy's `begin` below starts them
         cursor = dbapi_connection.cursor()
@@ -175,6 +280,6 @@ def _configure_sqlite(engine: AsyncEngine, *, writes: bool) -> None:
 
     if writes:
 
-        @event.listens_for(engine.sync_engine, "begin")
+        @event.listens_for(engine, "begin")
         def _on_begin(connection: Connection) -> None:
             connection.exec_driver_sql("BEGIN IMMEDIATE")

@@ -9,18 +9,18 @@ from typing import Any
 
 from sqlalchemy import ARRAY, String, func, literal, select
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 Handler = Callable[[str], None]
 
 
-async def notify(session: AsyncSession, channel: str, payloads: Sequence[str]) -> None:
+def notify(session: Session, channel: str, payloads: Sequence[str]) -> None:
     """NOTIFY `channel` once per payload, delivered when the session's transaction commits
     (PostgreSQL); one statement for any number of payloads."""
     if not payloads or session.get_bind().dialect.name != "postgresql":
         return
     each = func.unnest(literal(list(payloads), ARRAY(String))).column_valued("payload")
-    await session.execute(select(func.pg_notify(channel, each)))
+    session.execute(select(func.pg_notify(channel, each)))
 
 
 class Listener:

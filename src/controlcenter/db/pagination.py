@@ -8,8 +8,7 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Select, and_, or_
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 
 class Keyed(Protocol):
@@ -20,8 +19,8 @@ class Keyed(Protocol):
 Row = TypeVar("Row", bound=Keyed)
 
 
-async def newest_first(
-    session: AsyncSession,
+def newest_first(
+    session: Session,
     query: Select[Row],
     created_at: InstrumentedAttribute[datetime],
     id_: InstrumentedAttribute[str],
@@ -40,5 +39,5 @@ async def newest_first(
             )
         )
     query = query.order_by(created_at.desc(), id_.desc()).limit(limit + 1)
-    rows: list[Any] = list(await session.scalars(query))
+    rows: list[Any] = list(session.scalars(query))
     return rows[:limit], len(rows) > limit

@@ -60,9 +60,9 @@ async def ask_stop(session: AsyncSession, *where: ColumnElement[bool]) -> list[s
         .returning(ChatRun.message_id)
     )
     stopped = list(asked.scalars())
-    await notify(session, STOP_CHANNEL, stopped)
+    await session.run_sync(notify, STOP_CHANNEL, stopped)
     if stopped and session.get_bind().dialect.name == "sqlite":  # no notifications there
-        await mark_changed(session, STOPS)
+        await session.run_sync(mark_changed, STOPS)
     return stopped
 
 
@@ -83,6 +83,6 @@ async def answer_approval(
         if not answered.rowcount:  # type: ignore[attr-defined]
             was = await session.scalar(select(ChatApproval.status).where(*call))
             return ApprovalAnswer.NOT_FOUND if was is None else ApprovalAnswer.CONFLICT
-        await notify(session, APPROVAL_CHANNEL, [message_id])
+        await session.run_sync(notify, APPROVAL_CHANNEL, [message_id])
     signals.poke(message_id)
     return ApprovalAnswer.DONE

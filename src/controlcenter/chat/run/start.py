@@ -149,7 +149,7 @@ async def start_turn(
             await session.execute(
                 _ADD_RUNNING, {"message_id": answer_id, "owner": owner, "heartbeat_at": now}
             )
-        await notify(session, EVENTS_CHANNEL, [answer_id])
+        await session.run_sync(notify, EVENTS_CHANNEL, [answer_id])
     return StartedTurn(conversation_id=conversation_id, history=history, message=message)
 
 

@@ -44,7 +44,7 @@ async def close_run(session: AsyncSession, message_id: str, final_data: str, sta
     await session.execute(
         ADD_EVENTS.values(message_id=message_id, n=int(last or 0) + 1, data=final_data)
     )
-    await notify(session, EVENTS_CHANNEL, [message_id])
+    await session.run_sync(notify, EVENTS_CHANNEL, [message_id])
     return True
 
 

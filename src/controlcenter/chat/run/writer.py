@@ -336,7 +336,7 @@ async def _write_batch(db: Database, batch: _Pending) -> None:
         ended = [m for m, ending in ends if ending.end.status != INTERRUPTED]
         if ended:
             await session.execute(_DROP_RUNNING, {"runs": ended})
-        await notify(session, EVENTS_CHANNEL, batch.runs())
+        await session.run_sync(notify, EVENTS_CHANNEL, batch.runs())
 
 
 def _end_row(message_id: str, end: RunEnd) -> dict[str, Any]:

@@ -199,7 +199,7 @@ class McpServerStore:
         try:
             async with self._db.write() as session:
                 session.add(row)
-                await mark_changed(session, MCP_SERVERS)
+                await session.run_sync(mark_changed, MCP_SERVERS)
         except IntegrityError as exc:
             await self._refuse_taken(name, exc)
         return await self.get(row.id)
@@ -229,7 +229,7 @@ class McpServerStore:
                 row.credentials_encrypted = self._credentials(token, headers, client)
                 row.updated_by = user_id
                 row.updated_at = utcnow()
-                await mark_changed(session, MCP_SERVERS)
+                await session.run_sync(mark_changed, MCP_SERVERS)
         except IntegrityError as exc:
             await self._refuse_taken(changes.name, exc)
         return await self.get(server_id)
@@ -253,7 +253,7 @@ class McpServerStore:
             if row is None:
                 raise ServerNotFoundError(server_id)
             await session.delete(row)
-            await mark_changed(session, MCP_SERVERS)
+            await session.run_sync(mark_changed, MCP_SERVERS)
 
     def _credentials(
         self, bearer_token: str, headers: Sequence[tuple[str, str]], oauth: OAuthClient | None
