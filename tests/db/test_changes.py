@@ -10,7 +10,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from controlcenter.db import Database
-from controlcenter.db.changes import Changes, committed_stamps, mark_changed
+from controlcenter.db.changes import Changes, mark_changed
 from controlcenter.db.migrate import upgrade
 
 TOPIC = "things"
@@ -40,6 +40,7 @@ async def test_a_poll_overtaken_by_its_own_commit_forgets_nothing_more(tmp_path:
         return stamps
 
     changes = Changes(read, db.url, is_sqlite=True, poll_s=0.01)
+    db.changes = changes  # the database's commits are this watch's own
     forgotten = 0
 
     def forget() -> None:
@@ -52,10 +53,7 @@ async def test_a_poll_overtaken_by_its_own_commit_forgets_nothing_more(tmp_path:
         assert forgotten == 1  # the first read: nothing was known before it
         hold.set()
         await held.wait()  # a poll has read the stamps as they were before the commit
-        async with db.sessions() as session:
-            async with session.begin():
-                await session.run_sync(mark_changed, TOPIC)
-            changes.committed(committed_stamps(session.sync_session))
+        await db.run_write(mark_changed, TOPIC)
         assert forgotten == 2  # the commit itself
         wanted = reads + 2  # the overtaken poll, then two more
         go.set()

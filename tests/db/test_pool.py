@@ -4,18 +4,23 @@ checkout."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 from controlcenter.db import Database
 
 pytestmark = pytest.mark.postgresql_only
 
 
+def _scalar(session: Session, sql: str, params: dict[str, Any] | None = None) -> Any:
+    return session.scalar(text(sql), params)
+
+
 async def _backend_pid(db: Database) -> int:
-    async with db.read() as session:
-        pid = await session.scalar(text("SELECT pg_backend_pid()"))
+    pid = await db.run_read(_scalar, "SELECT pg_backend_pid()")
     assert isinstance(pid, int)
     return pid
 
@@ -24,13 +29,11 @@ async def _terminated(url: str, pid: int) -> None:
     """The backend ended by another process's connection, and gone from the server's list."""
     other = Database(url)
     try:
-        async with other.write() as session:
-            assert await session.scalar(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        assert await other.run_write(_scalar, "SELECT pg_terminate_backend(:pid)", {"pid": pid})
         while True:
-            async with other.read() as session:
-                left = await session.scalar(
-                    text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}
-                )
+            left = await other.run_read(
+                _scalar, "SELECT count(*) FROM pg_stat_activity WHERE pid = :pid", {"pid": pid}
+            )
             if left == 0:
                 return
             await asyncio.sleep(0.01)
@@ -48,8 +51,7 @@ async def test_a_connection_the_server_closed_is_replaced_at_checkout(
         # The next unit of work gets a fresh connection instead of the closed one's error.
         new = await _backend_pid(db)
         assert new != old
-        async with db.write() as session:
-            assert await session.scalar(text("SELECT 1")) == 1
+        assert await db.run_write(_scalar, "SELECT 1") == 1
     finally:
         await db.dispose()
 
@@ -60,16 +62,18 @@ async def test_a_checkout_sends_nothing_to_the_server(database_url: str) -> None
     the ping's `;` in a transaction of its own), and a read no transaction at all."""
     db = Database(database_url)
     try:
-        async with db.read() as session:  # the pool's one open connection, watched
-            raw = await (await session.connection()).get_raw_connection()
-            sent: list[str] = []
-            assert raw.driver_connection is not None
-            raw.driver_connection.add_query_logger(lambda record: sent.append(record.query))
+        sent: list[str] = []
+
+        def watch(session: Session) -> None:  # the pool's one open connection
+            driver = session.connection().connection.driver_connection
+            assert driver is not None
+            driver.add_query_logger(lambda record: sent.append(record.query))
+
+        await db.run_read(watch)
         sent.clear()
         await _backend_pid(db)
         assert sent == []  # an autocommit read
-        async with db.write() as session:
-            await session.execute(text("SELECT 1"))
+        await db.run_write(_scalar, "SELECT 1")
         # One BEGIN (naming the default isolation level once a read used the connection).
         assert len(sent) == 2 and sent[0].startswith("BEGIN") and sent[1] == "COMMIT;"
     finally:

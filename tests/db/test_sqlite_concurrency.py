@@ -1,7 +1,7 @@
 """SQLite under concurrent writers: WAL, a busy timeout and write transactions that begin
 IMMEDIATE mean no writer ever gets "database is locked", within one process (200 asyncio
-tasks) or across processes; a writer waiting for the lock leaves the event loop running, and
-reads never wait for a writer.
+tasks) or across processes; a process's writers queue behind its one writer in order; a
+writer waiting for the lock leaves the event loop running, and reads never wait for a writer.
 
 These run on their own SQLite file whichever database the rest of the suite uses, since the
 behaviour under test is SQLite's.
@@ -13,15 +13,18 @@ import asyncio
 import sqlite3
 import subprocess
 import sys
+import threading
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 from controlcenter.db import Database
 from controlcenter.db.engine import BUSY_TIMEOUT_S
-from tests.db.counter import create_schema, increment
+from tests.db.counter import counted, create_schema, increment, increment_in
 
 TASKS = 200
 PROCESSES = 2
@@ -51,13 +54,18 @@ def _other_writer_refused(path: str) -> bool:
         return False
 
 
+def _pragmas(session: Session) -> tuple[str, int, int]:
+    def pragma(name: str) -> Any:
+        return session.execute(text(f"PRAGMA {name}")).scalar_one()
+
+    return pragma("journal_mode"), pragma("busy_timeout"), pragma("foreign_keys")
+
+
 async def test_wal_busy_timeout_and_foreign_keys_on_every_connection(database: Database) -> None:
     try:
-        async with database.read() as db:
-            assert (await db.execute(text("PRAGMA journal_mode"))).scalar_one() == "wal"
-            busy_timeout = (await db.execute(text("PRAGMA busy_timeout"))).scalar_one()
-            assert busy_timeout == BUSY_TIMEOUT_S * 1000
-            assert (await db.execute(text("PRAGMA foreign_keys"))).scalar_one() == 1
+        expected = ("wal", BUSY_TIMEOUT_S * 1000, 1)
+        assert await database.run_read(_pragmas) == expected
+        assert await database.run_write(_pragmas) == expected
     finally:
         await database.dispose()
     # WAL is a property of the file: any other client sees it too.
@@ -71,10 +79,7 @@ async def test_200_concurrent_writers_in_one_process(database: Database) -> None
             *(increment(database, f"task-{i}") for i in range(TASKS)), return_exceptions=True
         )
         assert [r for r in results if r is not None] == []
-        async with database.read() as db:
-            n = (await db.execute(text("SELECT n FROM counter"))).scalar_one()
-            count = (await db.execute(text("SELECT count(*) FROM writes"))).scalar_one()
-        assert (n, count) == (TASKS, TASKS)  # no lost update either
+        assert await database.run_read(counted) == (TASKS, TASKS)  # no lost update either
     finally:
         await database.dispose()
 
@@ -82,34 +87,76 @@ async def test_200_concurrent_writers_in_one_process(database: Database) -> None
 async def test_a_write_transaction_holds_the_write_lock_from_its_first_read(
     database: Database,
 ) -> None:
-    """`write()` begins IMMEDIATE: from its first statement, a read, no other connection can
-    write, so its later write cannot be refused; a `read()` takes no lock."""
+    """`run_write` begins IMMEDIATE: from its first statement, a read, no other connection can
+    write, so its later write cannot be refused; `run_read` takes no lock."""
     path = _path(database)
+
+    def read_then_write(session: Session) -> bool:
+        session.execute(text("SELECT n FROM counter"))
+        refused = _other_writer_refused(path)
+        session.execute(text("INSERT INTO writes (who) VALUES ('session')"))
+        return refused
+
+    def read(session: Session) -> tuple[int, bool]:
+        count = session.execute(text("SELECT count(*) FROM writes")).scalar_one()
+        return count, _other_writer_refused(path)
+
     try:
-        async with database.write() as db:
-            await db.execute(text("SELECT n FROM counter"))
-            assert _other_writer_refused(path)
-            await db.execute(text("INSERT INTO writes (who) VALUES ('session')"))
+        assert await database.run_write(read_then_write)
         assert not _other_writer_refused(path)  # committed: the lock is free again
-        async with database.read() as db:
-            count = (await db.execute(text("SELECT count(*) FROM writes"))).scalar_one()
-            assert not _other_writer_refused(path)
-        assert count == 1
+        assert await database.run_read(read) == (1, False)
     finally:
         await database.dispose()
 
 
 async def test_reads_do_not_wait_for_a_writer(database: Database) -> None:
     """While a write transaction is open, a read answers at once with the last committed
-    state (were it to wait for the writer, this would never end: the writer is this task)."""
+    state (were it to wait for the writer, this would never end: the writer waits for it)."""
+    updated, release = threading.Event(), threading.Event()
+
+    def hold(session: Session) -> None:
+        session.execute(text("UPDATE counter SET n = 41 WHERE id = 1"))
+        updated.set()
+        assert release.wait(60)
+
     try:
-        async with database.write() as writer:
-            await writer.execute(text("UPDATE counter SET n = 41 WHERE id = 1"))
-            async with database.read() as reader:
-                assert (await reader.execute(text("SELECT n FROM counter"))).scalar_one() == 0
-        async with database.read() as reader:
-            assert (await reader.execute(text("SELECT n FROM counter"))).scalar_one() == 41
+        writer = asyncio.create_task(database.run_write(hold))
+        assert await asyncio.to_thread(updated.wait, 60)
+        assert await database.run_read(counted) == (0, 0)
+        release.set()
+        await writer
+        assert await database.run_read(counted) == (41, 0)
     finally:
+        release.set()
+        await database.dispose()
+
+
+async def test_a_process_writers_queue_in_order_behind_a_long_write(database: Database) -> None:
+    """A process's writes run one at a time, in the order they were asked for: the ones asked
+    for while a write is open wait for it behind the process's one writer, not in SQLite's
+    busy handler, and the event loop runs meanwhile."""
+    started, release = threading.Event(), threading.Event()
+
+    def long(session: Session) -> None:
+        increment_in(session, "first")
+        started.set()
+        assert release.wait(60)
+
+    def order(session: Session) -> list[str]:
+        return list(session.scalars(text("SELECT who FROM writes ORDER BY id")))
+
+    try:
+        first = asyncio.create_task(database.run_write(long))
+        assert await asyncio.to_thread(started.wait, 60)
+        queued = [asyncio.create_task(increment(database, f"then-{i}")) for i in range(5)]
+        for _ in range(20):  # the loop serves other tasks meanwhile
+            await asyncio.sleep(0.01)
+        assert not any(task.done() for task in queued)
+        release.set()
+        await asyncio.gather(first, *queued)
+        assert await database.run_read(order) == ["first", *(f"then-{i}" for i in range(5))]
+    finally:
+        release.set()
         await database.dispose()
 
 
@@ -117,8 +164,8 @@ async def test_a_waiting_writer_leaves_the_loop_running_and_gets_in_after_the_co
     database: Database,
 ) -> None:
     """Another connection holds the write lock: the writer waits in SQLite's busy handler, on
-    aiosqlite's thread, while the event loop runs other tasks; once the other commits, the
-    writer gets in and neither update is lost."""
+    its own thread, while the event loop runs other tasks; once the other commits, the writer
+    gets in and neither update is lost."""
     path = _path(database)
     other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
@@ -130,9 +177,7 @@ async def test_a_waiting_writer_leaves_the_loop_running_and_gets_in_after_the_co
         assert not writer.done()  # it waits for the lock...
         other.execute("COMMIT")
         await writer  # ...and is let in, without "database is locked"
-        async with database.read() as db:
-            n = (await db.execute(text("SELECT n FROM counter"))).scalar_one()
-        assert n == 1001
+        assert await database.run_read(counted) == (1001, 1)
     finally:
         other.close()
         await database.dispose()

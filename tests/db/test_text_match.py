@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy import ColumnElement, literal, select
+from sqlalchemy.orm import Session
 
 from controlcenter.db import Database
 from controlcenter.db.text_match import lowered
@@ -17,5 +18,8 @@ async def test_lowered_folds_beyond_ascii(db: Database, text: str, expected: str
     value: ColumnElement[str] = literal(text)
     if not db.is_sqlite:
         value = value.collate("C")  # a collation whose own lower() folds only ASCII
-    async with db.read() as session:
-        assert await session.scalar(select(lowered(value))) == expected
+
+    def folded(session: Session) -> str | None:
+        return session.scalar(select(lowered(value)))
+
+    assert await db.run_read(folded) == expected

@@ -11,14 +11,13 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from tests.db.counter import increment, open_database
+from tests.db.counter import counted, increment, open_database
 
 
 async def main(url: str, writes: int) -> None:
     database = open_database(url)
     try:
-        async with database.read() as db:
-            await db.connection()  # connect (and apply the pragmas) before the start signal
+        await database.run_read(counted)  # connect (and apply the pragmas) before the start
         print("ready", flush=True)
         sys.stdin.readline()
         await asyncio.gather(*(increment(database, f"process-{i}") for i in range(writes)))
