@@ -76,6 +76,7 @@ class Floor:
     tool_s: list[float]
     calls: tuple[int, int]  # per round: provider calls, tool calls
     chat: tuple[int, int]  # the lone chat's: provider calls, tool calls
+    sizes: list[int]  # the lone chat's provider requests, bytes
     matched: str
 
     @property
@@ -121,7 +122,8 @@ def measure(
                 _rounds(llm.info["url"], mcp_url, settings, sent, tool_uses, calls)
             )
         matched = _matched(sent, llm.last_requests())
-    return Floor(provider_s, tool_s, calls, (len(sent), len(tool_uses)), matched)
+    chat = (len(sent), len(tool_uses))
+    return Floor(provider_s, tool_s, calls, chat, [len(r.body) for r in sent], matched)
 
 
 def _tool_uses(sent: Sequence[Received]) -> list[tuple[str, dict[str, Any]]]:
@@ -277,6 +279,8 @@ def row(db: str, floor: Floor | str, service_step_s: float, target_s: float) -> 
             f"of {floor.calls[0]} provider and {floor.calls[1]} tool calls (ms per call by "
             f"round: provider {each(floor.provider_s)}; tool {each(floor.tool_s)}); a step is "
             f"({provider_calls} + {tool_calls}) / "
-            f"{provider_calls + tool_calls}. The floor's requests: {floor.matched}."
+            f"{provider_calls + tool_calls}. The chat's provider requests: "
+            f"{', '.join(f'{n / 1024:.1f}' for n in floor.sizes)} KiB; the floor's: "
+            f"{floor.matched}."
         ),
     )
