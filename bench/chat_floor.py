@@ -41,21 +41,14 @@ from pathlib import Path
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
-import anthropic
-import httpx2
-from httpx_aiohttp.httpx2 import AiohttpTransport
-from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
-
 from bench.fakes import FakeProc, running
 from bench.results import Row, ms
 from bench.timeline import step
-from controlcenter.providers.anthropic import PATH
-from controlcenter.providers.body import Body, Parts
-from controlcenter.providers.clients import PooledClients, shard_limits
-from controlcenter.tools.mcp.session import Session
 
 if TYPE_CHECKING:
     from tests.fakes.llm import Received
+
+    from controlcenter.providers.body import Parts
 
 ROUNDS = 7
 # Calls per round and kind (by --quick): multiples of the chat's three provider calls and two
@@ -64,8 +57,8 @@ ROUNDS = 7
 PROVIDER_CALLS = {False: 90, True: 45}
 TOOL_CALLS = {False: 60, True: 30}
 WARM = 12  # unmeasured calls of each kind first: the connections, the SDK's lazy imports
-# The service's MCP pool (`McpSource._client`).
-MCP_LIMITS = httpx2.Limits(max_connections=100, max_keepalive_connections=100)
+# The service's MCP pool's limits (`McpSource._client`).
+MCP_CONNECTIONS = 100
 
 
 @dataclass(frozen=True)
@@ -149,6 +142,8 @@ def _tool_uses(sent: Sequence[Received]) -> list[tuple[str, dict[str, Any]]]:
 def as_parts(body: bytes) -> Parts:
     """A provider call's body as the service sends it: its messages' part, then the tail shared
     by every call (`Body.around`), byte for byte the body received."""
+    from controlcenter.providers.body import Body
+
     fields: dict[str, Any] = json.loads(body)
     keys = list(fields)
     at = keys.index("messages")
@@ -168,6 +163,17 @@ async def _rounds(
     tool_uses: Sequence[tuple[str, dict[str, Any]]],
     calls: tuple[int, int],
 ) -> tuple[list[float], list[float]]:
+    # The SDKs and the service's modules are imported here, not with the bench: the sections
+    # that do not use them start without them (seconds of imports on a busy machine).
+    import anthropic
+    import httpx2
+    from httpx_aiohttp.httpx2 import AiohttpTransport
+    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+
+    from controlcenter.providers.anthropic import PATH
+    from controlcenter.providers.clients import PooledClients, shard_limits
+    from controlcenter.tools.mcp.session import Session
+
     tls = httpx2.create_ssl_context()
     clients = PooledClients(
         anthropic.AsyncAnthropic,
@@ -183,7 +189,11 @@ async def _rounds(
     http = httpx2.AsyncClient(
         headers={},
         timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
-        transport=AiohttpTransport(limits=MCP_LIMITS),
+        transport=AiohttpTransport(
+            limits=httpx2.Limits(
+                max_connections=MCP_CONNECTIONS, max_keepalive_connections=MCP_CONNECTIONS
+            )
+        ),
     )
     session = Session(mcp_url, http, settings.mcp_timeout_s, [])
     try:
