@@ -35,10 +35,10 @@ if TYPE_CHECKING:
 LLM_API_KEY = "sk-ant-api03-bench-" + "k" * 40
 BENCH_TOOL = "echo_text"  # a cheap tool of the fake MCP server
 TOOL_ROUNDS = 2  # replies 1 and 2 ask for the tool, reply 3 is text
+# The provider's requests kept for SIGUSR1: as many as a chat's provider calls.
+KEPT_REQUESTS = TOOL_ROUNDS + 1
 # A chat whose message holds this is answered with text only, after HOLD_S: streams kept open.
 HOLD_MARKER = "[hold]"
-# The provider's requests kept for SIGUSR1: as many as a lone chat's provider calls.
-KEPT_REQUESTS = TOOL_ROUNDS + 1
 HOLD_S = 30.0
 # The same, held longer: the answers whose idle readers a whole section watches.
 LONG_HOLD_MARKER = "[hold long]"
