@@ -14,7 +14,9 @@ Three loads, on the service the dashboard used first, settled again:
   lone ones), since one chat's figure moves by 2x between runs. CPU rows: the service's CPU
   time (every process) per chat and per step (a provider or a tool call); x1's from the lone
   chats, less the idle service's, read in nanoseconds (`_lone`), with the fakes' CPU per
-  lone chat in the note;
+  lone chat in the note; beside it, the floor of a step: what the anthropic SDK and the mcp
+  client cost by themselves for the last lone chat's calls, made as the service makes them
+  (bench/chat_floor.py);
 - chats arriving at a steady rate (open loop) for the capacity, the highest rate whose p99
   total stays within 1.25x ideal: short probes from a predicted rate find the knee, one
   full-length run confirms it (`_capacity`);
@@ -35,6 +37,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import traceback
 from bisect import bisect_right
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -43,6 +46,8 @@ from math import inf
 from pathlib import Path
 from typing import Any
 
+from bench import chat_floor
+from bench.chat_floor import ChatSettings, Floor
 from bench.deploy import WORKERS, Deployment, Options
 from bench.fakes import HOLD_MARKER, HOLD_S, FakeProc, running
 from bench.procs import (
@@ -62,6 +67,11 @@ from bench.timeline import step
 
 PROVIDER_DELAY_S = 0.2
 PROVIDER_CALLS = 3
+# The service's provider and MCP clients for the chat sections (its environment): one attempt
+# each, with room for the held streams' 30 s answers.
+PROVIDER_TIMEOUT_S = 60.0
+PROVIDER_MAX_RETRIES = 0
+MCP_TIMEOUT_S = 30.0
 IDEAL_S = PROVIDER_DELAY_S * PROVIDER_CALLS
 CHAT_USERS = 100
 # The targets: message_start and total of a single chat (x1: the median of the chats that ran
@@ -219,6 +229,7 @@ class CapacitySearch:
 
 def run(deployment: Deployment, options: Options) -> list[Row]:
     levels = (1, 100, 300)
+    floor: Floor | str = "not measured"
     with _serving(deployment) as (service, url, tokens, work):
         results = []
         for chats in levels:
@@ -236,9 +247,31 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
                     lone = _lone(service.pid, url, tokens, work)
                 records += lone.records
                 cpu, fakes = lone.cpu_s.pop("service"), lone.cpu_s
+                floor = _floor(deployment, work, options.quick)
             results.append(Level(chats, records, sampler.samples, idle, cpu, fakes))
         capacity = _capacity(service, url, tokens, work, options.quick, results[-1])
-    return [*_rows(deployment.db_kind, results), *_capacity_rows(deployment.db_kind, capacity)]
+    return [
+        *_rows(deployment.db_kind, results, floor),
+        *_capacity_rows(deployment.db_kind, capacity),
+    ]
+
+
+# The chat's fakes (llm, mcp) in `Deployment.shared`, while they run.
+FAKES = "chat fakes"
+
+
+def _floor(deployment: Deployment, work: Path, quick: bool) -> Floor | str:
+    """The floor of a step from the lone chat that ran last (`chat_floor`), or why it could not
+    be measured: the levels' figures stand without it."""
+    llm, mcp = deployment.shared[FAKES]
+    settings = ChatSettings(
+        llm.info["api_key"], PROVIDER_TIMEOUT_S, PROVIDER_MAX_RETRIES, MCP_TIMEOUT_S
+    )
+    try:
+        return chat_floor.measure(llm, mcp.info["url"], settings, work, quick)
+    except Exception as exc:
+        traceback.print_exc()
+        return f"failed: {exc!r}"[:300]
 
 
 @contextmanager
@@ -272,10 +305,11 @@ def _started(deployment: Deployment) -> Iterator[tuple[Proc, str, Path, Path]]:
             tokens.write_text(json.dumps([a.session for a in accounts]))
             env = {
                 "PROVIDER_A_BASE_URL": llm.info["url"],
-                "PROVIDER_MAX_RETRIES": "0",
-                "PROVIDER_TIMEOUT_S": "60",
-                "MCP_TIMEOUT_S": "30",
+                "PROVIDER_MAX_RETRIES": str(PROVIDER_MAX_RETRIES),
+                "PROVIDER_TIMEOUT_S": f"{PROVIDER_TIMEOUT_S:g}",
+                "MCP_TIMEOUT_S": f"{MCP_TIMEOUT_S:g}",
             }
+            deployment.shared[FAKES] = (llm, mcp)
             service, url = deployment.service(env)
             with service:
                 with step("service answered"):
@@ -438,7 +472,7 @@ def _spread(records: list[dict[str, Any]]) -> str:
     return "from the first start (s): " + ", ".join(f"{n} {span(k)}" for n, k in spans.items())
 
 
-def _rows(db: str, levels: list[Level]) -> list[Row]:
+def _rows(db: str, levels: list[Level], floor: Floor | str) -> list[Row]:
     rows: list[Row] = []
     for level in levels:
         n = level.chats
@@ -490,6 +524,8 @@ def _rows(db: str, levels: list[Level]) -> list[Row]:
             met=per_step <= TARGET_STEP_CPU_S and not errors,
         )
         rows += [start_row, total_row, cpu_row]
+        if n == 1:
+            rows.append(chat_floor.row(db, floor, per_step, TARGET_STEP_CPU_S))
     return rows
 
 

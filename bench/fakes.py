@@ -8,26 +8,35 @@ started and scripted for benchmarking.
 
 Each writes a JSON description (its URL, its credentials) to FILE once it serves, then runs
 until it is terminated; the CRM then writes what it refused to FILE.stats (`FakeProc.stats`).
+The provider keeps the last `KEPT_REQUESTS` requests it received (headers and bytes) and writes
+them to FILE.requests on SIGUSR1 (`FakeProc.last_requests`): what a lone chat sent, for the
+chat step's floor to send again.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.procs import PYTHON, Proc
 from bench.timeline import step
 
+if TYPE_CHECKING:
+    from tests.fakes.llm import Received
+
 LLM_API_KEY = "sk-ant-api03-bench-" + "k" * 40
 BENCH_TOOL = "echo_text"  # a cheap tool of the fake MCP server
 TOOL_ROUNDS = 2  # replies 1 and 2 ask for the tool, reply 3 is text
+# The provider's requests kept for SIGUSR1: as many as a chat's provider calls.
+KEPT_REQUESTS = TOOL_ROUNDS + 1
 # A chat whose message holds this is answered with text only, after HOLD_S: streams kept open.
 HOLD_MARKER = "[hold]"
 HOLD_S = 30.0
@@ -44,6 +53,9 @@ def _tool_results(body: dict[str, Any]) -> int:
         if isinstance(content, list):
             count += sum(1 for b in content if isinstance(b, dict) and b["type"] == "tool_result")
     return count
+
+
+_RECENT: list[_Recent] = []  # the provider's kept requests in this process, for SIGUSR1
 
 
 def serve_llm(delay_s: float) -> dict[str, Any]:
@@ -65,9 +77,10 @@ def serve_llm(delay_s: float) -> dict[str, Any]:
 
     fake.responder = responder
     # The fake keeps every request for tests to inspect (parsed, and as received: ~25 KB
-    # each, 250 MB for the held streams); a benchmark has no use for them.
+    # each, 250 MB for the held streams); a benchmark keeps the last few as received.
     fake.requests = _Discard()
-    fake.received = _Discard()
+    fake.received = _Recent(KEPT_REQUESTS)
+    _RECENT.append(fake.received)
     fake.start()
     return {"url": fake.url, "api_key": LLM_API_KEY}
 
@@ -79,6 +92,30 @@ class _Discard(list[Any]):
 
     def append(self, item: Any) -> None:
         self.seen += 1
+
+
+class _Recent(_Discard):
+    """Calls counted, the last `size` kept (the fake's `Received`: headers and bytes)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+        self.last: list[Any] = []
+
+    def append(self, item: Any) -> None:
+        super().append(item)
+        # One list replaced, never changed in place: the signal handler reads it from the main
+        # thread while the server's thread appends.
+        self.last = [*self.last, item][-self.size :]
+
+
+def _write_recent(info: str) -> None:
+    """The provider's kept requests to INFO.requests (written whole, then renamed)."""
+    kept = _RECENT[0].last if _RECENT else []
+    requests = [{"headers": r.headers, "body": r.body.decode()} for r in kept]
+    path = Path(info + ".requests")
+    Path(f"{path}.tmp").write_text(json.dumps(requests))
+    os.replace(f"{path}.tmp", path)
 
 
 def serve_mcp() -> dict[str, Any]:
@@ -135,6 +172,7 @@ def main() -> None:
         info = serve_crm(args.delay)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGUSR1, lambda *_: _write_recent(args.info))
     Path(args.info + ".tmp").write_text(json.dumps(info))
     Path(args.info + ".tmp").rename(args.info)
     stop.wait()
@@ -152,12 +190,16 @@ def main() -> None:
 
 
 class FakeProc(Proc):
-    """A fake in its own process; `info` is what it wrote once serving."""
+    """A fake in its own process; `info` is what it wrote once serving. Named `fake-<kind>`
+    unless `name` says otherwise (the lone chats count the CPU of every `fake-` process)."""
 
-    def __init__(self, kind: str, info_dir: Path, delay_s: float = 0.0) -> None:
-        self.info_file = info_dir / f"fake-{kind}.json"
+    def __init__(
+        self, kind: str, info_dir: Path, delay_s: float = 0.0, *, name: str | None = None
+    ) -> None:
+        name = name or f"fake-{kind}"
+        self.info_file = info_dir / f"{name}.json"
         argv = [PYTHON, "-m", "bench.fakes", kind, "--info", str(self.info_file)]
-        super().__init__(f"fake-{kind}", [*argv, "--delay", str(delay_s)])
+        super().__init__(name, [*argv, "--delay", str(delay_s)])
         self.info: dict[str, Any] = {}
 
     def start(self) -> FakeProc:
@@ -177,6 +219,21 @@ class FakeProc(Proc):
             time.sleep(0.05)
         self.info = json.loads(self.info_file.read_text())
         return self
+
+    def last_requests(self, within_s: float = 10.0) -> list[Received]:
+        """The provider's last requests (oldest first), as it received them."""
+        from tests.fakes.llm import Received  # the fakes' imports only where they are used
+
+        path = Path(f"{self.info_file}.requests")
+        path.unlink(missing_ok=True)
+        os.kill(self.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + within_s
+        while not path.exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} wrote no {path.name} in {within_s:g}s")
+            time.sleep(0.02)
+        kept = json.loads(path.read_text())
+        return [Received(r["headers"], r["body"].encode()) for r in kept]
 
     def stats(self) -> dict[str, Any]:
         """What the fake counted, once it has stopped (the CRM's refusals)."""

@@ -22,22 +22,15 @@ the other from this process, after `WARM_CALLS` unmeasured ones:
   provider call, (x1's p50 total - ideal) / provider calls: everything the service adds to a
   chat (its tool calls and storage included), charged to its provider calls.
 
-The floor under the service's CPU per chat step, from the same libraries the service calls the
-way it calls them, each alone in this process (CPU per call, after `WARM_CALLS`):
-
-- a provider call: the SDK's low-level `post` of the request's prepared bytes, the reply read
-  as JSON (the service's whole-answer call, providers/anthropic.py);
-- a tool call: `call_tool` of the `mcp` client over streamable HTTP on the aiohttp transport
-  the service's MCP pool uses, against the fake MCP server (`bench.fakes mcp`);
-- a unit of work: one write transaction of one insert on the run's database (a table of its
-  own, dropped after), the same statements each way: through the service's `Database` (a
-  SQLAlchemy `AsyncSession`), and through the driver alone, with no SQLAlchemy: aiosqlite
-  and sqlite3 on SQLite (`BEGIN IMMEDIATE`, the insert, `COMMIT`, on one open connection),
-  asyncpg on PostgreSQL (the insert in `Connection.transaction()`). The drivers' rows are the
-  floor; the session's row is what SQLAlchemy adds above it.
-
-"the SDKs per step" is (3 provider calls + 2 tool calls) / 5, a chat's steps: what a step
-costs before the service stores, streams or checks anything.
+The floor under a unit of work of the service, each way alone in this process (CPU per call,
+after `WARM_CALLS`): one write transaction of one insert on the run's database (a table of its
+own, dropped after), the same statements each way: through the service's `Database` (a
+SQLAlchemy `AsyncSession`), and through the driver alone, with no SQLAlchemy: aiosqlite and
+sqlite3 on SQLite (`BEGIN IMMEDIATE`, the insert, `COMMIT`, on one open connection), asyncpg on
+PostgreSQL (the insert in `Connection.transaction()`). The drivers' rows are the floor; the
+session's row is what SQLAlchemy adds above it. The floor of a chat step (the provider and
+tool calls through the SDKs alone) is the chat section's (bench/chat_floor.py): it sends the
+requests a lone chat sent, as the service sends them.
 
 The targets: the service's added latency per provider call below LiteLLM's.
 """
@@ -103,24 +96,20 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
     calls = CALLS[options.quick]
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
         work = Path(tmp)
-        llm, mcp = FakeProc("llm", work), FakeProc("mcp", work)
-        with running(llm, mcp):
+        llm = FakeProc("llm", work)
+        with running(llm):
             url, key = llm.info["url"], llm.info["api_key"]
             body = request()
             direct = asyncio.run(_posted(url + "/v1/messages", key, body, calls))
-            sdk = asyncio.run(_sdk(url, key, body, calls, prepared=False))
-            floor = Floor(
-                asyncio.run(_sdk(url, key, body, calls, prepared=True)).cpu_s,
-                asyncio.run(_tool_call(mcp.info["url"], calls)).cpu_s,
-                asyncio.run(_units_of_work(deployment.database_url, calls)),
-            )
+            sdk = asyncio.run(_sdk(url, key, body, calls))
+            units = asyncio.run(_units_of_work(deployment.database_url, calls))
             with _litellm(work, url, key) as proxy:
                 through = asyncio.run(
                     _posted(proxy.url + "/v1/messages", proxy.key, body, calls, proxy)
                 )
     return [
         *_rows(deployment.db_kind, calls, direct, sdk, through),
-        *_floor_rows(deployment.db_kind, calls, floor),
+        *_floor_rows(deployment.db_kind, calls, units),
     ]
 
 
@@ -161,15 +150,10 @@ async def _posted(
             return await _timed(call, calls, proxy.pid if proxy else None)
 
 
-async def _sdk(url: str, key: str, body: dict[str, Any], calls: int, *, prepared: bool) -> Way:
-    """The official SDK over its aiohttp transport: `messages.create`, as its README shows, or
-    (`prepared`) its low-level `post` of the request's prepared bytes, the reply read as JSON,
-    as the service's provider calls it."""
+async def _sdk(url: str, key: str, body: dict[str, Any], calls: int) -> Way:
+    """The official SDK over its aiohttp transport: `messages.create`, as its README shows."""
     import anthropic
-    import httpx2
 
-    data = json.dumps(body, separators=(",", ":")).encode()
-    options: Any = {"headers": {"content-type": "application/json"}}
     async with anthropic.AsyncAnthropic(
         api_key=key, base_url=url, max_retries=0, http_client=anthropic.DefaultAioHttpClient()
     ) as client:
@@ -177,34 +161,8 @@ async def _sdk(url: str, key: str, body: dict[str, Any], calls: int, *, prepared
         async def create() -> None:
             await client.messages.create(**body)
 
-        async def post() -> None:
-            raw = await client.post(
-                "/v1/messages", cast_to=httpx2.Response, content=data, options=options
-            )
-            raw.json()
-
-        what = "the SDK's post of prepared bytes" if prepared else "the bare SDK"
-        with step(f"{calls} calls through {what}"):
-            return await _timed(post if prepared else create, calls, None)
-
-
-async def _tool_call(url: str, calls: int) -> Way:
-    """`call_tool` of the mcp client on the service's MCP transport (aiohttp under httpx2)."""
-    import httpx2
-    from httpx_aiohttp.httpx2 import AiohttpTransport
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-
-    async with (
-        httpx2.AsyncClient(transport=AiohttpTransport()) as http,
-        Client(streamable_http_client(url, http_client=http)) as client,
-    ):
-
-        async def call() -> None:
-            await client.call_tool("echo_text", {"text": "Find the Smiths"})
-
-        with step(f"{calls} MCP tool calls"):
-            return await _timed(call, calls, None)
+        with step(f"{calls} calls through the bare SDK"):
+            return await _timed(create, calls, None)
 
 
 INSERT = "INSERT INTO bench_unit (n) VALUES (1)"
@@ -291,41 +249,17 @@ async def _asyncpg_unit(url: str, calls: int) -> float:
         await connection.close()
 
 
-@dataclass(frozen=True)
-class Floor:
-    """CPU per call of what a chat step is built on, each alone."""
-
-    provider_s: float
-    tool_s: float
-    units_s: dict[str, float]  # one write transaction, by way (SESSION and the drivers alone)
-
-    @property
-    def step_s(self) -> float:
-        steps = chat.PROVIDER_CALLS + chat.TOOL_CALLS
-        return (chat.PROVIDER_CALLS * self.provider_s + chat.TOOL_CALLS * self.tool_s) / steps
-
-
-def _floor_rows(db: str, calls: int, floor: Floor) -> list[Row]:
-    of = f"{calls} sequential calls each"
+def _floor_rows(db: str, calls: int, units_s: dict[str, float]) -> list[Row]:
+    """One write transaction's CPU, by way (SESSION and the drivers alone)."""
     return [
         Row(
             db,
-            "floor: the SDKs per chat step",
-            f"{ms(floor.step_s)} CPU",
-            baseline=f"provider post {ms(floor.provider_s)}, MCP tool call {ms(floor.tool_s)}",
-            target=f"service <= {ms(chat.TARGET_STEP_CPU_S)} per step",
-            note=f"{of}; (3 provider + 2 tool calls) / 5",
-        ),
-        *(
-            Row(
-                db,
-                f"floor: one write transaction, {way}",
-                f"{_us(cpu_s)} CPU",
-                baseline="" if way == SESSION else f"{SESSION} {_us(floor.units_s[SESSION])}",
-                note=f"{of}; one insert",
-            )
-            for way, cpu_s in floor.units_s.items()
-        ),
+            f"floor: one write transaction, {way}",
+            f"{_us(cpu_s)} CPU",
+            baseline="" if way == SESSION else f"{SESSION} {_us(units_s[SESSION])}",
+            note=f"{calls} sequential calls each; one insert",
+        )
+        for way, cpu_s in units_s.items()
     ]
 
 
