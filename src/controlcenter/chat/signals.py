@@ -73,7 +73,7 @@ class Signals:
         self._opening = asyncio.Lock()
         self._poller: asyncio.Task[None] | None = None
         self._stops_moved = False  # SQLite: the stop flags changed since the last read began
-        self._closed = False
+        self._closed = False  # `aclose`d, and no run enlisted since
         self.poll_s = SQLITE_POLL_S if db.is_sqlite else POSTGRES_SAFETY_POLL_S
         if db.is_sqlite:
             db.changes.subscribe(STOPS, self._stops_changed)
@@ -97,6 +97,7 @@ class Signals:
     def enlist(self, message_id: str) -> RunFlags:
         """The flags of a run of this process, set until `dismiss`."""
         flags = self._runs[message_id] = RunFlags()
+        self._closed = False
         return flags
 
     def dismiss(self, message_id: str) -> None:
@@ -119,7 +120,7 @@ class Signals:
         """SQLite: a stop was asked somewhere (or the process no longer knows): the stop
         flags are read again, once, if a run of this process could be among them."""
         if not self._runs or self._closed:
-            return  # closed: no read after it (the dispose of its database, next, calls this)
+            return  # closed: its database may be disposed next (that calls this as well)
         self._stops_moved = True
         if self._stop_reader is None:
             self._stop_reader = asyncio.get_running_loop().create_task(self._read_stops())
