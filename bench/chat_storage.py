@@ -39,9 +39,11 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import insert, update
+from sqlalchemy.orm import Session
 
 from bench.chat import CPU_PER_CHAT
 from bench.deploy import Deployment, Options
@@ -131,19 +133,7 @@ async def _messages_alone(parts: Parts, user_id: str, message_id: str) -> None:
     channel = EventChannel()
     conversation_id = new_id()
     now = utcnow()
-    async with parts.db.write() as session:
-        await session.execute(
-            insert(ConversationRow).values(
-                id=conversation_id, user_id=user_id, title=QUESTION[: TITLE_LENGTH],
-                created_at=now, updated_at=now,
-            )
-        )  # fmt: skip
-        await session.execute(
-            insert(Message).values(
-                id=new_message_id(), conversation_id=conversation_id, role=USER,
-                content=QUESTION, created_at=now, interrupted=False,
-            )
-        )  # fmt: skip
+    await parts.db.run_write(_add_question, user_id, conversation_id, now)
     channel.send(message_start(conversation_id, message_id))
     # The chat's pauses for its provider, as in the other path: waking after a pause costs a
     # lone chat ~0.7 ms of CPU each (cold caches), which is not its storage's.
@@ -152,15 +142,35 @@ async def _messages_alone(parts: Parts, user_id: str, message_id: str) -> None:
         for event in reply:
             channel.send(event)
     message = _answer(conversation_id, message_id, USAGE)
-    async with parts.db.write() as session:
-        await session.execute(insert(Message).values(_row(message)))
-        await session.execute(
-            update(ConversationRow)
-            .where(ConversationRow.id == conversation_id)
-            .values(updated_at=message.created_at)
-        )
+    await parts.db.run_write(_add_answer, message)
     channel.send(message_complete(message_json(message)))
     channel.close()
+
+
+def _add_question(session: Session, user_id: str, conversation_id: str, now: datetime) -> None:
+    """The conversation and the user's message, in a plain write."""
+    session.execute(
+        insert(ConversationRow).values(
+            id=conversation_id, user_id=user_id, title=QUESTION[: TITLE_LENGTH],
+            created_at=now, updated_at=now,
+        )
+    )  # fmt: skip
+    session.execute(
+        insert(Message).values(
+            id=new_message_id(), conversation_id=conversation_id, role=USER,
+            content=QUESTION, created_at=now, interrupted=False,
+        )
+    )  # fmt: skip
+
+
+def _add_answer(session: Session, message: Message) -> None:
+    """The answer, its conversation touched, in a plain write."""
+    session.execute(insert(Message).values(_row(message)))
+    session.execute(
+        update(ConversationRow)
+        .where(ConversationRow.id == message.conversation_id)
+        .values(updated_at=message.created_at)
+    )
 
 
 def _row(message: Message) -> dict[str, Any]:

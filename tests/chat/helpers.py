@@ -10,9 +10,10 @@ from typing import Any
 
 import httpx
 from httpx_sse import aconnect_sse
-from sqlalchemy import func, select
+from sqlalchemy import Engine, func, select
 
 from controlcenter.chat.models import ConversationRow, Message
+from controlcenter.db import Database
 from tests.conftest import AppUser, RunningServer
 from tests.fakes.llm import FakeAnthropic, FakeOpenAI
 
@@ -128,3 +129,14 @@ async def wait_for(predicate: Any, timeout_s: float = 5.0) -> None:
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError("condition not met in time")
         await asyncio.sleep(0.02)
+
+
+def write_engine(db: Database) -> Engine:
+    """The engine `db.run_write` runs its units of work on, for its events (on SQLite they
+    fire in the thread of the writes, not on the event loop)."""
+    return db._sqlite.write_engine if db.is_sqlite else db.engine.sync_engine
+
+
+def read_engine(db: Database) -> Engine:
+    """The engine `db.run_read` runs its units of work on (as `write_engine`)."""
+    return db._sqlite.read_engine if db.is_sqlite else db.read_engine.sync_engine

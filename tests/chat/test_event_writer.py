@@ -27,6 +27,7 @@ from controlcenter.chat.run.stored import events_after, run_owner_status
 from controlcenter.chat.run.writer import EventWriter, RunEnd, RunUsage
 from controlcenter.chat.signals import Signals
 from controlcenter.db import Database, utcnow
+from tests.chat.helpers import write_engine
 from tests.conftest import UserFactory
 
 RUNS = 40
@@ -41,11 +42,12 @@ def counted_commits(db: Database) -> Iterator[list[object]]:
     def committed(connection: object) -> None:
         commits.append(connection)
 
-    event.listen(db.engine.sync_engine, "commit", committed)
+    engine = write_engine(db)
+    event.listen(engine, "commit", committed)
     try:
         yield commits
     finally:
-        event.remove(db.engine.sync_engine, "commit", committed)
+        event.remove(engine, "commit", committed)
 
 
 @pytest.fixture
@@ -443,20 +445,22 @@ async def test_answers_ending_while_one_is_written_share_the_next_transaction(
     for run in (first, *others):
         run.send(_delta(f"{run.message_id} pending"))
     entered = asyncio.Event()
+    loop = asyncio.get_running_loop()
 
     def writing(_conn: object, _cursor: object, statement: str, *_: object) -> None:
         # A write's first statement: SQLite's `BEGIN IMMEDIATE`, PostgreSQL's lock of the
-        # conversations (`chat.locks`); either waits for the other connection.
+        # conversations (`chat.locks`); either waits for the other connection. On SQLite in
+        # the thread of the writes.
         if "BEGIN IMMEDIATE" in statement or "FOR NO KEY UPDATE" in statement:
-            entered.set()
+            loop.call_soon_threadsafe(entered.set)
 
     other = Database(db.url)
     last = _delta("last")
-    event.listen(db.engine.sync_engine, "before_cursor_execute", writing)
+    event.listen(write_engine(db), "before_cursor_execute", writing)
     try:
         with counted_commits(db) as commits:
             async with other.write() as holding:
-                await hold_conversations(holding, [first.conversation_id])
+                await holding.run_sync(hold_conversations, [first.conversation_id])
                 ending = [asyncio.create_task(first.finish(DONE, last, _answer(first)))]
                 await entered.wait()
                 ending += [
@@ -467,7 +471,7 @@ async def test_answers_ending_while_one_is_written_share_the_next_transaction(
                 assert not any(task.done() for task in ending)
             await asyncio.gather(*ending)
     finally:
-        event.remove(db.engine.sync_engine, "before_cursor_execute", writing)
+        event.remove(write_engine(db), "before_cursor_execute", writing)
         await other.dispose()
     assert len(commits) == 2
     for run in (first, *others):

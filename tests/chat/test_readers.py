@@ -20,6 +20,7 @@ from controlcenter.chat.run.stored import close_run
 from controlcenter.chat.run.writer import EventWriter
 from controlcenter.chat.signals import Signals
 from controlcenter.db import Database
+from tests.chat.helpers import read_engine
 from tests.conftest import RunningServer, UserFactory
 
 READERS = 100
@@ -61,7 +62,7 @@ async def test_many_waiting_readers_make_no_query_of_their_own(
         return not [s for s in statements if any(read in s for read in READER_READS)]
 
     got: list[list[Any]] = [[] for _ in range(READERS)]
-    event.listen(db.read_engine.sync_engine, "before_cursor_execute", executed)
+    event.listen(read_engine(db), "before_cursor_execute", executed)
     try:
         readers = [asyncio.create_task(_read(db, signals, message_id, into)) for into in got]
         # Each reader reads what is stored, is woken once by the process's first look (it
@@ -74,7 +75,7 @@ async def test_many_waiting_readers_make_no_query_of_their_own(
         statements.clear()
         await asyncio.sleep(10 * signals.poll_s if db.is_sqlite else 1.0)
     finally:
-        event.remove(db.read_engine.sync_engine, "before_cursor_execute", executed)
+        event.remove(read_engine(db), "before_cursor_execute", executed)
     assert polls_only()
     polls = [s for s in statements if POLL in s]
     if db.is_sqlite:  # one query per interval for all of them, none per reader
@@ -88,9 +89,8 @@ async def test_many_waiting_readers_make_no_query_of_their_own(
         other = EventWriter(other_db, Signals(other_db))
         other.add(message_id, (2, event_data(content_delta("y"))))
         await other.close(10.0)
-        async with other_db.write() as session:
-            final = event_data({"type": "error", "error": "The answer was interrupted"})
-            await close_run(session, message_id, final, INTERRUPTED)
+        final = event_data({"type": "error", "error": "The answer was interrupted"})
+        await other_db.run_write(close_run, message_id, final, INTERRUPTED)
         await asyncio.wait_for(asyncio.gather(*readers), 30)
     finally:
         await other_db.dispose()

@@ -21,6 +21,7 @@ from controlcenter.chat.run.runs import ChatRuns
 from controlcenter.chat.signals import ASKED_STOPS, Signals
 from controlcenter.db import Database, utcnow
 from controlcenter.db.migrate import upgrade
+from tests.chat.helpers import read_engine
 from tests.conftest import RunningServer, UserFactory
 
 
@@ -67,13 +68,16 @@ async def test_a_waiting_run_reads_no_stop_flags_while_nobody_stops(
     seen: list[str] = []
     stamps_read = asyncio.Event()
 
+    loop = asyncio.get_running_loop()
+
     def note(conn: object, cursor: object, statement: str, *args: object) -> None:
+        # In the thread of the reads.
         seen.append(statement)
         if seen.count(_STAMPS_READ) >= 3:
-            stamps_read.set()
+            loop.call_soon_threadsafe(stamps_read.set)
 
     await db.changes.start()
-    event.listen(db.read_engine.sync_engine, "before_cursor_execute", note)
+    event.listen(read_engine(db), "before_cursor_execute", note)
     runs = ChatRuns(db)
     run = None
     try:
@@ -84,7 +88,7 @@ async def test_a_waiting_run_reads_no_stop_flags_while_nobody_stops(
         await request_stop(db, runs.signals, run.message_id, user.id)
         assert await run.unless_stopped(asyncio.Event().wait()) is None
     finally:
-        event.remove(db.read_engine.sync_engine, "before_cursor_execute", note)
+        event.remove(read_engine(db), "before_cursor_execute", note)
         if run is not None:
             run.dismiss()
         await runs.drain(1.0)

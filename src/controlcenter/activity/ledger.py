@@ -11,6 +11,8 @@ from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, insert, update
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+from sqlalchemy.sql import Executable
 
 from controlcenter.activity.inverses import Done, summary_of, write_of
 from controlcenter.activity.models import DONE, FAILED, PENDING, ActivityEntry
@@ -65,8 +67,7 @@ class Ledger:
             "before": before,
         }
         try:
-            async with self._db.write() as session:
-                await session.execute(_BEGIN, entry)
+            await self._db.run_write(_execute, _BEGIN, entry)
         except SQLAlchemyError as exc:
             # The write still runs: the chat's own storage fails in the same way and says so.
             log.error("ledger entry not stored", tool=tool.name, error=type(exc).__name__)
@@ -102,10 +103,13 @@ class LedgerRecord:
             self.run.store_with_events(_FINISH, finished)
             return
         try:
-            async with self.db.write() as session:
-                await session.execute(_FINISH, finished)
+            await self.db.run_write(_execute, _FINISH, finished)
         except SQLAlchemyError as exc:
             log.error("ledger entry not finished", tool=self.tool, error=type(exc).__name__)
+
+
+def _execute(session: Session, statement: Executable, params: dict[str, Any]) -> None:
+    session.execute(statement, params)
 
 
 async def _before(tool: str, arguments: dict[str, Any], crm: Any) -> dict[str, Any] | None:

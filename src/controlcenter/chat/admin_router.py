@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import ValidationError
 
 from controlcenter.admin_settings.deps import SettingsDep
+from controlcenter.admin_settings.service import update_settings
 from controlcenter.auth.deps import Admin, SuperAdmin
 from controlcenter.chat.policy import CHAT_POLICY, ChatPolicyInput, policy_text, stored_policy
 from controlcenter.chat.schemas import ChatPolicyAnswer, UsageReport
@@ -41,13 +42,12 @@ async def put_chat_policy(
     request: Request, principal: SuperAdmin, db: DatabaseDep, settings: SettingsDep
 ) -> dict[str, Any]:
     body = await read_object(request)
-    async with db.write() as session:
-        current = stored_policy(await settings.get(CHAT_POLICY))
-        try:
-            policy = current.updated(body)
-        except ValidationError as exc:
-            raise ApiError(400, "Validation failed", details=issues(exc)) from exc
-        await settings.save(session, {CHAT_POLICY: policy_text(policy)}, principal.user.id)
+    current = stored_policy(await settings.get(CHAT_POLICY))
+    try:
+        policy = current.updated(body)
+    except ValidationError as exc:
+        raise ApiError(400, "Validation failed", details=issues(exc)) from exc
+    await update_settings(db, settings, {CHAT_POLICY: policy_text(policy)}, principal.user.id)
     return {"policy": policy.json()}
 
 

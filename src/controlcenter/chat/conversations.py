@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import delete, exists, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from controlcenter.chat.locks import hold_owned
 from controlcenter.chat.models import RUNNING, ChatRun, ConversationRow, Message
@@ -39,62 +39,72 @@ async def list_conversations(
         query = query.where(
             or_(lowered(ConversationRow.title).contains(needle, autoescape=True), in_messages)
         )
-    async with db.read() as session:
-        return await session.run_sync(
-            newest_first,
-            query,
-            ConversationRow.created_at,
-            ConversationRow.id,
-            limit=limit,
-            after=after,
-        )
+    return await db.run_read(
+        newest_first,
+        query,
+        ConversationRow.created_at,
+        ConversationRow.id,
+        limit=limit,
+        after=after,
+    )
 
 
 async def get_conversation(
     db: Database, user_id: str, conversation_id: str
 ) -> tuple[ConversationRow, list[Message]] | None:
     """The caller's conversation and its messages, oldest first; None when not theirs."""
-    async with db.read() as session:
-        conversation = await _owned(session, user_id, conversation_id)
-        if conversation is None:
-            return None
-        messages = await session.scalars(
-            select(Message).where(Message.conversation_id == conversation.id).order_by(Message.seq)
-        )
-        return conversation, list(messages)
+    return await db.run_read(_conversation_with_messages, user_id, conversation_id)
 
 
 async def rename_conversation(
     db: Database, user_id: str, conversation_id: str, title: str
 ) -> ConversationRow | None:
     """The caller's conversation with its new title; None when not theirs."""
-    async with db.write() as session:
-        conversation = await hold_owned(session, user_id, conversation_id)
-        if conversation is None:
-            return None
-        conversation.title = title
-        conversation.updated_at = utcnow()
-        return conversation
+    return await db.run_write(_rename, user_id, conversation_id, title)
 
 
 async def delete_conversation(db: Database, user_id: str, conversation_id: str) -> bool:
     """Its answers still running are stopped, as the stop endpoint stops them (they end with
     an `error` event saying the conversation was deleted)."""
-    async with db.write() as session:
-        # Its row first, as every writer of a conversation's rows takes it (`chat.locks`).
-        conversation = await hold_owned(session, user_id, conversation_id, deleting=True)
-        if conversation is None:
-            return False
-        await stop_conversation_runs(session, conversation.id)
-        await session.delete(conversation)  # its messages by the declared cascade
-        return True
+    return await db.run_write(_delete, user_id, conversation_id)
 
 
-async def _owned(
-    session: AsyncSession, user_id: str, conversation_id: str
+def _conversation_with_messages(
+    session: Session, user_id: str, conversation_id: str
+) -> tuple[ConversationRow, list[Message]] | None:
+    conversation = _owned(session, user_id, conversation_id)
+    if conversation is None:
+        return None
+    messages = session.scalars(
+        select(Message).where(Message.conversation_id == conversation.id).order_by(Message.seq)
+    )
+    return conversation, list(messages)
+
+
+def _rename(
+    session: Session, user_id: str, conversation_id: str, title: str
 ) -> ConversationRow | None:
+    conversation = hold_owned(session, user_id, conversation_id)
+    if conversation is None:
+        return None
+    conversation.title = title
+    conversation.updated_at = utcnow()
+    return conversation
+
+
+def _delete(session: Session, user_id: str, conversation_id: str) -> bool:
+    # Its row first, as every writer of a conversation's rows takes it (`chat.locks`).
+    conversation = hold_owned(session, user_id, conversation_id, deleting=True)
+    if conversation is None:
+        return False
+    stop_conversation_runs(session, conversation.id)
+    session.delete(conversation)  # its messages by the declared cascade
+    return True
+
+
+def _owned(session: Session, user_id: str, conversation_id: str) -> ConversationRow | None:
     # Another user's conversation is indistinguishable from a missing one.
-    return await session.scalar(
+    return session.scalar(
         select(ConversationRow).where(
             ConversationRow.id == conversation_id, ConversationRow.user_id == user_id
         )
@@ -113,8 +123,8 @@ class TurnRefusedError(Exception):
     """The turn cannot replace what it asked to; the message is the stream's `error`."""
 
 
-async def revise_last_turn(
-    session: AsyncSession,
+def revise_last_turn(
+    session: Session,
     conversation_id: str,
     replace: str,
     message: str,
@@ -125,27 +135,25 @@ async def revise_last_turn(
     place; the title follows when it was that first message's own). The user message the
     turn answers. Raises TurnRefusedError, before any change, while an answer of the
     conversation still runs (it would land after the cut) or when it has no user message."""
-    if await _answer_running(session, conversation_id):
+    if _answer_running(session, conversation_id):
         raise TurnRefusedError(ANSWER_RUNNING)
     in_conversation = Message.conversation_id == conversation_id
-    last = (
-        await session.execute(
-            select(Message.seq, Message.content)
-            .where(in_conversation, Message.role == "user")
-            .order_by(Message.seq.desc())
-            .limit(1)
-        )
+    last = session.execute(
+        select(Message.seq, Message.content)
+        .where(in_conversation, Message.role == "user")
+        .order_by(Message.seq.desc())
+        .limit(1)
     ).first()
     if last is None:
         raise TurnRefusedError(NOTHING_TO_REPLACE)
     seq, asked = last
     if replace == LAST_ANSWER:
-        await session.execute(delete(Message).where(in_conversation, Message.seq > seq))
+        session.execute(delete(Message).where(in_conversation, Message.seq > seq))
         return str(asked)
-    await session.execute(delete(Message).where(in_conversation, Message.seq >= seq))
-    first = await session.scalar(select(Message.seq).where(in_conversation).limit(1))
+    session.execute(delete(Message).where(in_conversation, Message.seq >= seq))
+    first = session.scalar(select(Message.seq).where(in_conversation).limit(1))
     if first is None:  # it was the first message: a title taken from it follows it
-        await session.execute(
+        session.execute(
             update(ConversationRow)
             .where(
                 ConversationRow.id == conversation_id,
@@ -156,9 +164,9 @@ async def revise_last_turn(
     return message
 
 
-async def _answer_running(session: AsyncSession, conversation_id: str) -> bool:
+def _answer_running(session: Session, conversation_id: str) -> bool:
     """Whether a run answers in this conversation now."""
-    running = await session.scalar(
+    running = session.scalar(
         select(ChatRun.message_id)
         .where(ChatRun.conversation_id == conversation_id, ChatRun.status == RUNNING)
         .limit(1)
@@ -166,8 +174,8 @@ async def _answer_running(session: AsyncSession, conversation_id: str) -> bool:
     return running is not None
 
 
-async def stop_conversation_runs(session: AsyncSession, conversation_id: str) -> list[str]:
+def stop_conversation_runs(session: Session, conversation_id: str) -> list[str]:
     """In the caller's transaction (the conversation's deletion, its row held): a stop asked
     for each run of the conversation still running (`stops.ask_stop`, as the stop endpoint
     asks it); their message ids."""
-    return await ask_stop(session, ChatRun.conversation_id == conversation_id)
+    return ask_stop(session, ChatRun.conversation_id == conversation_id)

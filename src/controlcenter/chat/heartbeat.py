@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from sqlalchemy import update
+from sqlalchemy.orm import Session
 
 from controlcenter.chat.models import RunningMessage
 from controlcenter.common.logs import get_logger
@@ -71,10 +72,12 @@ class Heartbeat:
 
     async def _beat(self, db: Database) -> None:
         beat = self._now()
-        async with db.write() as session:
-            await session.execute(
-                update(RunningMessage)
-                .where(RunningMessage.owner == self._owner)
-                .values(heartbeat_at=beat)
-            )
+        await db.run_write(_beat_rows, self._owner, beat)
         self.last_beat = beat
+
+
+def _beat_rows(session: Session, owner: str, beat: datetime) -> None:
+    """The heartbeat of every liveness row of the process `owner`."""
+    session.execute(
+        update(RunningMessage).where(RunningMessage.owner == owner).values(heartbeat_at=beat)
+    )

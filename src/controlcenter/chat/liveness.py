@@ -29,7 +29,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from sqlalchemy import ColumnElement, Select, delete, exists, select, text
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from controlcenter.chat import events
 from controlcenter.chat.events import event_data
@@ -130,8 +130,7 @@ class Liveness:
         done = set(self._finished)
         if not done:
             return
-        async with self._db.write() as session:
-            await session.execute(delete(RunningMessage).where(RunningMessage.message_id.in_(done)))
+        await self._db.run_write(_drop_rows, done)
         self._finished -= done
         self._written -= done
 
@@ -139,79 +138,100 @@ class Liveness:
         """Close the answers whose process stopped beating (their conversation deleted
         meanwhile or not), and the runs still marked running that lost their row; how many."""
         limit = self._now() - timedelta(seconds=self._interval_s * STALE_INTERVALS)
-        stale_rows = (RunningMessage.heartbeat_at < limit, RunningMessage.owner != self.owner)
         # Nearly every beat finds nothing: looked for in a read first, so that the beat holds
         # no write transaction (on SQLite the whole database's lock) for nothing. Held while
         # the loop is blocked, it kept this process's own heartbeat thread from writing.
-        async with self._db.read() as session:
-            anything = select(RunningMessage.message_id).where(*stale_rows).limit(1)
-            stale = await session.scalar(anything)
-            rowless = list((await session.scalars(runs_without_row(limit))).all())
+        stale, rowless = await self._db.run_read(_left_running, limit, self.owner)
         closed = 0
-        if stale is not None:
-            closed += await self._close_rows(stale_rows)
+        if stale:
+            skip_locked = not self._db.is_sqlite
+            now = self._now()
+            closed += await self._db.run_write(
+                _close_rows, limit, self.owner, now, skip_locked=skip_locked
+            )
         if rowless:
-            closed += await self._close_rowless(rowless)
+            closed += await self._db.run_write(_close_rowless, rowless)
         if closed:
             # A stopped process's answers, and runs whose end was never stored.
             log.warning("chat answers left running were closed as interrupted", count=closed)
         return closed
 
-    async def _close_rows(self, stale_rows: tuple[ColumnElement[bool], ...]) -> int:
-        """Each stale row's answer saved as interrupted, its run ended, the row deleted."""
-        query = select(RunningMessage.message_id).where(*stale_rows)
-        if not self._db.is_sqlite:
-            query = query.with_for_update(skip_locked=True)
-        closed = 0
-        async with self._db.write() as session:
-            # The lock order of `chat.locks`: the runs' conversations first, then the rows.
-            stale = select(RunningMessage.message_id).where(*stale_rows)
-            conversations = select(ChatRun.conversation_id).where(ChatRun.message_id.in_(stale))
-            await hold_conversations(session, filter(None, await session.scalars(conversations)))
-            for message_id in (await session.scalars(query)).all():
-                saved = await self._save_interrupted(session, message_id)
-                await session.execute(
-                    delete(RunningMessage).where(RunningMessage.message_id == message_id)
-                )
-                # Its stored event stream (what the events endpoint reads) ends in the same
-                # transaction, so that a client resuming it from any process reads the error
-                # and stops waiting, and a stop asked from now on is answered `Not running`.
-                ended = await close_run(session, message_id, _FINAL, INTERRUPTED)
-                if saved or ended:
-                    closed += 1
-        return closed
 
-    async def _save_interrupted(self, session: AsyncSession, message_id: str) -> bool:
-        """The answer so far, as its stored events make it, saved as interrupted; not when
-        its conversation was deleted while it ran, nor when the answer is saved already.
-        Whether it was saved."""
-        stored = await session.scalars(
-            select(ChatEventRow.data)
-            .where(ChatEventRow.message_id == message_id)
-            .order_by(ChatEventRow.n)
-        )
-        answer = fold(events.parsed(data) for data in stored)
-        conversation_id = answer.conversation_id
-        if conversation_id is None:
-            return False
-        if await session.scalar(select(Message.id).where(Message.id == message_id)):
-            return False
-        now = self._now()
-        message = assistant_message(
-            conversation_id, message_id, answer, interrupted=True, created_at=now
-        )
-        return await save_interrupted(session, message)
+def _drop_rows(session: Session, message_ids: set[str]) -> None:
+    session.execute(delete(RunningMessage).where(RunningMessage.message_id.in_(message_ids)))
 
-    async def _close_rowless(self, message_ids: list[str]) -> int:
-        """Runs still marked running with no liveness row, older than the stale limit: their
-        end could not be stored (the database refused it) or they began before runs had a
-        row. Nothing else would ever end them; what their answer had is not known."""
-        closed = 0
-        async with self._db.write() as session:
-            for message_id in message_ids:  # closed once: only a run still running is
-                if await close_run(session, message_id, _FINAL, INTERRUPTED):
-                    closed += 1
-        return closed
+
+def _stale_rows(limit: datetime, owner: str) -> tuple[ColumnElement[bool], ...]:
+    """The liveness rows of other processes whose heartbeat is older than `limit`."""
+    return (RunningMessage.heartbeat_at < limit, RunningMessage.owner != owner)
+
+
+def _left_running(session: Session, limit: datetime, owner: str) -> tuple[bool, list[str]]:
+    """Whether any liveness row is stale (`_stale_rows`), and the runs still marked running
+    that lost their row (`runs_without_row`)."""
+    anything = select(RunningMessage.message_id).where(*_stale_rows(limit, owner)).limit(1)
+    stale = session.scalar(anything)
+    rowless = list(session.scalars(runs_without_row(limit)))
+    return stale is not None, rowless
+
+
+def _close_rows(
+    session: Session, limit: datetime, owner: str, now: datetime, *, skip_locked: bool
+) -> int:
+    """Each stale row's answer saved as interrupted (at `now`), its run ended, the row
+    deleted; how many were closed. `skip_locked` (PostgreSQL): the rows another process is
+    closing right now are left to it."""
+    stale_rows = _stale_rows(limit, owner)
+    query = select(RunningMessage.message_id).where(*stale_rows)
+    if skip_locked:
+        query = query.with_for_update(skip_locked=True)
+    closed = 0
+    # The lock order of `chat.locks`: the runs' conversations first, then the rows.
+    stale = select(RunningMessage.message_id).where(*stale_rows)
+    conversations = select(ChatRun.conversation_id).where(ChatRun.message_id.in_(stale))
+    hold_conversations(session, filter(None, session.scalars(conversations)))
+    for message_id in session.scalars(query).all():
+        saved = _save_interrupted(session, message_id, now)
+        session.execute(delete(RunningMessage).where(RunningMessage.message_id == message_id))
+        # Its stored event stream (what the events endpoint reads) ends in the same
+        # transaction, so that a client resuming it from any process reads the error
+        # and stops waiting, and a stop asked from now on is answered `Not running`.
+        ended = close_run(session, message_id, _FINAL, INTERRUPTED)
+        if saved or ended:
+            closed += 1
+    return closed
+
+
+def _save_interrupted(session: Session, message_id: str, now: datetime) -> bool:
+    """The answer so far, as its stored events make it, saved as interrupted; not when
+    its conversation was deleted while it ran, nor when the answer is saved already.
+    Whether it was saved."""
+    stored = session.scalars(
+        select(ChatEventRow.data)
+        .where(ChatEventRow.message_id == message_id)
+        .order_by(ChatEventRow.n)
+    )
+    answer = fold(events.parsed(data) for data in stored)
+    conversation_id = answer.conversation_id
+    if conversation_id is None:
+        return False
+    if session.scalar(select(Message.id).where(Message.id == message_id)):
+        return False
+    message = assistant_message(
+        conversation_id, message_id, answer, interrupted=True, created_at=now
+    )
+    return save_interrupted(session, message)
+
+
+def _close_rowless(session: Session, message_ids: list[str]) -> int:
+    """Runs still marked running with no liveness row, older than the stale limit: their
+    end could not be stored (the database refused it) or they began before runs had a
+    row. Nothing else would ever end them; what their answer had is not known."""
+    closed = 0
+    for message_id in message_ids:  # closed once: only a run still running is
+        if close_run(session, message_id, _FINAL, INTERRUPTED):
+            closed += 1
+    return closed
 
 
 def runs_without_row(limit: datetime) -> Select[str]:

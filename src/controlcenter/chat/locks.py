@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sqlalchemy import bindparam, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from controlcenter.chat.models import ConversationRow
 
@@ -33,21 +33,21 @@ _HOLD = (
 )
 
 
-async def hold_conversations(session: AsyncSession, conversation_ids: Iterable[str]) -> set[str]:
+def hold_conversations(session: Session, conversation_ids: Iterable[str]) -> set[str]:
     """In the caller's transaction, before anything else of these conversations is written:
     their rows locked, in the order of their ids. The ids that still exist."""
     ids = sorted(set(conversation_ids))
     if not ids:
         return set()
-    return set(await session.scalars(_HOLD, {"ids": ids}))
+    return set(session.scalars(_HOLD, {"ids": ids}))
 
 
-async def hold_owned(
-    session: AsyncSession, user_id: str, conversation_id: str, *, deleting: bool = False
+def hold_owned(
+    session: Session, user_id: str, conversation_id: str, *, deleting: bool = False
 ) -> ConversationRow | None:
     """In the caller's transaction, first: the caller's conversation with its row locked (for
     its deletion with `deleting`); None when it is not theirs."""
-    return await session.scalar(
+    return session.scalar(
         select(ConversationRow)
         .where(ConversationRow.id == conversation_id, ConversationRow.user_id == user_id)
         .with_for_update(key_share=not deleting)

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from sqlalchemy import func, select, text
+from sqlalchemy.orm import Session
 
 from controlcenter.chat.models import STOPS_ASKED, ChatEventRow, ChatRun
 from controlcenter.common.logs import get_logger
@@ -72,6 +73,7 @@ class Signals:
         self._opening = asyncio.Lock()
         self._poller: asyncio.Task[None] | None = None
         self._stops_moved = False  # SQLite: the stop flags changed since the last read began
+        self._closed = False  # `aclose`d, and no run enlisted since
         self.poll_s = SQLITE_POLL_S if db.is_sqlite else POSTGRES_SAFETY_POLL_S
         if db.is_sqlite:
             db.changes.subscribe(STOPS, self._stops_changed)
@@ -95,6 +97,7 @@ class Signals:
     def enlist(self, message_id: str) -> RunFlags:
         """The flags of a run of this process, set until `dismiss`."""
         flags = self._runs[message_id] = RunFlags()
+        self._closed = False
         return flags
 
     def dismiss(self, message_id: str) -> None:
@@ -116,8 +119,8 @@ class Signals:
     def _stops_changed(self) -> None:
         """SQLite: a stop was asked somewhere (or the process no longer knows): the stop
         flags are read again, once, if a run of this process could be among them."""
-        if not self._runs:
-            return
+        if not self._runs or self._closed:
+            return  # closed: its database may be disposed next (that calls this as well)
         self._stops_moved = True
         if self._stop_reader is None:
             self._stop_reader = asyncio.get_running_loop().create_task(self._read_stops())
@@ -128,8 +131,7 @@ class Signals:
             while self._stops_moved and self._runs:
                 self._stops_moved = False
                 try:
-                    async with self._db.read() as session:
-                        asked = list(await session.scalars(ASKED_STOPS))
+                    asked = await self._db.run_read(_asked_stops)
                 except Exception as exc:
                     # Read again after a pause: the change that asked for this read is not
                     # repeated, and a stop it carried would otherwise wait for the next one.
@@ -185,22 +187,7 @@ class Signals:
     async def _progress(self, message_ids: Sequence[str]) -> dict[str, Progress]:
         """How far each run got (its status, its last event's number), a query per
         `POLL_CHUNK` runs whatever the number of their readers."""
-        last = (
-            select(func.max(ChatEventRow.n))
-            .where(ChatEventRow.message_id == ChatRun.message_id)
-            .scalar_subquery()
-        )
-        found: dict[str, Progress] = {}
-        async with self._db.read() as session:
-            for start in range(0, len(message_ids), POLL_CHUNK):
-                chunk = message_ids[start : start + POLL_CHUNK]
-                rows = await session.execute(
-                    select(ChatRun.message_id, ChatRun.status, last).where(
-                        ChatRun.message_id.in_(chunk)
-                    )
-                )
-                found.update((message_id, (status, n)) for message_id, status, n in rows)
-        return found
+        return await self._db.run_read(_read_progress, message_ids)
 
     async def listen(self) -> None:
         """Open this process's LISTEN connection if it is not open (PostgreSQL only)."""
@@ -230,6 +217,7 @@ class Signals:
             self._start_poll()
 
     async def aclose(self) -> None:
+        self._closed = True
         listener, self._listener = self._listener, None
         if listener is not None:
             await listener.close()
@@ -238,3 +226,29 @@ class Signals:
                 poller.cancel()
                 await asyncio.gather(poller, return_exceptions=True)
         self._poller = self._stop_reader = None
+
+
+def _asked_stops(session: Session) -> list[str]:
+    """The runs whose stop was asked, any process's."""
+    return list(session.scalars(ASKED_STOPS))
+
+
+# Built once: the number of each run's last stored event.
+_LAST_EVENT = (
+    select(func.max(ChatEventRow.n))
+    .where(ChatEventRow.message_id == ChatRun.message_id)
+    .scalar_subquery()
+)
+
+
+def _read_progress(session: Session, message_ids: Sequence[str]) -> dict[str, Progress]:
+    found: dict[str, Progress] = {}
+    for start in range(0, len(message_ids), POLL_CHUNK):
+        chunk = message_ids[start : start + POLL_CHUNK]
+        rows = session.execute(
+            select(ChatRun.message_id, ChatRun.status, _LAST_EVENT).where(
+                ChatRun.message_id.in_(chunk)
+            )
+        )
+        found.update((message_id, (status, n)) for message_id, status, n in rows)
+    return found

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import MAXYEAR, UTC, datetime
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from controlcenter.auth.models import UserRecord
 from controlcenter.chat.models import ChatRun
@@ -24,12 +25,15 @@ def month_bounds(year: int, month: int) -> tuple[datetime, datetime]:
 async def tokens_this_month(db: Database, user_id: str, now: datetime) -> int:
     """Input plus output tokens of the user's chats since the start of the month (UTC)."""
     start, _ = month_bounds(now.year, now.month)
-    async with db.read() as session:
-        used = await session.scalar(
-            select(func.coalesce(func.sum(ChatRun.input_tokens + ChatRun.output_tokens), 0)).where(
-                ChatRun.user_id == user_id, ChatRun.created_at >= start
-            )
+    return await db.run_read(_tokens_since, user_id, start)
+
+
+def _tokens_since(session: Session, user_id: str, start: datetime) -> int:
+    used = session.scalar(
+        select(func.coalesce(func.sum(ChatRun.input_tokens + ChatRun.output_tokens), 0)).where(
+            ChatRun.user_id == user_id, ChatRun.created_at >= start
         )
+    )
     return int(used or 0)
 
 
@@ -58,7 +62,10 @@ class UsageRow:
 async def usage_report(db: Database, year: int, month: int) -> list[UsageRow]:
     """Every user who chatted in the month, by e-mail: tokens, chats (assistant messages
     started) and tool calls."""
-    start, end = month_bounds(year, month)
+    return await db.run_read(_usage_rows, *month_bounds(year, month))
+
+
+def _usage_rows(session: Session, start: datetime, end: datetime) -> list[UsageRow]:
     query = (
         select(
             UserRecord.id,
@@ -74,9 +81,7 @@ async def usage_report(db: Database, year: int, month: int) -> list[UsageRow]:
         .group_by(UserRecord.id, UserRecord.email, UserRecord.name)
         .order_by(UserRecord.email)
     )
-    async with db.read() as session:
-        rows = await session.execute(query)
-        return [
-            UsageRow(uid, email, name, int(tin or 0), int(tout or 0), int(n), int(tools or 0))
-            for uid, email, name, tin, tout, n, tools in rows
-        ]
+    return [
+        UsageRow(uid, email, name, int(tin or 0), int(tout or 0), int(n), int(tools or 0))
+        for uid, email, name, tin, tout, n, tools in session.execute(query)
+    ]

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from controlcenter.chat.fold import Fold
 from controlcenter.chat.models import (
@@ -61,7 +61,7 @@ def assistant_message(
     )
 
 
-async def save_answers(session: AsyncSession, answers: Sequence[Message]) -> None:
+def save_answers(session: Session, answers: Sequence[Message]) -> None:
     """Inserted, their conversations' rows held by the caller (an answer whose conversation
     was deleted meanwhile is not among them); an answer that another process closed as
     interrupted meanwhile (it took this process for dead, `chat.liveness`) replaces that copy
@@ -69,14 +69,14 @@ async def save_answers(session: AsyncSession, answers: Sequence[Message]) -> Non
     if not answers:
         return
     ids = [answer.id for answer in answers]
-    copies = set(await session.scalars(_CLOSED_COPIES, {"ids": ids}))
+    copies = set(session.scalars(_CLOSED_COPIES, {"ids": ids}))
     new = [_answer_row(answer) for answer in answers if answer.id not in copies]
     if new:
-        await session.execute(ADD_MESSAGES, new)
+        session.execute(ADD_MESSAGES, new)
     for answer in answers:
         if answer.id in copies:
             log.warning("chat answer closed as interrupted by another process, then finished")
-            await session.execute(
+            session.execute(
                 update(MESSAGES_TABLE)
                 .where(MESSAGES_TABLE.c.id == answer.id)
                 .values(
@@ -90,19 +90,19 @@ async def save_answers(session: AsyncSession, answers: Sequence[Message]) -> Non
             )
     # Sorted: two answers of one conversation ending together leave it the later's time.
     touched = sorted((answer.created_at, answer.conversation_id) for answer in answers)
-    await session.execute(TOUCH, [{"conversation": c, "now": when} for when, c in touched])
+    session.execute(TOUCH, [{"conversation": c, "now": when} for when, c in touched])
 
 
-async def save_interrupted(session: AsyncSession, answer: Message) -> bool:
+def save_interrupted(session: Session, answer: Message) -> bool:
     """For a process that closes another's run (its process died), in the caller's
     transaction, the conversation's row held (`chat.locks`): the answer so far saved, its
     conversation touched. False when the conversation was deleted while the answer ran."""
-    touched = await session.execute(
+    touched = session.execute(
         TOUCH, {"conversation": answer.conversation_id, "now": answer.created_at}
     )
     if not touched.rowcount:  # type: ignore[attr-defined]
         return False
-    await session.execute(ADD_MESSAGES, _answer_row(answer))
+    session.execute(ADD_MESSAGES, _answer_row(answer))
     return True
 
 

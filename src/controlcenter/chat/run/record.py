@@ -9,7 +9,8 @@ from collections.abc import Awaitable, Mapping
 from contextlib import suppress
 from typing import Any, TypeVar
 
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, select, update
+from sqlalchemy.orm import Session
 from sqlalchemy.sql import Executable
 
 from controlcenter.chat.channel import EventChannel
@@ -149,11 +150,8 @@ class RunRecord:
 
     async def _conversation_deleted(self) -> bool:
         """Whether the run's conversation was deleted while it ran."""
-        async with self._db.read() as session:
-            found = await session.scalar(
-                select(ConversationRow.id).where(ConversationRow.id == self.conversation_id)
-            )
-        return found is None
+        found = await self._db.run_read(_conversation_exists, self.conversation_id)
+        return not found
 
     @property
     def stopped(self) -> bool:
@@ -186,10 +184,7 @@ class RunRecord:
     async def ask_approval(self, tool_call_id: str) -> None:
         """Store the call's pending approval. Before the event that asks for it is sent: an
         answer sent the moment that event arrives must find it."""
-        async with self._db.write() as session:
-            session.add(
-                ChatApproval(message_id=self.message_id, tool_call_id=tool_call_id, status=PENDING)
-            )
+        await self._db.run_write(_add_approval, self.message_id, tool_call_id)
 
     async def approval(self, tool_call_id: str, timeout_s: float) -> str:
         """Wait for the user's answer to a call asked with `ask_approval`: APPROVED, DENIED,
@@ -201,29 +196,48 @@ class RunRecord:
         again every `Signals.poll_s`: late by that much at worst, never missed."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        call = (
-            ChatApproval.message_id == self.message_id,
-            ChatApproval.tool_call_id == tool_call_id,
-        )
         while True:
             self._flags.poked.clear()  # before the read: a poke during it means read again
-            async with self._db.read() as session:
-                status = await session.scalar(select(ChatApproval.status).where(*call))
+            status = await self._db.run_read(_approval_status, self.message_id, tool_call_id)
             if status is not None and status != PENDING:
                 return status
             if self.stopped:
                 return STOPPED
             remaining = deadline - loop.time()
             if remaining <= 0:
-                async with self._db.write() as session:
-                    expired = await session.execute(
-                        update(ChatApproval)
-                        .where(*call, ChatApproval.status == PENDING)
-                        .values(status=EXPIRED)
-                    )
-                if expired.rowcount:  # type: ignore[attr-defined]
+                if await self._db.run_write(_expire_approval, self.message_id, tool_call_id):
                     return EXPIRED
                 continue  # answered just now
             pause = min(remaining, self._signals.poll_s)
             with suppress(TimeoutError):
                 await asyncio.wait_for(self._flags.poked.wait(), pause)
+
+
+def _conversation_exists(session: Session, conversation_id: str) -> bool:
+    found = session.scalar(select(ConversationRow.id).where(ConversationRow.id == conversation_id))
+    return found is not None
+
+
+def _add_approval(session: Session, message_id: str, tool_call_id: str) -> None:
+    session.add(ChatApproval(message_id=message_id, tool_call_id=tool_call_id, status=PENDING))
+
+
+def _approval_call(message_id: str, tool_call_id: str) -> tuple[ColumnElement[bool], ...]:
+    return (ChatApproval.message_id == message_id, ChatApproval.tool_call_id == tool_call_id)
+
+
+def _approval_status(session: Session, message_id: str, tool_call_id: str) -> str | None:
+    """The call's approval status; None when it has none."""
+    return session.scalar(
+        select(ChatApproval.status).where(*_approval_call(message_id, tool_call_id))
+    )
+
+
+def _expire_approval(session: Session, message_id: str, tool_call_id: str) -> bool:
+    """The call's approval marked expired if it is still pending; whether it was."""
+    expired = session.execute(
+        update(ChatApproval)
+        .where(*_approval_call(message_id, tool_call_id), ChatApproval.status == PENDING)
+        .values(status=EXPIRED)
+    )
+    return bool(expired.rowcount)  # type: ignore[attr-defined]

@@ -9,9 +9,10 @@ import secrets
 import string
 import time
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import insert, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from controlcenter.chat.conversations import LAST_ANSWER, revise_last_turn
 from controlcenter.chat.events import event_data, message_start
@@ -84,79 +85,99 @@ async def start_turn(
     last user message with its answer (`lastMessage`: `message` takes its place) are deleted
     first, in the same write. Raises TurnRefusedError (nothing saved) when an answer of the
     conversation still runs or it has no message to answer again."""
-    now = utcnow()
+    return await db.run_write(
+        _start,
+        user_id=user_id,
+        conversation_id=conversation_id,
+        message=message,
+        answer_id=answer_id,
+        owner=owner,
+        replace=replace,
+        now=utcnow(),
+    )
+
+
+def _start(
+    session: Session,
+    *,
+    user_id: str,
+    conversation_id: str | None,
+    message: str,
+    answer_id: str,
+    owner: str | None,
+    replace: str | None,
+    now: datetime,
+) -> StartedTurn | None:
+    """`start_turn`'s write."""
     save_message = True
-    async with db.write() as session:
-        if conversation_id is None:
-            conversation_id = new_id()
-            history: tuple[StoredText, ...] = ()
-            title = message[:TITLE_LENGTH]
-            await session.execute(
-                _ADD_CONVERSATION,
-                {
-                    "id": conversation_id,
-                    "user_id": user_id,
-                    "title": title,
-                    "created_at": now,
-                    "updated_at": now,
-                },
-            )
-        else:
-            # First, as every writer of a conversation's rows does (`chat.locks`).
-            if await hold_owned(session, user_id, conversation_id) is None:
-                return None
-            await session.execute(TOUCH, {"conversation": conversation_id, "now": now})
-            if replace is not None:
-                message = await revise_last_turn(
-                    session, conversation_id, replace, message, TITLE_LENGTH
-                )
-            history = await _history(session, conversation_id)
-            if replace == LAST_ANSWER:
-                history = history[:-1]  # the message answered again, already saved
-                save_message = False
-        if save_message:
-            await session.execute(
-                ADD_MESSAGES,
-                {
-                    "id": new_message_id(),
-                    "conversation_id": conversation_id,
-                    "role": USER,
-                    "content": message,
-                    "created_at": now,
-                    "interrupted": False,
-                },
-            )
-        await session.execute(
-            _ADD_RUN,
+    if conversation_id is None:
+        conversation_id = new_id()
+        history: tuple[StoredText, ...] = ()
+        title = message[:TITLE_LENGTH]
+        session.execute(
+            _ADD_CONVERSATION,
             {
-                "message_id": answer_id,
+                "id": conversation_id,
                 "user_id": user_id,
-                "conversation_id": conversation_id,
-                "status": RUNNING,
+                "title": title,
                 "created_at": now,
-                "stop_requested": False,
-                "input_tokens": 0,
-                "output_tokens": 0,
-                "provider_calls": 0,
-                "tool_calls": 0,
+                "updated_at": now,
             },
         )
-        first = event_data(message_start(conversation_id, answer_id))
-        await session.execute(ADD_EVENTS, {"message_id": answer_id, "n": 1, "data": first})
-        if owner is not None:
-            # With the run, not after it: a process that dies at any moment after this commit
-            # leaves a row whose heartbeat goes stale, and another process closes the run.
-            await session.execute(
-                _ADD_RUNNING, {"message_id": answer_id, "owner": owner, "heartbeat_at": now}
-            )
-        await session.run_sync(notify, EVENTS_CHANNEL, [answer_id])
+    else:
+        # First, as every writer of a conversation's rows does (`chat.locks`).
+        if hold_owned(session, user_id, conversation_id) is None:
+            return None
+        session.execute(TOUCH, {"conversation": conversation_id, "now": now})
+        if replace is not None:
+            message = revise_last_turn(session, conversation_id, replace, message, TITLE_LENGTH)
+        history = _history(session, conversation_id)
+        if replace == LAST_ANSWER:
+            history = history[:-1]  # the message answered again, already saved
+            save_message = False
+    if save_message:
+        session.execute(
+            ADD_MESSAGES,
+            {
+                "id": new_message_id(),
+                "conversation_id": conversation_id,
+                "role": USER,
+                "content": message,
+                "created_at": now,
+                "interrupted": False,
+            },
+        )
+    session.execute(
+        _ADD_RUN,
+        {
+            "message_id": answer_id,
+            "user_id": user_id,
+            "conversation_id": conversation_id,
+            "status": RUNNING,
+            "created_at": now,
+            "stop_requested": False,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "provider_calls": 0,
+            "tool_calls": 0,
+        },
+    )
+    first = event_data(message_start(conversation_id, answer_id))
+    session.execute(ADD_EVENTS, {"message_id": answer_id, "n": 1, "data": first})
+    if owner is not None:
+        # With the run, not after it: a process that dies at any moment after this commit
+        # leaves a row whose heartbeat goes stale, and another process closes the run.
+        session.execute(
+            _ADD_RUNNING, {"message_id": answer_id, "owner": owner, "heartbeat_at": now}
+        )
+    notify(session, EVENTS_CHANNEL, [answer_id])
     return StartedTurn(conversation_id=conversation_id, history=history, message=message)
 
 
-async def _history(session: AsyncSession, conversation_id: str) -> tuple[StoredText, ...]:
+def _history(session: Session, conversation_id: str) -> tuple[StoredText, ...]:
     """The stored messages of the conversation, oldest first, empty ones left out (the APIs
     reject empty text)."""
-    rows = await session.execute(
+    rows = session.execute(
         select(Message.role, Message.content)
         .where(Message.conversation_id == conversation_id, Message.content != "")
         .order_by(Message.seq)

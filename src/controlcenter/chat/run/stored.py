@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from controlcenter.chat.models import (
     ADD_EVENTS,
@@ -26,59 +26,60 @@ log = get_logger(__name__)
 KEPT_FOR = timedelta(hours=24)
 
 
-async def close_run(session: AsyncSession, message_id: str, final_data: str, status: str) -> bool:
+def close_run(session: Session, message_id: str, final_data: str, status: str) -> bool:
     """For a process that closes another's run (its process died), in the caller's
     transaction: appends `final_data` after the last stored event and sets `status`, if the
     run is still marked running. True when it closed it; readers tailing the run receive the
     event (notified at the commit) and end."""
-    closed = await session.execute(
+    closed = session.execute(
         update(ChatRun)
         .where(ChatRun.message_id == message_id, ChatRun.status == RUNNING)
         .values(status=status)
     )
     if not closed.rowcount:  # type: ignore[attr-defined]
         return False
-    last = await session.scalar(
+    last = session.scalar(
         select(func.max(ChatEventRow.n)).where(ChatEventRow.message_id == message_id)
     )
-    await session.execute(
-        ADD_EVENTS.values(message_id=message_id, n=int(last or 0) + 1, data=final_data)
-    )
-    await session.run_sync(notify, EVENTS_CHANNEL, [message_id])
+    session.execute(ADD_EVENTS.values(message_id=message_id, n=int(last or 0) + 1, data=final_data))
+    notify(session, EVENTS_CHANNEL, [message_id])
     return True
 
 
 async def run_owner_status(db: Database, message_id: str) -> tuple[str, str] | None:
     """(user id, status) of a run whose events are kept; None when there is none."""
-    cutoff = utcnow() - KEPT_FOR
-    async with db.read() as session:
-        row = (
-            await session.execute(
-                select(ChatRun.user_id, ChatRun.status).where(
-                    ChatRun.message_id == message_id, ChatRun.created_at >= cutoff
-                )
-            )
-        ).first()
+    return await db.run_read(_owner_status, message_id, utcnow() - KEPT_FOR)
+
+
+def _owner_status(session: Session, message_id: str, cutoff: datetime) -> tuple[str, str] | None:
+    row = session.execute(
+        select(ChatRun.user_id, ChatRun.status).where(
+            ChatRun.message_id == message_id, ChatRun.created_at >= cutoff
+        )
+    ).first()
     return (row[0], row[1]) if row is not None else None
 
 
 async def events_after(db: Database, message_id: str, after: int) -> list[StoredEvent]:
-    async with db.read() as session:
-        rows = await session.execute(
-            select(ChatEventRow.n, ChatEventRow.data)
-            .where(ChatEventRow.message_id == message_id, ChatEventRow.n > after)
-            .order_by(ChatEventRow.n)
-        )
-        return [(n, data) for n, data in rows]
+    return await db.run_read(_events_after, message_id, after)
+
+
+def _events_after(session: Session, message_id: str, after: int) -> list[StoredEvent]:
+    rows = session.execute(
+        select(ChatEventRow.n, ChatEventRow.data)
+        .where(ChatEventRow.message_id == message_id, ChatEventRow.n > after)
+        .order_by(ChatEventRow.n)
+    )
+    return [(n, data) for n, data in rows]
 
 
 async def prune(db: Database, now: datetime | None = None) -> int:
     """Forget the events of runs older than 24 h (the runs stay: their usage counts for the
     month); the number of events removed."""
-    cutoff = (now or utcnow()) - KEPT_FOR
+    return await db.run_write(_prune, (now or utcnow()) - KEPT_FOR)
+
+
+def _prune(session: Session, cutoff: datetime) -> int:
     old = select(ChatRun.message_id).where(ChatRun.created_at < cutoff)
-    async with db.write() as session:
-        removed = await session.execute(
-            delete(ChatEventRow).where(ChatEventRow.message_id.in_(old))
-        )
-        return int(removed.rowcount)  # type: ignore[attr-defined]
+    removed = session.execute(delete(ChatEventRow).where(ChatEventRow.message_id.in_(old)))
+    return int(removed.rowcount)  # type: ignore[attr-defined]

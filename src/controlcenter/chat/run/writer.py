@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy.orm import Session
 from sqlalchemy.sql import Executable
 
 from controlcenter.chat.locks import hold_conversations
@@ -281,11 +282,7 @@ async def _still_running(db: Database, failed: _Pending) -> _Pending:
     interrupted by a process that took this one for dead. Their events can never be stored
     (nor in order), and trying again would go on for the process's whole life."""
     try:
-        async with db.read() as session:
-            found = select(ChatRun.message_id).where(
-                ChatRun.message_id.in_(failed.runs()), ChatRun.status == RUNNING
-            )
-            running = set((await session.scalars(found)).all())
+        running = await db.run_read(_running, failed.runs())
     except Exception:
         return failed  # the database is down: everything is tried again
     if len(running) < len(failed.runs()):
@@ -294,6 +291,14 @@ async def _still_running(db: Database, failed: _Pending) -> _Pending:
             runs=len(failed.runs()) - len(running),
         )
     return failed.retried(running)
+
+
+def _running(session: Session, message_ids: list[str]) -> set[str]:
+    """Those of the runs still marked running."""
+    found = select(ChatRun.message_id).where(
+        ChatRun.message_id.in_(message_ids), ChatRun.status == RUNNING
+    )
+    return set(session.scalars(found))
 
 
 def _fail(future: asyncio.Future[None], exc: BaseException) -> None:
@@ -319,24 +324,36 @@ async def _write_batch(db: Database, batch: _Pending) -> None:
     ]
     answers = [ending.end.answer for _, ending in ends if ending.end.answer is not None]
     writes = [write for stored in batch.writes.values() for write in stored]
-    async with db.write() as session:
-        # The lock order of `chat.locks`: the conversations of the runs that end or write,
-        # then their runs, messages and events. A deletion takes them in the same order.
-        ending = [e.end.conversation_id for _, e in ends if e.end.conversation_id]
-        held = await hold_conversations(session, [*ending, *(c for c, _, _ in writes)])
-        if answers:
-            await save_answers(session, [a for a in answers if a.conversation_id in held])
-        if events:
-            await session.execute(ADD_EVENTS, events)
-        for conversation_id, statement, params in writes:
-            if conversation_id in held:  # its rows went with a deleted conversation
-                await session.execute(statement, params)
-        if ends:
-            await session.execute(_END_RUN, [_end_row(m, ending.end) for m, ending in ends])
-        ended = [m for m, ending in ends if ending.end.status != INTERRUPTED]
-        if ended:
-            await session.execute(_DROP_RUNNING, {"runs": ended})
-        await session.run_sync(notify, EVENTS_CHANNEL, batch.runs())
+    run_ends = [(message_id, ending.end) for message_id, ending in ends]
+    await db.run_write(_store, answers, events, writes, run_ends, batch.runs())
+
+
+def _store(
+    session: Session,
+    answers: list[Message],
+    events: list[dict[str, Any]],
+    writes: list[Deferred],
+    ends: list[tuple[str, RunEnd]],
+    runs: list[str],
+) -> None:
+    """`_write_batch`'s transaction: `runs` are the message ids of every run in it."""
+    # The lock order of `chat.locks`: the conversations of the runs that end or write,
+    # then their runs, messages and events. A deletion takes them in the same order.
+    ending = [end.conversation_id for _, end in ends if end.conversation_id]
+    held = hold_conversations(session, [*ending, *(c for c, _, _ in writes)])
+    if answers:
+        save_answers(session, [a for a in answers if a.conversation_id in held])
+    if events:
+        session.execute(ADD_EVENTS, events)
+    for conversation_id, statement, params in writes:
+        if conversation_id in held:  # its rows went with a deleted conversation
+            session.execute(statement, params)
+    if ends:
+        session.execute(_END_RUN, [_end_row(m, end) for m, end in ends])
+    ended = [m for m, end in ends if end.status != INTERRUPTED]
+    if ended:
+        session.execute(_DROP_RUNNING, {"runs": ended})
+    notify(session, EVENTS_CHANNEL, runs)
 
 
 def _end_row(message_id: str, end: RunEnd) -> dict[str, Any]:
