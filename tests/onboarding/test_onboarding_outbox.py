@@ -8,7 +8,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from controlcenter.outbox.enqueue import enqueue
+from controlcenter.outbox.enqueue import pending
 from controlcenter.outbox.kinds import JobKind
 from controlcenter.outbox.models import OutboxJob
 from tests.conftest import RunningServer, UserFactory
@@ -91,8 +91,7 @@ async def test_rejected_saves_write_no_jobs(
     assert await jobs(server) == []
 
 
-async def test_enqueue_refuses_an_unknown_kind(server: RunningServer) -> None:
-    async with server.db.read() as db:
-        with pytest.raises(ValueError, match="unknown outbox job kind"):
-            # A plain string, not a declared kind, as an untyped caller could pass.
-            await enqueue(db, (cast(JobKind, "crm.launch_rockets"), {}))
+def test_an_unknown_kind_is_refused_before_anything_is_written() -> None:
+    with pytest.raises(ValueError, match="unknown outbox job kind"):
+        # A plain string, not a declared kind, as an untyped caller could pass.
+        pending((cast(JobKind, "crm.launch_rockets"), {}))

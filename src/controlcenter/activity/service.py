@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session
 
 from controlcenter.activity.inverses import ChangedSinceError, Done, undoable_of, write_of
 from controlcenter.activity.models import (
@@ -89,15 +90,9 @@ async def list_entries(
                 )
             )
         )
-    async with db.read() as session:
-        return await session.run_sync(
-            newest_first,
-            query,
-            ActivityEntry.created_at,
-            ActivityEntry.id,
-            limit=limit,
-            after=after,
-        )
+    return await db.run_read(
+        newest_first, query, ActivityEntry.created_at, ActivityEntry.id, limit=limit, after=after
+    )
 
 
 @dataclass(frozen=True)
@@ -110,8 +105,7 @@ class Undo:
 
     async def undo(self, user: UserRecord, entry_id: str) -> ActivityEntry:
         """The new entry that undid `entry_id`. Raises UndoRefusedError."""
-        async with self.db.read() as session:
-            entry = await session.get(ActivityEntry, entry_id)
+        entry = await self.db.run_read(_read_entry, entry_id)
         if entry is None or entry.user_id != user.id:
             raise UndoRefusedError(404, ENTRY_NOT_FOUND)
         if entry.status in (UNDONE, UNDOING):
@@ -139,11 +133,7 @@ class Undo:
             status=DONE,
             undo_of=entry.id,
         )
-        async with self.db.write() as session:
-            session.add(undone)
-            await session.execute(
-                update(ActivityEntry).where(ActivityEntry.id == entry.id).values(status=UNDONE)
-            )
+        await self.db.run_write(_record_undo, undone, entry.id)
         return undone
 
     async def _reverse(self, user: UserRecord, entry: ActivityEntry) -> str:
@@ -165,10 +155,24 @@ class Undo:
         return await self._set(entry_id, was, UNDOING)
 
     async def _set(self, entry_id: str, was: str, now: str) -> bool:
-        async with self.db.write() as session:
-            changed = await session.execute(
-                update(ActivityEntry)
-                .where(ActivityEntry.id == entry_id, ActivityEntry.status == was)
-                .values(status=now)
-            )
-        return bool(getattr(changed, "rowcount", 0) == 1)
+        return await self.db.run_write(_set_status, entry_id, was, now)
+
+
+def _read_entry(session: Session, entry_id: str) -> ActivityEntry | None:
+    return session.get(ActivityEntry, entry_id)
+
+
+def _record_undo(session: Session, undone: ActivityEntry, entry_id: str) -> None:
+    """The undo's entry added and the undone entry marked so, together."""
+    session.add(undone)
+    session.execute(update(ActivityEntry).where(ActivityEntry.id == entry_id).values(status=UNDONE))
+
+
+def _set_status(session: Session, entry_id: str, was: str, now: str) -> bool:
+    """Whether the entry's status went from `was` to `now` (False: it was not `was`)."""
+    changed = session.execute(
+        update(ActivityEntry)
+        .where(ActivityEntry.id == entry_id, ActivityEntry.status == was)
+        .values(status=now)
+    )
+    return bool(getattr(changed, "rowcount", 0) == 1)

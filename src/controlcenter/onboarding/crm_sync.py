@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from controlcenter.admin_settings import names as setting
 from controlcenter.admin_settings.names import SettingName
@@ -161,17 +162,21 @@ class CrmSync:
         user_id = job.payload.get("userId")
         if not isinstance(user_id, str):
             raise PermanentError("payload without userId")
-        async with self._db.read() as db:
-            user = await db.get(UserRecord, user_id)
-            if user is None:
-                raise PermanentError(f"user {user_id} no longer exists")
-            record = await db.scalar(select(Onboarding).where(Onboarding.userId == user_id))
-        return Broker(
-            email=user.email,
-            name=user.name,
-            brokerage=user.brokerage,
-            answers=_answers(record) if record is not None else {},
-        )
+        return await self._db.run_read(_read_broker, user_id)
+
+
+def _read_broker(session: Session, user_id: str) -> Broker:
+    """The user and their answers; PermanentError when the user no longer exists."""
+    user = session.get(UserRecord, user_id)
+    if user is None:
+        raise PermanentError(f"user {user_id} no longer exists")
+    record = session.scalar(select(Onboarding).where(Onboarding.userId == user_id))
+    return Broker(
+        email=user.email,
+        name=user.name,
+        brokerage=user.brokerage,
+        answers=_answers(record) if record is not None else {},
+    )
 
 
 def _unready(values: dict[str, str], part: Part) -> MissingSettings | None:

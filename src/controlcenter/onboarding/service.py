@@ -6,8 +6,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import Row, Table, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.dml import ReturningInsert
 
 from controlcenter.auth.models import UserRecord
 from controlcenter.db import Database, new_id, utcnow
@@ -15,7 +17,7 @@ from controlcenter.db.upserts import upsert
 from controlcenter.onboarding.crm_sync import SYNC_USER, TAG_HIGH_GCI, TAG_ONBOARDING_COMPLETE
 from controlcenter.onboarding.models import ARRAY_FIELDS, FIELDS, RECORD, RECORD_COLUMNS, Onboarding
 from controlcenter.onboarding.schemas import OnboardingInput
-from controlcenter.outbox.enqueue import Job, enqueue
+from controlcenter.outbox.enqueue import Job, PendingJob, enqueue, pending
 
 HIGH_GCI_MARKERS = ("100", "250")
 _TABLE: Table = Onboarding.__table__  # type: ignore[assignment]  # declared as a Table
@@ -28,6 +30,7 @@ _SET_BROKERAGE = (
     .where(_USERS.c.brokerage.is_distinct_from(bindparam("b_brokerage")))
     .values(brokerage=bindparam("b_brokerage"), updated_at=bindparam("b_now"))
 )
+_RECORD_OF = select(*RECORD_COLUMNS).where(_TABLE.c.user_id == bindparam("user_id"))
 
 StoredRecord = dict[str, Any]  # the record's stored values by `RECORD`'s names
 
@@ -37,10 +40,12 @@ class UserGoneError(Exception):
 
 
 async def get_onboarding(db: Database, user_id: str) -> StoredRecord | None:
-    query = select(*RECORD_COLUMNS).where(_TABLE.c.user_id == user_id)
-    async with db.read() as session:
-        row = (await session.execute(query)).first()
+    row = await db.run_read(_read_record, user_id)
     return dict(zip(RECORD, row, strict=True)) if row is not None else None
+
+
+def _read_record(session: Session, user_id: str) -> Row[Any] | None:
+    return session.connection().execute(_RECORD_OF, {"user_id": user_id}).first()
 
 
 def encode_array(values: list[str]) -> str:
@@ -96,21 +101,37 @@ class OnboardingSaves:
             key=("user_id",),
             update=(*values, "updated_at"),
         ).returning(*RECORD_COLUMNS)
-        jobs = _jobs(user_id, data.get("gciLast12Months", ""))
-        async with self._db.write() as session:
-            connection = await session.connection()
-            if brokerage:  # only a non-empty name sets it
-                parameters = {"b_id": user_id, "b_brokerage": brokerage, "b_now": now}
-                await connection.execute(_SET_BROKERAGE, parameters)
-            try:
-                row = (await connection.execute(saved)).one()
-            except IntegrityError as exc:
-                # The only constraint the upsert can break: `user_id` names no user.
-                raise UserGoneError(user_id) from exc
-            # No credential kept in memory holds the brokerage (those who show it read the
-            # row), so a save forgets none of them.
-            await enqueue(session, *jobs)
+        jobs = pending(*_jobs(user_id, data.get("gciLast12Months", "")))
+        set_brokerage = (
+            {"b_id": user_id, "b_brokerage": brokerage, "b_now": now}
+            if brokerage  # only a non-empty name sets it
+            else None
+        )
+        row = await self._db.run_write(_save, user_id, set_brokerage, saved, jobs)
         return dict(zip(RECORD, row, strict=True))
+
+
+def _save(
+    session: Session,
+    user_id: str,
+    set_brokerage: dict[str, Any] | None,
+    saved: ReturningInsert[Any],
+    jobs: list[PendingJob],
+) -> Row[Any]:
+    """The save's one transaction: the brokerage (`_SET_BROKERAGE`'s parameters, None to leave
+    it), the record (the upsert `saved`, whose row it returns) and the jobs."""
+    connection = session.connection()
+    if set_brokerage is not None:
+        connection.execute(_SET_BROKERAGE, set_brokerage)
+    try:
+        row = connection.execute(saved).one()
+    except IntegrityError as exc:
+        # The only constraint the upsert can break: `user_id` names no user.
+        raise UserGoneError(user_id) from exc
+    # No credential kept in memory holds the brokerage (those who show it read the row), so a
+    # save forgets none of them.
+    enqueue(session, jobs)
+    return row
 
 
 def _jobs(user_id: str, gci: str) -> list[Job]:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import insert
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from structlog.contextvars import get_contextvars
 
 from controlcenter.db import new_id, utcnow
@@ -18,24 +19,19 @@ REQUEST_ID = "requestId"
 _INSERT = insert(OutboxJob)
 
 Job = tuple[JobKind, dict[str, Any]]  # a kind and its payload
+PendingJob = dict[str, Any]  # a job's row, ready to insert
 
 
-async def enqueue(db: AsyncSession, *jobs: Job) -> None:
-    """Add pending jobs to `db`'s transaction, in one statement; they are committed (or rolled
-    back) with the caller's data. Refuses an undeclared kind, before anything is written.
-
-    Nothing is sent here: the worker delivers the jobs later, so a CRM outage or a crash
-    between commit and delivery delays the side effects but never loses them.
-    """
+def pending(*jobs: Job) -> list[PendingJob]:
+    """The rows of `jobs`, pending; refuses an undeclared kind. Built on the event loop, in the
+    context of the request that caused them (a unit of work runs in a thread that has none): each
+    carries its request id, so that their deliveries' records carry the same id."""
     for kind, _ in jobs:
         if not isinstance(kind, JobKind):
             raise ValueError(f"unknown outbox job kind: {kind}")
-    if not jobs:
-        return
-    # The request that caused the jobs, so that their deliveries' records carry the same id.
     request_id = get_contextvars().get("request_id")
     now = utcnow()
-    rows = [
+    return [
         {
             "id": new_id(),
             "kind": kind,
@@ -48,4 +44,14 @@ async def enqueue(db: AsyncSession, *jobs: Job) -> None:
         }
         for kind, payload in jobs
     ]
-    await db.execute(_INSERT, rows)
+
+
+def enqueue(session: Session, jobs: Sequence[PendingJob]) -> None:
+    """Add `jobs` (from `pending`) to `session`'s transaction, in one statement; they are
+    committed (or rolled back) with the caller's data.
+
+    Nothing is sent here: the worker delivers the jobs later, so a CRM outage or a crash
+    between commit and delivery delays the side effects but never loses them.
+    """
+    if jobs:
+        session.execute(_INSERT, list(jobs))

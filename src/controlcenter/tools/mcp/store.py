@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NoReturn
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from controlcenter.admin_settings.cipher import Cipher
 from controlcenter.admin_settings.names import is_mask, mask_secret
@@ -41,6 +42,8 @@ from controlcenter.tools.mcp.server import (
 )
 
 MCP_SERVERS = "mcp_servers"  # the topic of the kept servers
+
+_ALL = select(McpServerRow).order_by(McpServerRow.name)
 
 
 class NameTakenError(Exception):
@@ -160,13 +163,11 @@ class McpServerStore:
 
     async def all(self) -> list[StoredServer]:
         """Every server, by name. Raises SettingsDecryptError when a row cannot be decrypted."""
-        async with self._db.read() as session:
-            rows = (await session.scalars(select(McpServerRow).order_by(McpServerRow.name))).all()
+        rows = await self._db.run_read(_read_all)
         return [self._stored(row) for row in rows]
 
     async def get(self, server_id: str) -> StoredServer:
-        async with self._db.read() as session:
-            row = await session.get(McpServerRow, server_id)
+        row = await self._db.run_read(_read_server, server_id)
         if row is None:
             raise ServerNotFoundError(server_id)
         return self._stored(row)
@@ -197,63 +198,66 @@ class McpServerStore:
             updated_by=user_id,
         )
         try:
-            async with self._db.write() as session:
-                session.add(row)
-                await session.run_sync(mark_changed, MCP_SERVERS)
+            await self._db.run_write(_add_server, row)
         except IntegrityError as exc:
             await self._refuse_taken(name, exc)
         return await self.get(row.id)
 
     async def update(self, server_id: str, changes: ServerChanges, user_id: str) -> StoredServer:
+        """The server after `changes`. The stored credentials are decrypted and the new ones
+        encrypted between reading the row and writing it, outside the unit of work (the cipher
+        keeps what it decrypted in memory); the write goes through only while the row still
+        holds the credentials read, else the change is made again on the newer row, so a
+        concurrent change is never undone."""
         if changes.name is not None:
             _check_name(changes.name)
-        try:
-            async with self._db.write() as session:
-                row = await session.get(McpServerRow, server_id)
-                if row is None:
-                    raise ServerNotFoundError(server_id)
-                current = self._stored(row).server
-                if changes.name is not None:
-                    row.name = changes.name
-                if changes.url is not None:
-                    row.url = changes.url
-                if changes.enabled is not None:
-                    row.enabled = changes.enabled
-                token = current.bearer_token
-                if changes.bearer_token is not None and not is_mask(changes.bearer_token):
-                    token = changes.bearer_token
-                headers = list(current.headers)
-                if changes.headers is not None:
-                    headers = _kept_headers(current.headers, changes.headers)
-                client = _oauth_client(token, current.oauth, changes.oauth)
-                row.credentials_encrypted = self._credentials(token, headers, client)
-                row.updated_by = user_id
-                row.updated_at = utcnow()
-                await session.run_sync(mark_changed, MCP_SERVERS)
-        except IntegrityError as exc:
-            await self._refuse_taken(changes.name, exc)
+        written = False
+        while not written:
+            row = await self._db.run_read(_read_server, server_id)
+            if row is None:
+                raise ServerNotFoundError(server_id)
+            values = self._changed(row, changes, user_id)
+            try:
+                written = await self._db.run_write(
+                    _update_server, server_id, row.credentials_encrypted, values
+                )
+            except IntegrityError as exc:
+                await self._refuse_taken(changes.name, exc)
         return await self.get(server_id)
+
+    def _changed(self, row: McpServerRow, changes: ServerChanges, user_id: str) -> dict[str, Any]:
+        """The columns `changes` sets on `row`, its credentials with the stored values kept
+        where masked ones were sent. Raises MaskedUnknownError, CredentialsError."""
+        current = self._stored(row).server
+        values: dict[str, Any] = {}
+        if changes.name is not None:
+            values["name"] = changes.name
+        if changes.url is not None:
+            values["url"] = changes.url
+        if changes.enabled is not None:
+            values["enabled"] = changes.enabled
+        token = current.bearer_token
+        if changes.bearer_token is not None and not is_mask(changes.bearer_token):
+            token = changes.bearer_token
+        headers = list(current.headers)
+        if changes.headers is not None:
+            headers = _kept_headers(current.headers, changes.headers)
+        client = _oauth_client(token, current.oauth, changes.oauth)
+        values["credentials_encrypted"] = self._credentials(token, headers, client)
+        values["updated_by"] = user_id
+        values["updated_at"] = utcnow()
+        return values
 
     async def _refuse_taken(self, name: str | None, exc: IntegrityError) -> NoReturn:
         """NameTakenError when the refused write's name is another server's; any other
         refusal (the saving user deleted meanwhile) as it is: the constraint is read from the
         stored rows, not from the driver's words, which differ per database."""
-        if name is not None:
-            async with self._db.read() as session:
-                taken = await session.scalar(
-                    select(McpServerRow.id).where(McpServerRow.name == name)
-                )
-            if taken is not None:
-                raise NameTakenError(name) from exc
+        if name is not None and await self._db.run_read(_name_taken, name):
+            raise NameTakenError(name) from exc
         raise exc
 
     async def delete(self, server_id: str) -> None:
-        async with self._db.write() as session:
-            row = await session.get(McpServerRow, server_id)
-            if row is None:
-                raise ServerNotFoundError(server_id)
-            await session.delete(row)
-            await session.run_sync(mark_changed, MCP_SERVERS)
+        await self._db.run_write(_delete_server, server_id)
 
     def _credentials(
         self, bearer_token: str, headers: Sequence[tuple[str, str]], oauth: OAuthClient | None
@@ -282,6 +286,51 @@ class McpServerStore:
             oauth=_stored_oauth(plain.get("oauth")),
         )
         return StoredServer(row.id, row.enabled, server, row.created_at, row.updated_at)
+
+
+def _read_all(session: Session) -> list[McpServerRow]:
+    return list(session.scalars(_ALL))
+
+
+def _read_server(session: Session, server_id: str) -> McpServerRow | None:
+    return session.get(McpServerRow, server_id)
+
+
+def _name_taken(session: Session, name: str) -> bool:
+    return session.scalar(select(McpServerRow.id).where(McpServerRow.name == name)) is not None
+
+
+def _add_server(session: Session, row: McpServerRow) -> None:
+    session.add(row)
+    mark_changed(session, MCP_SERVERS)
+
+
+def _update_server(
+    session: Session, server_id: str, credentials_read: str, values: dict[str, Any]
+) -> bool:
+    """Whether the server still held `credentials_read` and now has `values` (False: it was
+    changed or removed since it was read, and nothing is written)."""
+    changed = session.execute(
+        update(McpServerRow)
+        .where(
+            McpServerRow.id == server_id,
+            McpServerRow.credentials_encrypted == credentials_read,
+        )
+        .values(values)
+    )
+    if getattr(changed, "rowcount", 0) != 1:
+        return False
+    mark_changed(session, MCP_SERVERS)
+    return True
+
+
+def _delete_server(session: Session, server_id: str) -> None:
+    """ServerNotFoundError when there is none."""
+    row = session.get(McpServerRow, server_id)
+    if row is None:
+        raise ServerNotFoundError(server_id)
+    session.delete(row)
+    mark_changed(session, MCP_SERVERS)
 
 
 def _check_name(name: str) -> None:
