@@ -19,9 +19,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import bindparam, select, update
+from sqlalchemy.orm import Session
 
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database, utcnow
@@ -131,14 +132,7 @@ class Leases:
             {"b_id": h.job.id, "b_lease": h.job.lease, "b_new_lease": new_lease} for h in held
         ]
         try:
-            async with self.db.write() as session:
-                connection = await session.connection()
-                renewed_count = (await connection.execute(_RENEW, parameters)).rowcount
-                if renewed_count == len(held):
-                    renewed = set(ids)
-                else:
-                    query = {"b_ids": ids, "b_new_lease": new_lease}
-                    renewed = set((await connection.execute(_RENEWED, query)).scalars())
+            renewed = await self.db.run_write(_renewed, ids, new_lease, parameters)
         except Exception:
             log.exception("outbox could not renew its leases; trying again", jobs=len(held))
             now = utcnow()
@@ -160,3 +154,14 @@ class Leases:
             )
             h.lost = True
             h.owner.cancel()
+
+
+def _renewed(
+    session: Session, ids: list[str], new_lease: datetime, parameters: list[dict[str, Any]]
+) -> set[str]:
+    """The jobs of `ids` whose lease this renewal moved to `new_lease`."""
+    connection = session.connection()
+    if connection.execute(_RENEW, parameters).rowcount == len(ids):
+        return set(ids)
+    query = {"b_ids": ids, "b_new_lease": new_lease}
+    return set(connection.execute(_RENEWED, query).scalars())

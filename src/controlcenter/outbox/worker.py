@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy import Row, Update, bindparam, or_, select, update
+from sqlalchemy.orm import Session
 from structlog.contextvars import bound_contextvars
 
 from controlcenter.common.logs import get_logger
@@ -82,6 +83,12 @@ _LEASE = (
     update(OutboxJob)
     .where(OutboxJob.id.in_(bindparam("b_ids", expanding=True)))
     .values(locked_until=bindparam("b_lease"))
+)
+# A cancelled delivery's job given back, unless another worker holds it by now.
+_RELEASE = (
+    update(OutboxJob)
+    .where(OutboxJob.id == bindparam("b_id"), OutboxJob.locked_until == bindparam("b_lease"))
+    .values(locked_until=None)
 )
 
 
@@ -172,13 +179,7 @@ class OutboxWorker:
     async def _release(self, jobs: list[ClaimedJob]) -> None:
         """Give cancelled jobs back at once instead of making others wait for the lease."""
         try:
-            async with self._db.write() as db:
-                for job in jobs:
-                    await db.execute(
-                        update(OutboxJob)
-                        .where(OutboxJob.id == job.id, OutboxJob.locked_until == job.lease)
-                        .values(locked_until=None)
-                    )
+            await self._db.run_write(_release, [{"b_id": j.id, "b_lease": j.lease} for j in jobs])
         except Exception:
             log.exception("outbox could not release its claims; they expire with the lease")
         else:
@@ -206,13 +207,7 @@ class OutboxWorker:
             return []
         now = utcnow()
         lease = now + timedelta(seconds=self._config.outbox_lease_s)
-        async with self._db.write() as db:
-            connection = await db.connection()
-            rows = (await connection.execute(_DUE, {"b_now": now, "b_limit": limit})).all()
-            if rows:
-                await connection.execute(
-                    _LEASE, {"b_ids": [row.id for row in rows], "b_lease": lease}
-                )
+        rows = await self._db.run_write(_claim, now, limit, lease)
         return [
             ClaimedJob(
                 id=row.id,
@@ -353,8 +348,7 @@ class OutboxWorker:
             .values(**values)
         )
         try:
-            async with self._db.write() as db:
-                saved = (await (await db.connection()).execute(statement)).rowcount
+            saved = await self._db.run_write(_rowcount, statement)
         except Exception:
             # The job keeps its lease and is reclaimed when it expires: delayed, not lost.
             log.exception("outbox could not save a job's outcome", job_id=job.id)
@@ -362,3 +356,20 @@ class OutboxWorker:
         if saved == 0:
             # Another worker reclaimed the job after our lease ran out: its outcome wins.
             log.warning("outbox lease lost before the outcome was saved", job_id=job.id)
+
+
+def _claim(session: Session, now: datetime, limit: int, lease: datetime) -> list[Row[Any]]:
+    """The due jobs' columns, each leased until `lease`."""
+    connection = session.connection()
+    rows = list(connection.execute(_DUE, {"b_now": now, "b_limit": limit}).all())
+    if rows:
+        connection.execute(_LEASE, {"b_ids": [row.id for row in rows], "b_lease": lease})
+    return rows
+
+
+def _release(session: Session, leases: list[dict[str, Any]]) -> None:
+    session.connection().execute(_RELEASE, leases)
+
+
+def _rowcount(session: Session, statement: Update) -> int:
+    return session.connection().execute(statement).rowcount
