@@ -24,11 +24,13 @@ the other from this process, after `WARM_CALLS` unmeasured ones:
 
 The floor under a unit of work of the service, each way alone in this process (CPU per call,
 after `WARM_CALLS`): one write transaction of one insert on the run's database (a table of its
-own, dropped after), the same statements each way: through the service's `Database` (a
-SQLAlchemy `AsyncSession`), and through the driver alone, with no SQLAlchemy: aiosqlite and
-sqlite3 on SQLite (`BEGIN IMMEDIATE`, the insert, `COMMIT`, on one open connection), asyncpg on
-PostgreSQL (the insert in `Connection.transaction()`). The drivers' rows are the floor; the
-session's row is what SQLAlchemy adds above it. The floor of a chat step (the provider and
+own, dropped after), the same statements each way: through the service's `Database`
+(`run_write`: on SQLite a sync `Session` in the writer's thread, on PostgreSQL
+`AsyncSession.run_sync`), on SQLite also through SQLAlchemy's `AsyncSession` on aiosqlite (the
+way the service does not take, set up as its writes are), and through the driver alone, with
+no SQLAlchemy: aiosqlite and sqlite3 on SQLite (`BEGIN IMMEDIATE`, the insert, `COMMIT`, on
+one open connection), asyncpg on PostgreSQL (the insert in `Connection.transaction()`). The
+drivers' rows are the floor; the service's row is what SQLAlchemy and its thread add above it. The floor of a chat step (the provider and
 tool calls through the SDKs alone) is the chat section's (bench/chat_floor.py): it sends the
 requests a lone chat sent, as the service sends them.
 
@@ -166,28 +168,33 @@ async def _sdk(url: str, key: str, body: dict[str, Any], calls: int) -> Way:
 
 
 INSERT = "INSERT INTO bench_unit (n) VALUES (1)"
-SESSION = "SQLAlchemy AsyncSession"
+SERVICE = "the service's Database.run_write"
+ASYNC_SESSION = "SQLAlchemy AsyncSession on aiosqlite"
 
 
 async def _units_of_work(url: str, calls: int) -> dict[str, float]:
-    """CPU per write transaction of one insert, by way: the service's `Database` (SQLAlchemy's
-    session) and the drivers alone on the same table."""
+    """CPU per write transaction of one insert, by way: the service's `Database`, SQLAlchemy's
+    `AsyncSession` on aiosqlite (SQLite: the way the service does not take), and the drivers
+    alone on the same table."""
     from sqlalchemy import text
+    from sqlalchemy.orm import Session
 
     from controlcenter.db import Database
 
+    def execute(session: Session, sql: str) -> None:
+        session.execute(text(sql))
+
     db = Database(url)
     try:
-        async with db.write() as session:
-            await session.execute(text("CREATE TABLE bench_unit (n INTEGER NOT NULL)"))
+        await db.run_write(execute, "CREATE TABLE bench_unit (n INTEGER NOT NULL)")
 
         async def call() -> None:
-            async with db.write() as session:
-                await session.execute(text(INSERT))
+            await db.run_write(execute, INSERT)
 
-        with step(f"{calls} write transactions, SQLAlchemy session"):
-            ways = {SESSION: (await _timed(call, calls, None)).cpu_s}
+        with step(f"{calls} write transactions, the service's Database"):
+            ways = {SERVICE: (await _timed(call, calls, None)).cpu_s}
         if db.is_sqlite:
+            ways[ASYNC_SESSION] = await _async_session_unit(url, calls)
             path = url.split(":///", 1)[1]
             ways["aiosqlite alone"] = await _aiosqlite_unit(path, calls)
             ways["sqlite3 alone"] = await _sqlite3_unit(path, calls)
@@ -195,9 +202,31 @@ async def _units_of_work(url: str, calls: int) -> dict[str, float]:
             ways["asyncpg alone"] = await _asyncpg_unit(url, calls)
         return ways
     finally:
-        async with db.write() as session:
-            await session.execute(text("DROP TABLE IF EXISTS bench_unit"))
+        await db.run_write(execute, "DROP TABLE IF EXISTS bench_unit")
         await db.dispose()
+
+
+async def _async_session_unit(url: str, calls: int) -> float:
+    """An `AsyncSession` write on an engine set up as the service's SQLite writes are (its
+    listeners, one connection)."""
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
+
+    from controlcenter.db.engine import configure_sqlite
+
+    engine = create_async_engine(url, pool_size=1, max_overflow=0)
+    configure_sqlite(engine.sync_engine, writes=True)
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    try:
+
+        async def call() -> None:
+            async with sessions() as session, session.begin():
+                await session.execute(text(INSERT))
+
+        with step(f"{calls} write transactions, {ASYNC_SESSION}"):
+            return (await _timed(call, calls, None)).cpu_s
+    finally:
+        await engine.dispose()
 
 
 async def _aiosqlite_unit(path: str, calls: int) -> float:
@@ -250,13 +279,13 @@ async def _asyncpg_unit(url: str, calls: int) -> float:
 
 
 def _floor_rows(db: str, calls: int, units_s: dict[str, float]) -> list[Row]:
-    """One write transaction's CPU, by way (SESSION and the drivers alone)."""
+    """One write transaction's CPU, by way (the service's, and the others beside it)."""
     return [
         Row(
             db,
             f"floor: one write transaction, {way}",
             f"{_us(cpu_s)} CPU",
-            baseline="" if way == SESSION else f"{SESSION} {_us(units_s[SESSION])}",
+            baseline="" if way == SERVICE else f"the service's {_us(units_s[SERVICE])}",
             note=f"{calls} sequential calls each; one insert",
         )
         for way, cpu_s in units_s.items()
