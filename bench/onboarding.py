@@ -29,6 +29,7 @@ from pathlib import Path
 
 import httpx
 from sqlalchemy import text
+from tests.dbtools import reading
 
 from bench.chat import percentile
 from bench.deploy import Deployment, Options
@@ -176,7 +177,7 @@ async def _answer(reader: asyncio.StreamReader) -> tuple[int, bytes]:
 async def _delivered(database_url: str) -> tuple[int, int]:
     database = Database(database_url)
     try:
-        async with database.read() as db:
+        async with reading(database) as db:
             rows = await db.execute(text("SELECT status, count(*) FROM outbox_jobs GROUP BY 1"))
             counts = {status: n for status, n in rows.all()}
     finally:

@@ -30,7 +30,8 @@ own, dropped after), the same statements each way: through the service's `Databa
 way the service does not take, set up as its writes are), and through the driver alone, with
 no SQLAlchemy: aiosqlite and sqlite3 on SQLite (`BEGIN IMMEDIATE`, the insert, `COMMIT`, on
 one open connection), asyncpg on PostgreSQL (the insert in `Connection.transaction()`). The
-drivers' rows are the floor; the service's row is what SQLAlchemy and its thread add above it. The floor of a chat step (the provider and
+drivers' rows are the floor; the service's row is what SQLAlchemy and its thread add above
+it. The floor of a chat step (the provider and
 tool calls through the SDKs alone) is the chat section's (bench/chat_floor.py): it sends the
 requests a lone chat sent, as the service sends them.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tests.dbtools import create_api_token
+from tests.dbtools import create_api_token, writing
 
 from bench.deploy import Deployment
 from controlcenter.admin_settings.store import SettingsStore
@@ -44,7 +44,7 @@ async def seed_accounts(
     database = Database(database_url)
     accounts: list[Account] = []
     try:
-        async with database.write() as db:
+        async with writing(database) as db:
             for i in range(count):
                 email = normalise_email(f"{prefix}{i}@bench.example.com")
                 user = UserRecord(
@@ -70,7 +70,7 @@ async def save_settings(
     database = Database(database_url)
     try:
         store = SettingsStore(database, fernet_key)
-        async with database.write() as db:
+        async with writing(database) as db:
             await store.save(db, values, user_id)
     finally:
         await database.dispose()

@@ -34,7 +34,7 @@ from controlcenter.outbox.worker import Handler
 from controlcenter.tables import Base
 from controlcenter.tools.router import ToolRouter
 from tests.answer_watch import AnswerWatch
-from tests.dbtools import create_api_token, worker_database
+from tests.dbtools import create_api_token, worker_database, writing
 from tests.fakes.server import listening_socket
 
 TEST_SECRET_KEY = "test-secret-key-" + "x" * 48
@@ -205,7 +205,7 @@ async def _clean_database(request: pytest.FixtureRequest) -> AsyncIterator[None]
     if "server" not in request.fixturenames:
         return
     server: RunningServer = request.getfixturevalue("server")
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         for table in reversed(Base.metadata.sorted_tables):
             await db.execute(table.delete())
     server.db.changes.forget_all()  # nothing the last test's requests kept counts any more
@@ -237,7 +237,7 @@ class UserFactory:
         email = email or f"{role}{self._count}-{os.urandom(3).hex()}@example.com"
         password = f"pw-{os.urandom(8).hex()}"
         config = self._server.config
-        async with self._server.db.write() as db:
+        async with writing(self._server.db) as db:
             user = await create_user(
                 db, email=email, password=password, name=f"{role} user", role=role
             )

@@ -1,21 +1,67 @@
-"""Database helpers for tests and benchmarks: an empty PostgreSQL schema, an API token added
-in a caller's transaction, a snapshot of every row, a failure injected by a trigger, and the
-write transactions committed meanwhile."""
+"""Database helpers for tests and benchmarks: sessions of the tests' own for looking at and
+setting up rows (`reading`, `writing`), an empty PostgreSQL schema, an API token added in a
+caller's transaction, a snapshot of every row, a failure injected by a trigger, and the write
+transactions committed meanwhile."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from sqlalchemy import event, make_url, select, text
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
+from sqlalchemy.pool import NullPool
 
 from controlcenter.auth.models import ApiTokenRecord, UserRecord
 from controlcenter.auth.tokens import hash_api_token, new_api_token
 from controlcenter.db import Database
+from controlcenter.db.engine import BUSY_TIMEOUT_S, configure_sqlite
 from controlcenter.tables import Base
+
+_TEST_ENGINES: weakref.WeakKeyDictionary[Database, dict[bool, AsyncEngine]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _test_engine(db: Database, *, writes: bool) -> AsyncEngine:
+    """An engine of the tests' own on `db`'s database, set up as the service's own (SQLite's
+    pragmas and IMMEDIATE writes; PostgreSQL's autocommit reads), with no pool: a connection
+    per session, opened on the test's event loop."""
+    engines = _TEST_ENGINES.setdefault(db, {})
+    engine = engines.get(writes)
+    if engine is None:
+        if db.is_sqlite:
+            engine = create_async_engine(
+                db.url, poolclass=NullPool, connect_args={"timeout": BUSY_TIMEOUT_S}
+            )
+            configure_sqlite(engine.sync_engine, writes=writes)
+        else:
+            engine = create_async_engine(db.url, poolclass=NullPool)
+            if not writes:
+                engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+        engines[writes] = engine
+    return engine
+
+
+@asynccontextmanager
+async def reading(db: Database) -> AsyncIterator[AsyncSession]:
+    """A session for looking at what the service stored (the service's own units of work run
+    through `Database.run_read` and `run_write`)."""
+    async with AsyncSession(_test_engine(db, writes=False), expire_on_commit=False) as session:
+        yield session
+
+
+@asynccontextmanager
+async def writing(db: Database) -> AsyncIterator[AsyncSession]:
+    """A transaction for setting up what a test needs, committed when the block ends. Caches
+    learn of it as of any other process's write: mark a topic changed with `run_write` when a
+    test needs this process's caches to forget at once."""
+    engine = _test_engine(db, writes=True)
+    async with AsyncSession(engine, expire_on_commit=False) as session, session.begin():
+        yield session
 
 
 async def reset_postgres(url: str) -> None:
@@ -61,7 +107,7 @@ async def snapshot(db: Database) -> dict[str, list[str]]:
     Bookkeeping that merely using a credential updates (`api_tokens.last_used_at`) is left out.
     """
     rows: dict[str, list[str]] = {}
-    async with db.read() as session:
+    async with reading(db) as session:
         for table in Base.metadata.sorted_tables:
             columns = [column for column in table.c if column.name not in _BOOKKEEPING]
             result = await session.execute(select(*columns))
@@ -97,7 +143,7 @@ async def failing_insert(db: Database, table: str, when: str) -> AsyncIterator[N
 
 
 async def _run(db: Database, statements: list[str]) -> None:
-    async with db.write() as session:
+    async with writing(db) as session:
         for statement in statements:
             await session.execute(text(statement))
 
@@ -113,7 +159,7 @@ def committed_writes(db: Database) -> Iterator[list[list[str]]]:
     their commits, as SQLAlchemy's engine events (`begin`, `before_cursor_execute`, `commit`,
     `rollback`) show them. Reads are left out: on SQLite they go through an engine of their
     own, on PostgreSQL they run in AUTOCOMMIT."""
-    engine = db.engine.sync_engine
+    engine = db.write_engine
     open_: dict[Connection, list[str]] = {}
     committed: list[list[str]] = []
 

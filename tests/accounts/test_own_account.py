@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from controlcenter.auth.models import ApiTokenRecord
 from tests.conftest import RunningServer, UserFactory
-from tests.dbtools import snapshot
+from tests.dbtools import reading, snapshot
 
 TOKENS = "/api/v1/auth/tokens"
 PASSWORD = "/api/v1/auth/password"
@@ -31,7 +31,7 @@ async def test_create_use_list_and_revoke_a_token(
     assert set(token) == {"id", "label", "createdAt", "lastUsedAt"}
     assert token["label"] == "laptop" and token["lastUsedAt"] is None
     assert secret.startswith("cct_")
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         stored = await db.get(ApiTokenRecord, token["id"])
     assert stored is not None and stored.token_hash == hashlib.sha256(secret.encode()).hexdigest()
 
@@ -54,7 +54,7 @@ async def test_another_users_token_is_unknown(
 ) -> None:
     broker = await users.create("user")
     boss = await users.create("super_admin")
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         theirs = await db.scalar(
             select(ApiTokenRecord.id).where(ApiTokenRecord.user_id == broker.id)
         )

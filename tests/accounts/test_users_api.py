@@ -14,7 +14,7 @@ from controlcenter.chat.models import ConversationRow, Message
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import OutboxJob
 from tests.conftest import AppUser, RunningServer, UserFactory
-from tests.dbtools import snapshot
+from tests.dbtools import reading, snapshot, writing
 
 URL = "/api/v1/admin/users"
 FORBIDDEN = {"error": "Forbidden"}
@@ -301,7 +301,7 @@ async def test_disabling_ends_every_session_and_token_at_once(
     for headers in credentials:
         assert not await is_accepted(client, headers)
     assert not await can_sign_in(client, broker.email, broker.password)
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         assert await db.scalar(select(func.count()).select_from(ApiTokenRecord)) == 1  # boss's only
         sessions = (await db.scalars(select(Session).where(Session.user_id == broker.id))).all()
         assert sessions and all(s.revoked_at is not None for s in sessions)
@@ -387,7 +387,7 @@ async def test_delete_removes_everything_and_cancels_pending_jobs(
             "/api/v1/onboarding", json={"gciLast12Months": "250k"}, headers=user.headers
         )
         assert saved.status_code == 200
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         conversation = ConversationRow(user_id=broker.id, title="t")
         db.add(conversation)
         await db.flush()
@@ -396,7 +396,7 @@ async def test_delete_removes_everything_and_cancels_pending_jobs(
     deleted = await client.delete(f"{URL}/{broker.id}", headers=admin.headers)
     assert (deleted.status_code, deleted.json()) == (200, {"success": True})
 
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         for model, column in (
             (UserRecord, UserRecord.id),
             (Session, Session.user_id),

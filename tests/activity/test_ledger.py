@@ -15,6 +15,7 @@ from controlcenter.tools.router import StaticSource
 from tests.activity.conftest import ACTIVITY, ADMIN_ACTIVITY, Desk
 from tests.chat.helpers import ISO, MESSAGE_ID
 from tests.conftest import RunningServer, UserFactory
+from tests.dbtools import reading
 
 ADA = {"firstName": "Ada", "lastName": "Lovelace", "email": "ada@example.com", "phone": "555-0100"}
 
@@ -153,7 +154,7 @@ async def test_the_ledger_is_the_owners_and_goes_with_the_user(
         f"/api/v1/admin/users/{desk.broker.id}", headers=admin.headers
     )
     assert deleted.status_code in (200, 204), deleted.text
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         assert await db.scalar(select(func.count()).select_from(ActivityEntry)) == 0
 
 

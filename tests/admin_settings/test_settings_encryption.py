@@ -13,6 +13,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from tests.conftest import RunningServer, UserFactory
+from tests.dbtools import reading
 
 URL = "/api/v1/admin/settings"
 
@@ -25,7 +26,7 @@ async def test_plaintext_of_a_saved_key_is_not_in_the_database(
     response = await client.put(URL, json={"providerAApiKey": plaintext}, headers=admin.headers)
     assert response.status_code == 200
 
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         stored = await db.scalar(
             text("SELECT value_encrypted FROM settings WHERE name = 'providerAApiKey'")
         )

@@ -12,7 +12,7 @@ from cryptography.fernet import Fernet
 from controlcenter.admin_settings.models import Setting
 from controlcenter.admin_settings.schemas import VALUE_MAX_CHARS
 from tests.conftest import RunningServer, UserFactory
-from tests.dbtools import failing_insert, snapshot
+from tests.dbtools import failing_insert, snapshot, writing
 
 URL = "/api/v1/admin/settings"
 STRING = {"message": "Input should be a valid string", "type": "string_type"}
@@ -174,7 +174,7 @@ async def test_get_is_500_when_a_value_cannot_be_decrypted(
 ) -> None:
     await client.put(URL, json={"tagHighGCI": "VIP"}, headers=admin.headers)
     foreign = Fernet(Fernet.generate_key()).encrypt(b"under another key").decode()
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         db.add(Setting(name="crmAgencyId", value_encrypted=foreign))
     response = await client.get(URL, headers=admin.headers)
     assert (response.status_code, response.json()) == (500, {"error": "Failed to fetch settings"})

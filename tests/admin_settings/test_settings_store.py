@@ -10,6 +10,7 @@ from sqlalchemy import text
 
 from controlcenter.admin_settings.store import SettingsDecryptError
 from tests.conftest import RunningServer, UserFactory
+from tests.dbtools import writing
 
 USED = ("crmAgencyId", "mcpServerUrl")
 
@@ -18,13 +19,13 @@ USED = ("crmAgencyId", "mcpServerUrl")
 async def unset(server: RunningServer) -> AsyncIterator[None]:
     """The server is the session's: leave none of these set for the next test."""
     yield
-    async with server.db.write() as session:
+    async with writing(server.db) as session:
         for name in USED:
             await server.settings.delete(session, name)
 
 
 async def _save(server: RunningServer, user_id: str, values: dict[str, str]) -> None:
-    async with server.db.write() as session:
+    async with writing(server.db) as session:
         await server.settings.save(session, values, user_id)
 
 
@@ -59,7 +60,7 @@ async def test_a_value_of_another_key_is_a_decrypt_error(
 ) -> None:
     admin = await users.create("super_admin")
     await _save(server, admin.id, {"crmAgencyId": "x"})
-    async with server.db.write() as session:
+    async with writing(server.db) as session:
         await session.execute(
             text(
                 "UPDATE settings SET value_encrypted = 'gAAAAAnot-a-token' "

@@ -8,6 +8,7 @@ from sqlalchemy import select
 from controlcenter.admin_settings.models import Setting
 from controlcenter.admin_settings.names import SettingName
 from tests.conftest import RunningServer, UserFactory
+from tests.dbtools import reading
 
 URL = "/api/v1/admin/settings"
 
@@ -114,7 +115,7 @@ async def test_unknown_keys_are_ignored_and_not_stored(
         headers=admin.headers,
     )
     assert (response.status_code, response.json()) == (200, {"success": True})
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         names = set((await db.scalars(select(Setting.name))).all())
     assert names == {"tagDFYRequested"}
 
@@ -129,7 +130,7 @@ async def test_saved_with_the_acting_user_and_readable_through_the_accessor(
         json={"providerBApiKey": "sk-openai-two-7890", "mcpServerUrl": "http://127.0.0.1:9/mcp"},
         headers=second.headers,
     )
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         rows = {row.name: row.updated_by for row in (await db.scalars(select(Setting))).all()}
     assert rows == {
         "providerAApiKey": first.id,
@@ -160,7 +161,7 @@ async def test_only_the_empty_string_counts_as_empty(
         URL, json={"tagHighGCI": "", "tasksListId": ""}, headers=admin.headers
     )
     assert (response.status_code, response.json()) == (200, {"success": True})
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         assert (await db.scalars(select(Setting.name))).all() == []
     await client.put(URL, json={"tagHighGCI": " "}, headers=admin.headers)
     assert await server.settings.get("tagHighGCI") == " "

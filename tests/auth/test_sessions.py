@@ -27,6 +27,7 @@ from controlcenter.auth.router import NOT_A_SESSION
 from controlcenter.auth.service import RequestAuth, start_session
 from controlcenter.web.errors import ApiError
 from tests.conftest import TEST_SECRET_KEY, AppUser, RunningServer, UserFactory
+from tests.dbtools import writing
 
 ME = "/api/v1/auth/me"
 UNAUTHORIZED = (401, {"error": "Unauthorized"})
@@ -112,14 +113,14 @@ async def test_session_of_another_user_under_own_subject(
 
 async def test_expired_token(server: RunningServer, users: UserFactory) -> None:
     user = await users.create()
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         row = await db.get(UserRecord, user.id)
         assert row is not None
         expired = await start_session(db, row, key=TEST_SECRET_KEY, ttl_s=-60)
     await assert_refused(server, expired)
     # A signature-valid, unexpired token whose session row has expired is refused too.
     sid = claims_of(user.token)["sid"]
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         await db.execute(
             update(Session)
             .where(Session.id == sid)
@@ -160,7 +161,7 @@ async def test_token_after_logout_cookie(server: RunningServer, users: UserFacto
 
 async def test_token_of_a_deleted_user(server: RunningServer, users: UserFactory) -> None:
     user = await users.create()
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         await db.execute(delete(UserRecord).where(UserRecord.id == user.id))
     await assert_refused(server, user.token)
     await assert_refused(server, user.api_token)

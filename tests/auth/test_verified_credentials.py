@@ -45,6 +45,7 @@ from controlcenter.config import Config
 from controlcenter.db import Database, utcnow
 from controlcenter.db.changes import mark_changed
 from tests.conftest import TEST_SECRET_KEY, AppUser, RunningServer, UserFactory
+from tests.dbtools import reading, writing
 from tests.fakes.server import listening_socket
 
 DASHBOARD = "/ocs/v2.php/apps/dashboard/api"
@@ -116,9 +117,9 @@ def counting_reads(database: Database) -> tuple[list[str], Callable[[], None]]:
     def seen(*args: Any) -> None:
         statements.append(str(args[2]))
 
-    event.listen(database.read_engine.sync_engine, "before_cursor_execute", seen)
+    event.listen(database.read_engine, "before_cursor_execute", seen)
     return statements, lambda: event.remove(
-        database.read_engine.sync_engine, "before_cursor_execute", seen
+        database.read_engine, "before_cursor_execute", seen
     )
 
 
@@ -204,7 +205,7 @@ async def test_a_check_that_a_change_overtook_is_not_kept(server: RunningServer)
     cache = verified_credentials(server.db)
     key = cache.key("basic", "b@example.com", "pw")
     read_under = cache.reading()
-    async with server.db.write() as db:  # a change commits while the check reads
+    async with writing(server.db) as db:  # a change commits while the check reads
         await db.run_sync(mark_changed, CREDENTIALS)
     cache.keep(read_under, key, Known(Principal(user=UserRecord(id="u"), session_id=None)))
     assert cache.get(key) is None
@@ -297,7 +298,7 @@ async def _deleted(server: RunningServer, user: AppUser) -> list[dict[str, str]]
 
 
 async def _token_revoked(server: RunningServer, user: AppUser) -> list[dict[str, str]]:
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         token_ids = [t.id for t in await _tokens_of(db, user.id)]
     for token_id in token_ids:
         assert await revoke_token(server.db, token_id)
@@ -371,7 +372,7 @@ async def test_a_change_outside_the_service_counts_once_marked(
     assert await accepted(other, user)
     outside = Database(server.db.url)
     try:
-        async with outside.write() as db:
+        async with writing(outside) as db:
             await db.execute(
                 update(UserRecord).where(UserRecord.id == user.id).values(disabled=True)
             )
@@ -391,7 +392,7 @@ async def test_a_process_forgets_its_own_change_once(
     """Its own write empties this process's caches as it commits; reading the stamps it set,
     or being notified of them, later empties nothing again."""
     user = await users.create()
-    async with server.db.write() as session:
+    async with writing(server.db) as session:
         await session.run_sync(mark_changed, CREDENTIALS)
     assert await accepted(server.db, user)  # read, and kept after the change
     # Several polls of the stamps (SQLite), or the change's own notification (PostgreSQL).

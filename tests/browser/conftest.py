@@ -27,6 +27,7 @@ from playwright.async_api import (
 from controlcenter.auth.models import UserRecord
 from tests.chat.helpers import set_settings
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import writing
 from tests.fakes.crm import FakeCrm
 from tests.fakes.llm import FakeAnthropic
 
@@ -144,7 +145,7 @@ async def broker(
         admin,
     )
     user = await users.create()
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         row = await db.get(UserRecord, user.id)
         assert row is not None
         row.crm_location_id = location

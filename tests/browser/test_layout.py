@@ -10,6 +10,7 @@ from controlcenter.auth.models import UserRecord
 from tests.browser.conftest import DESKTOP, PHONE, Browsing, sign_in
 from tests.chat.helpers import set_settings
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import writing
 from tests.fakes.crm import DEMO_AGENCY_TOKEN, DEMO_COMPANY_ID, DEMO_LOCATION_ID, FakeCrm, seed_demo
 from tests.fakes.demo_provider import demo_responder
 from tests.fakes.llm import FakeAnthropic
@@ -50,7 +51,7 @@ async def demo_broker(
         admin,
     )
     broker = await users.create(email="riley@example.com")
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         row = await db.get(UserRecord, broker.id)
         assert row is not None
         row.crm_location_id = DEMO_LOCATION_ID

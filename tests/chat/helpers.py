@@ -10,11 +10,11 @@ from typing import Any
 
 import httpx
 from httpx_sse import aconnect_sse
-from sqlalchemy import Engine, func, select
+from sqlalchemy import func, select
 
 from controlcenter.chat.models import ConversationRow, Message
-from controlcenter.db import Database
 from tests.conftest import AppUser, RunningServer
+from tests.dbtools import reading, writing
 from tests.fakes.llm import FakeAnthropic, FakeOpenAI
 
 CHAT = "/api/v1/control-center/chat"
@@ -84,7 +84,7 @@ def _block_text(block: dict[str, Any]) -> str:
 
 
 async def set_settings(server: RunningServer, values: dict[str, str], user: AppUser) -> None:
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         await server.settings.save(db, values, user.id)
 
 
@@ -109,14 +109,14 @@ def types(events: list[dict[str, Any]]) -> list[str]:
 
 
 async def count_rows(server: RunningServer) -> tuple[int, int]:
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         conversations = await db.scalar(select(func.count()).select_from(ConversationRow))
         messages = await db.scalar(select(func.count()).select_from(Message))
     return int(conversations or 0), int(messages or 0)
 
 
 async def stored_messages(server: RunningServer, conversation_id: str) -> list[Message]:
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         rows = await db.scalars(
             select(Message).where(Message.conversation_id == conversation_id).order_by(Message.seq)
         )
@@ -129,14 +129,3 @@ async def wait_for(predicate: Any, timeout_s: float = 5.0) -> None:
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError("condition not met in time")
         await asyncio.sleep(0.02)
-
-
-def write_engine(db: Database) -> Engine:
-    """The engine `db.run_write` runs its units of work on, for its events (on SQLite they
-    fire in the thread of the writes, not on the event loop)."""
-    return db._sqlite.write_engine if db.is_sqlite else db.engine.sync_engine
-
-
-def read_engine(db: Database) -> Engine:
-    """The engine `db.run_read` runs its units of work on (as `write_engine`)."""
-    return db._sqlite.read_engine if db.is_sqlite else db.read_engine.sync_engine

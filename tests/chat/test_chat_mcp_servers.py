@@ -16,6 +16,7 @@ from structlog.testing import capture_logs
 from controlcenter.auth.models import UserRecord
 from tests.chat.helpers import Llm, set_settings, stream_chat, types
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import writing
 from tests.fakes.highlevel_mcp import TOOLS, FakeHighLevelMcp, stored_highlevel
 from tests.fakes.llm import Reply, ToolUse
 from tests.fakes.oauth_mcp import CLIENT_SECRET, FakeOAuthMcp, stored_oauth
@@ -35,7 +36,7 @@ async def broker(
 ) -> AppUser:
     created = await users.create()
     await set_settings(server, {llm.setting: llm.fake.api_key}, created)
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         await db.execute(
             update(UserRecord).where(UserRecord.id == created.id).values(crm_location_id=location)
         )

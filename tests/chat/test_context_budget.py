@@ -24,6 +24,7 @@ from controlcenter.llm.types import (
 )
 from tests.chat.helpers import Llm, stream_chat, types
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import writing
 from tests.fakes.llm import Reply
 
 POLICY = "/api/v1/admin/chat-policy"
@@ -62,7 +63,7 @@ def test_the_oldest_turns_go_first_and_a_call_keeps_its_result() -> None:
 async def long_conversation(server: RunningServer, user: AppUser, count: int) -> str:
     """`count` stored messages of about 600 tokens each, user and assistant in turn."""
     start = utcnow() - timedelta(days=1)
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         conversation = ConversationRow(user_id=user.id, title="long")
         db.add(conversation)
         await db.flush()

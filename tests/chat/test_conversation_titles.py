@@ -11,6 +11,7 @@ from controlcenter.chat.models import ConversationRow, Message
 from controlcenter.db import new_id, utcnow
 from tests.chat.helpers import CONVERSATIONS, ISO, conversation_title
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import writing
 
 
 async def stored_conversation(
@@ -19,7 +20,7 @@ async def stored_conversation(
     """A conversation of `user` with a message per text (user, assistant, user...)."""
     when = utcnow() - timedelta(seconds=age_s)
     conversation_id = new_id()
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         db.add(
             ConversationRow(
                 id=conversation_id, user_id=user.id, title=title, created_at=when, updated_at=when

@@ -17,6 +17,7 @@ from sqlalchemy import select
 from controlcenter.chat.models import ChatRun
 from tests.chat.helpers import CHAT, CONVERSATIONS, Llm, set_settings
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import reading
 from tests.fakes.llm import Reply
 
 RACES = 200
@@ -61,7 +62,7 @@ async def test_deletions_racing_their_answers_ends_neither_fail_nor_lose_an_answ
     assert {ending["type"] for ending in endings} <= {"message_complete", "error"}
     assert {ending["error"] for ending in endings if ending["type"] == "error"} <= {DELETED}
     message_ids = [events[0]["messageId"] for _, events in outcomes]
-    async with server.db.read() as session:
+    async with reading(server.db) as session:
         statuses = await session.scalars(
             select(ChatRun.status).where(ChatRun.message_id.in_(message_ids))
         )

@@ -27,8 +27,8 @@ from controlcenter.chat.run.stored import events_after, run_owner_status
 from controlcenter.chat.run.writer import EventWriter, RunEnd, RunUsage
 from controlcenter.chat.signals import Signals
 from controlcenter.db import Database, utcnow
-from tests.chat.helpers import write_engine
 from tests.conftest import UserFactory
+from tests.dbtools import reading, writing
 
 RUNS = 40
 EVENTS = 25
@@ -42,7 +42,7 @@ def counted_commits(db: Database) -> Iterator[list[object]]:
     def committed(connection: object) -> None:
         commits.append(connection)
 
-    engine = write_engine(db)
+    engine = db.write_engine
     event.listen(engine, "commit", committed)
     try:
         yield commits
@@ -122,12 +122,12 @@ def _answer(
 
 
 async def _stored_answer(db: Database, message_id: str) -> Message | None:
-    async with db.read() as session:
+    async with reading(db) as session:
         return await session.scalar(select(Message).where(Message.id == message_id))
 
 
 async def _updated_at(db: Database, conversation_id: str) -> datetime:
-    async with db.read() as session:
+    async with reading(db) as session:
         conversation = await session.get(ConversationRow, conversation_id)
         assert conversation is not None
         return conversation.updated_at
@@ -146,7 +146,7 @@ async def test_many_runs_share_transactions_and_keep_every_event_in_order(
         stored = await events_after(db, run.message_id, 0)
         assert [n for n, _ in stored] == list(range(1, EVENTS + 2))
         assert stored[-1][1] == event_data(_delta(f"{run.message_id} part {EVENTS - 1}"))
-    async with db.read() as session:
+    async with reading(db) as session:
         ended = (
             await session.execute(
                 select(ChatRun.status, ChatRun.input_tokens, ChatRun.provider_calls).where(
@@ -193,7 +193,7 @@ async def test_the_events_of_a_run_deleted_with_its_user_are_dropped(
     user = await users.create()
     writer = EventWriter(db, signals, window_s=0.01)
     gone, kept = await _started(db, signals, writer, user.id, "gone", 2)
-    async with db.write() as session:
+    async with writing(db) as session:
         await session.execute(delete(ChatRun).where(ChatRun.message_id == gone.message_id))
     with capture_logs() as logs:
         gone.send(_delta("nowhere to go"))
@@ -303,7 +303,7 @@ async def test_a_refused_answer_loses_nothing_and_the_run_still_ends(
     user = await users.create()
     writer = EventWriter(db, signals, window_s=0.1)
     (run,) = await _started(db, signals, writer, user.id, "refused", 1)
-    async with db.write() as session:
+    async with writing(db) as session:
         session.add(_answer(run, "taken"))
     run.send(_delta("pending"))
     last = _delta("last")
@@ -329,7 +329,7 @@ async def test_an_answer_whose_conversation_was_deleted_is_not_saved_and_the_run
     user = await users.create()
     writer = EventWriter(db, signals, window_s=0.1)
     (run,) = await _started(db, signals, writer, user.id, "deleted", 1)
-    async with db.write() as session:
+    async with writing(db) as session:
         await session.execute(
             delete(ConversationRow).where(ConversationRow.id == run.conversation_id)
         )
@@ -349,7 +349,7 @@ async def test_nothing_of_the_last_write_is_stored_when_the_answer_s_id_is_taken
     user = await users.create()
     writer = EventWriter(db, signals, window_s=3600.0)
     (run,) = await _started(db, signals, writer, user.id, "atomic", 1)
-    async with db.write() as session:
+    async with writing(db) as session:
         session.add(_answer(run, "the first"))
     touched = await _updated_at(db, run.conversation_id)
     with pytest.raises(IntegrityError):
@@ -370,7 +370,7 @@ async def test_the_real_end_replaces_an_interrupted_copy(
     user = await users.create()
     writer = EventWriter(db, signals)
     (run,) = await _started(db, signals, writer, user.id, "copy", 1)
-    async with db.write() as session:  # what another process's close_stale saves
+    async with writing(db) as session:  # what another process's close_stale saves
         session.add(
             Message(
                 id=run.message_id,
@@ -383,7 +383,7 @@ async def test_the_real_end_replaces_an_interrupted_copy(
         )
     answer = _answer(run, "The whole answer")
     await run.finish(DONE, _delta("last"), answer)
-    async with db.read() as session:
+    async with reading(db) as session:
         rows = (await session.scalars(select(Message).where(Message.id == run.message_id))).all()
     assert len(rows) == 1
     stored = rows[0]
@@ -405,11 +405,11 @@ async def test_a_connection_the_server_dropped_is_replaced_and_nothing_is_lost(
     writer = EventWriter(db, signals, window_s=0.01)
     (run,) = await _started(db, signals, writer, user.id, "dropped", 1)
     await _written(signals, run, "before")
-    async with db.read() as session:  # the pooled connection the writer used
-        pid = await session.scalar(text("SELECT pg_backend_pid()"))
+    # The pooled connection the writer used (reads and writes share the pool on PostgreSQL).
+    pid = await db.run_read(lambda session: session.scalar(text("SELECT pg_backend_pid()")))
     other = Database(db.url)  # another process's connection
     try:
-        async with other.write() as session:
+        async with writing(other) as session:
             ended = await session.scalar(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
     finally:
         await other.dispose()
@@ -447,7 +447,7 @@ async def test_answers_ending_while_one_is_written_share_the_next_transaction(
     entered = asyncio.Event()
     loop = asyncio.get_running_loop()
 
-    def writing(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+    def executed(_conn: object, _cursor: object, statement: str, *_: object) -> None:
         # A write's first statement: SQLite's `BEGIN IMMEDIATE`, PostgreSQL's lock of the
         # conversations (`chat.locks`); either waits for the other connection. On SQLite in
         # the thread of the writes.
@@ -456,10 +456,10 @@ async def test_answers_ending_while_one_is_written_share_the_next_transaction(
 
     other = Database(db.url)
     last = _delta("last")
-    event.listen(write_engine(db), "before_cursor_execute", writing)
+    event.listen(db.write_engine, "before_cursor_execute", executed)
     try:
         with counted_commits(db) as commits:
-            async with other.write() as holding:
+            async with writing(other) as holding:
                 await holding.run_sync(hold_conversations, [first.conversation_id])
                 ending = [asyncio.create_task(first.finish(DONE, last, _answer(first)))]
                 await entered.wait()
@@ -471,7 +471,7 @@ async def test_answers_ending_while_one_is_written_share_the_next_transaction(
                 assert not any(task.done() for task in ending)
             await asyncio.gather(*ending)
     finally:
-        event.remove(write_engine(db), "before_cursor_execute", writing)
+        event.remove(db.write_engine, "before_cursor_execute", executed)
         await other.dispose()
     assert len(commits) == 2
     for run in (first, *others):
@@ -490,7 +490,7 @@ async def test_an_answer_refused_in_a_shared_transaction_fails_alone(
     writer = EventWriter(db, signals, window_s=0.1)
     runs = await _started(db, signals, writer, user.id, "alone", 5)
     bad = runs[2]
-    async with db.write() as session:
+    async with writing(db) as session:
         session.add(_answer(bad, "the first"))  # its id taken
     last = _delta("last")
     for run in runs:

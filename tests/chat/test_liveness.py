@@ -33,6 +33,7 @@ from controlcenter.db import Database, utcnow
 from tests.chat.helpers import CHAT, Llm, wait_for
 from tests.chat.test_resume import read_frames
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import reading, writing
 from tests.fakes.llm import Reply
 from tests.outbox.conftest import wait_for as wait_until
 
@@ -60,7 +61,7 @@ async def _answer_started(
 
 
 async def _running_row(db: Database, answer_id: str) -> RunningMessage | None:
-    async with db.read() as session:
+    async with reading(db) as session:
         return await session.get(RunningMessage, answer_id)
 
 
@@ -92,7 +93,7 @@ async def test_a_busy_loop_is_not_taken_for_a_dead_process(
         assert await other.close_stale() == 0
         row = await _running_row(db, answer_id)
         assert row is not None and row.heartbeat_at > blocked
-        async with db.read() as session:
+        async with reading(db) as session:
             assert await session.scalar(select(Message).where(Message.id == answer_id)) is None
     finally:
         task.cancel()
@@ -106,13 +107,13 @@ async def test_a_beat_that_finds_nothing_stale_takes_no_write_lock(
     write lock: held while the loop was blocked, it kept the heartbeat's thread from
     writing, and the process's live answers were closed as interrupted."""
     _, answer_id = await _answer_started(db, users)
-    async with db.write() as session:  # a live answer of another process
+    async with writing(db) as session:  # a live answer of another process
         session.add(
             RunningMessage(message_id=answer_id, owner="another-process", heartbeat_at=utcnow())
         )
     writer = Database(database_url)
     try:
-        async with writer.write() as session:  # another process holds the write lock
+        async with writing(writer) as session:  # another process holds the write lock
             await session.execute(
                 update(RunningMessage)
                 .where(RunningMessage.message_id == answer_id)
@@ -140,7 +141,7 @@ async def test_a_dead_process_is_still_closed(db: Database, users: UserFactory) 
     await asyncio.gather(task, return_exceptions=True)
     later = utcnow() + 2 * STALE  # another process, once the row's heartbeat is stale
     assert await Liveness(db, INTERVAL_S, now=lambda: later).close_stale() == 1
-    async with db.read() as session:
+    async with reading(db) as session:
         closed = await session.scalar(select(Message).where(Message.id == answer_id))
     assert closed is not None
     assert (closed.content, closed.interrupted) == ("Cut", True)
@@ -168,7 +169,7 @@ async def test_a_dead_processs_answer_is_rebuilt_from_its_stored_events(
     )
     later = utcnow() + 2 * STALE
     assert await Liveness(db, INTERVAL_S, now=lambda: later).close_stale() == 1
-    async with db.read() as session:
+    async with reading(db) as session:
         closed = await session.scalar(select(Message).where(Message.id == answer_id))
     assert closed is not None and closed.interrupted
     assert (closed.content, closed.tool_calls, closed.tool_results) == (
@@ -185,7 +186,7 @@ async def test_a_dead_processs_answer_is_rebuilt_from_its_stored_events(
 
 async def _stored_events(db: Database, answer_id: str, events: list[dict[str, object]]) -> None:
     """The events a run's writer stored after its `message_start`."""
-    async with db.write() as session:
+    async with writing(db) as session:
         for n, event in enumerate(events, start=2):
             session.add(ChatEventRow(message_id=answer_id, n=n, data=json.dumps(event)))
 
@@ -204,7 +205,7 @@ async def test_a_run_cut_before_its_first_event_after_message_start_is_closed(
     assert await closer.close_stale() == 1
     assert await closer.close_stale() == 0  # closed once
     assert await _running_row(db, answer_id) is None
-    async with db.read() as session:
+    async with reading(db) as session:
         closed = await session.scalar(select(Message).where(Message.id == answer_id))
         run = await session.get(ChatRun, answer_id)
     assert closed is not None
@@ -235,14 +236,14 @@ async def test_a_run_whose_conversation_was_deleted_before_its_process_died_is_c
     still closes the run, and its stream ends with the interrupted error."""
     dead = Liveness(db, INTERVAL_S)  # never runs: its process died
     conversation_id, answer_id = await _answer_started(db, users, dead.owner)
-    async with db.read() as session:
+    async with reading(db) as session:
         run = await session.get(ChatRun, answer_id)
     assert run is not None
     assert await delete_conversation(db, run.user_id, conversation_id)
     later = utcnow() + 2 * STALE
     assert await Liveness(db, INTERVAL_S, now=lambda: later).close_stale() == 1
     assert await _running_row(db, answer_id) is None
-    async with db.read() as session:
+    async with reading(db) as session:
         run = await session.get(ChatRun, answer_id)
         saved = await session.scalar(select(Message).where(Message.id == answer_id))
     assert run is not None and run.status == INTERRUPTED
@@ -261,7 +262,7 @@ async def test_a_run_still_marked_running_without_its_liveness_row_is_closed(
     own = Liveness(db, 60.0, now=utcnow)
     _, old_id = await _answer_started(db, users, own.owner)
     _, young_id = await _answer_started(db, users, own.owner)
-    async with db.write() as session:
+    async with writing(db) as session:
         await session.execute(
             delete(RunningMessage).where(RunningMessage.message_id.in_([old_id, young_id]))
         )
@@ -275,7 +276,7 @@ async def test_a_run_still_marked_running_without_its_liveness_row_is_closed(
     closer.owner = own.owner  # the run's own process
     assert await closer.close_stale() >= 1
     assert await closer.close_stale() == 0  # closed once
-    async with db.read() as session:
+    async with reading(db) as session:
         old = await session.get(ChatRun, old_id)
         young = await session.get(ChatRun, young_id)
     assert old is not None and old.status == INTERRUPTED
@@ -290,7 +291,7 @@ async def test_a_live_run_is_not_closed(db: Database, users: UserFactory) -> Non
     alive = Liveness(db, INTERVAL_S)
     _, answer_id = await _answer_started(db, users, alive.owner)
     assert await Liveness(db, INTERVAL_S).close_stale() == 0
-    async with db.read() as session:
+    async with reading(db) as session:
         run = await session.get(ChatRun, answer_id)
     assert run is not None and run.status == RUNNING
 
@@ -321,7 +322,7 @@ async def test_a_run_cancelled_at_shutdown_ends_its_stream_as_interrupted(
     await chat.runs.drain(0.01)
     stored = await events_after(server.db, message_id, 1)
     assert json.loads(stored[-1][1]) == {"type": "error", "error": "The answer was interrupted"}
-    async with server.db.read() as session:
+    async with reading(server.db) as session:
         run = await session.get(ChatRun, message_id)
     assert run is not None and run.status == INTERRUPTED
     # The liveness task still runs (the server goes on): an answer that ends now has its row

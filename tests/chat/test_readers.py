@@ -20,7 +20,6 @@ from controlcenter.chat.run.stored import close_run
 from controlcenter.chat.run.writer import EventWriter
 from controlcenter.chat.signals import Signals
 from controlcenter.db import Database
-from tests.chat.helpers import read_engine
 from tests.conftest import RunningServer, UserFactory
 
 READERS = 100
@@ -62,7 +61,7 @@ async def test_many_waiting_readers_make_no_query_of_their_own(
         return not [s for s in statements if any(read in s for read in READER_READS)]
 
     got: list[list[Any]] = [[] for _ in range(READERS)]
-    event.listen(read_engine(db), "before_cursor_execute", executed)
+    event.listen(db.read_engine, "before_cursor_execute", executed)
     try:
         readers = [asyncio.create_task(_read(db, signals, message_id, into)) for into in got]
         # Each reader reads what is stored, is woken once by the process's first look (it
@@ -75,7 +74,7 @@ async def test_many_waiting_readers_make_no_query_of_their_own(
         statements.clear()
         await asyncio.sleep(10 * signals.poll_s if db.is_sqlite else 1.0)
     finally:
-        event.remove(read_engine(db), "before_cursor_execute", executed)
+        event.remove(db.read_engine, "before_cursor_execute", executed)
     assert polls_only()
     polls = [s for s in statements if POLL in s]
     if db.is_sqlite:  # one query per interval for all of them, none per reader

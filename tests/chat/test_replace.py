@@ -20,6 +20,7 @@ from tests.chat.helpers import (
 )
 from tests.chat.test_resume import events_url, read_frames
 from tests.conftest import AppUser, RunningServer
+from tests.dbtools import reading, writing
 from tests.fakes.llm import ErrorReply, Reply
 
 
@@ -188,7 +189,7 @@ async def test_a_replace_in_another_users_or_an_unknown_conversation_finds_none(
 async def test_a_conversation_without_a_message_has_nothing_to_replace(
     client: httpx.AsyncClient, server: RunningServer, llm: Llm, user: AppUser
 ) -> None:
-    async with server.db.write() as session:
+    async with writing(server.db) as session:
         conversation = ConversationRow(user_id=user.id, title="Empty")
         session.add(conversation)
         await session.flush()
@@ -215,7 +216,7 @@ async def test_a_replacing_answer_has_its_liveness_row_while_it_runs(
     body = {"conversationId": conversation_id, "provider": llm.name, "replace": "lastAnswer"}
     running = await read_frames(client, "POST", f"{CHAT}?ids=1", user, body=body, stop_after=1)
     message_id = running[0][1]["messageId"]
-    async with server.db.read() as session:
+    async with reading(server.db) as session:
         row = await session.get(RunningMessage, message_id)
         run = await session.get(ChatRun, message_id)
     assert row is not None

@@ -16,6 +16,7 @@ from controlcenter.db import utcnow
 from tests.chat.conftest import ToolLog, recording_tool
 from tests.chat.helpers import CHAT, Llm, stored_messages, stream_chat, types, wait_for
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import writing
 from tests.fakes.llm import Reply, ToolUse
 
 Frame = tuple[str, dict[str, Any]]  # (id, event)
@@ -167,7 +168,7 @@ async def test_events_are_kept_24_hours(
     await wait_for(finished)
     assert await prune(server.db) == 0
     assert len(await events_after(server.db, message_id, 0)) == 3
-    async with server.db.write() as db:  # a day and a bit later
+    async with writing(server.db) as db:  # a day and a bit later
         await db.execute(
             update(ChatRun)
             .where(ChatRun.message_id == message_id)
@@ -189,7 +190,7 @@ async def test_an_answer_closed_as_interrupted_meanwhile_still_ends_and_replays(
     body = {"message": "hi", "provider": llm.name}
     first = await read_frames(client, "POST", f"{CHAT}?ids=1", user, body=body, stop_after=1)
     message_id, conversation_id = first[0][1]["messageId"], first[0][1]["conversationId"]
-    async with server.db.write() as session:  # what another process's close_stale saves
+    async with writing(server.db) as session:  # what another process's close_stale saves
         session.add(
             Message(
                 id=message_id,

@@ -21,8 +21,8 @@ from controlcenter.chat.run.runs import ChatRuns
 from controlcenter.chat.signals import ASKED_STOPS, Signals
 from controlcenter.db import Database, utcnow
 from controlcenter.db.migrate import upgrade
-from tests.chat.helpers import read_engine
 from tests.conftest import RunningServer, UserFactory
+from tests.dbtools import reading
 
 
 async def test_a_stop_asked_elsewhere_stops_the_run_here_and_no_other(
@@ -77,7 +77,7 @@ async def test_a_waiting_run_reads_no_stop_flags_while_nobody_stops(
             loop.call_soon_threadsafe(stamps_read.set)
 
     await db.changes.start()
-    event.listen(read_engine(db), "before_cursor_execute", note)
+    event.listen(db.read_engine, "before_cursor_execute", note)
     runs = ChatRuns(db)
     run = None
     try:
@@ -88,7 +88,7 @@ async def test_a_waiting_run_reads_no_stop_flags_while_nobody_stops(
         await request_stop(db, runs.signals, run.message_id, user.id)
         assert await run.unless_stopped(asyncio.Event().wait()) is None
     finally:
-        event.remove(read_engine(db), "before_cursor_execute", note)
+        event.remove(db.read_engine, "before_cursor_execute", note)
         if run is not None:
             run.dismiss()
         await runs.drain(1.0)
@@ -101,7 +101,7 @@ _STAMPS_READ = "SELECT change_stamps.topic, change_stamps.stamp \nFROM change_st
 async def _stops_asked(db: Database) -> list[str]:
     """What a process reads when the stop flags' stamp moved: the running runs a stop was
     asked for."""
-    async with db.read() as session:
+    async with reading(db) as session:
         return list(await session.scalars(ASKED_STOPS))
 
 

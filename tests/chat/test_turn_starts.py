@@ -11,10 +11,11 @@ from controlcenter.chat.run.start import StartedTurn, StoredText, start_turn
 from controlcenter.chat.run.stored import events_after, run_owner_status
 from controlcenter.db import Database
 from tests.conftest import UserFactory
+from tests.dbtools import reading, writing
 
 
 async def _messages(db: Database, conversation_id: str) -> list[str]:
-    async with db.read() as session:
+    async with reading(db) as session:
         rows = await session.scalars(
             select(Message.content)
             .where(Message.conversation_id == conversation_id)
@@ -49,7 +50,7 @@ async def test_a_turn_starts_or_continues_the_callers_conversation(
     assert await _start(db, mine.id, "", "x", "msg_1_startnotanid") is None  # names none
     assert await _messages(db, kept.conversation_id) == ["Earlier", "Again", "Once more"]
     assert await _messages(db, other.conversation_id) == ["Theirs"]
-    async with db.read() as session:
+    async with reading(db) as session:
         continued = await session.get(ConversationRow, kept.conversation_id)
         titles = await session.scalars(
             select(ConversationRow.title).where(ConversationRow.user_id == mine.id)
@@ -67,7 +68,7 @@ async def test_a_turn_starts_or_continues_the_callers_conversation(
 async def test_a_start_the_database_refuses_saves_nothing(db: Database, users: UserFactory) -> None:
     user = await users.create()
     assert await _start(db, user.id, None, "x", "msg_1_dup") is not None
-    async with db.read() as session:
+    async with reading(db) as session:
         before = await session.scalar(select(func.count()).select_from(Message))
     try:
         await _start(db, user.id, None, "refused", "msg_1_dup")  # the run's id is taken
@@ -75,7 +76,7 @@ async def test_a_start_the_database_refuses_saves_nothing(db: Database, users: U
         assert "unique" in str(exc).lower() or "duplicate" in str(exc).lower()
     else:
         raise AssertionError("a taken run id was accepted")
-    async with db.read() as session:
+    async with reading(db) as session:
         after = await session.scalar(select(func.count()).select_from(Message))
     assert after == before
 
@@ -88,7 +89,7 @@ async def test_a_conversation_without_messages_is_continued_with_an_empty_histor
     mine, theirs = await users.create(), await users.create()
     kept = await _start(db, mine.id, None, "Gone", "msg_1_gone1")
     assert kept is not None
-    async with db.write() as session:
+    async with writing(db) as session:
         await session.execute(
             delete(Message).where(Message.conversation_id == kept.conversation_id)
         )

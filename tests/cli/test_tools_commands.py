@@ -18,6 +18,7 @@ from controlcenter.db.migrate import upgrade
 from controlcenter.tools.mcp.store import McpServerStore
 from controlcenter.tools.router import StaticSource, ToolRouter
 from tests.cli.conftest import Cli
+from tests.dbtools import reading, writing
 from tests.fakes.crm import FakeCrm
 from tests.fakes.highlevel_mcp import FakeHighLevelMcp, create_highlevel
 from tests.fakes.mcp_server import FakeMcp
@@ -51,7 +52,7 @@ def prepare(cli: ToolsCli, location: str, settings: dict[str, str]) -> None:
         database = Database(cli.env["DATABASE_URL"])
         try:
             store = SettingsStore(database, cli.extra["SETTINGS_ENCRYPTION_KEY"])
-            async with database.write() as db:
+            async with writing(database) as db:
                 admin = await create_user(db, email="boss@example.com", password="x" * 12)
                 broker = await create_user(db, email=EMAIL, password="x" * 12)
                 broker.crm_location_id = location
@@ -176,10 +177,10 @@ def store_highlevel(cli: ToolsCli, fake: FakeHighLevelMcp, mcp_server_url: str) 
         try:
             store = SettingsStore(database, cli.extra["SETTINGS_ENCRYPTION_KEY"])
             servers = McpServerStore(database, store.cipher, ttl_s=0)
-            async with database.read() as db:
+            async with reading(database) as db:
                 admin = await get_user_by_email(db, "boss@example.com")
             assert admin is not None
-            async with database.write() as db:
+            async with writing(database) as db:
                 await store.save(db, {"mcpServerUrl": mcp_server_url}, admin.id)
             await create_highlevel(servers, fake, admin.id)
         finally:

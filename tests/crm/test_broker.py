@@ -12,6 +12,7 @@ from controlcenter.crm.client import CrmClient
 from controlcenter.crm.tools import NOT_CONNECTED, crm_tools
 from controlcenter.tools.base import ToolContext, ToolError
 from tests.conftest import RunningServer, UserFactory
+from tests.dbtools import reading, writing
 from tests.fakes.crm import FakeCrm
 
 TOOLS = {tool.name: tool for tool in crm_tools()}
@@ -30,18 +31,18 @@ async def broker_id(users: UserFactory) -> str:
 
 
 async def link(server: RunningServer, user_id: str, location_id: str | None) -> UserRecord:
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         user = await db.get(UserRecord, user_id)
         assert user is not None
         user.crm_location_id = location_id
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         loaded = await db.get(UserRecord, user_id)
     assert loaded is not None
     return loaded
 
 
 async def configure(server: RunningServer, user_id: str, values: dict[str, str]) -> None:
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         await server.settings.save(db, values, user_id=user_id)
 
 

@@ -10,6 +10,7 @@ from controlcenter.auth.models import SUPER_ADMIN, UserRecord
 from controlcenter.crm.tools import crm_tools
 from controlcenter.crm.tools.titles import TITLES
 from tests.conftest import RunningServer, UserFactory
+from tests.dbtools import writing
 
 TOOLS = "/api/v1/control-center/tools"
 
@@ -42,7 +43,7 @@ async def test_a_blank_crm_location_is_no_link(
 ) -> None:
     """The chat's CRM client takes a blank location for none: so do the tools listed."""
     broker = await users.create()
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         row = await db.get(UserRecord, broker.id)
         assert row is not None
         row.crm_location_id = "   "

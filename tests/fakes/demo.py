@@ -29,6 +29,7 @@ from controlcenter.auth.service import create_user
 from controlcenter.config import Config
 from controlcenter.db import Database
 from controlcenter.db.migrate import upgrade
+from tests.dbtools import writing
 from tests.fakes.crm import (
     DEMO_AGENCY_TOKEN,
     DEMO_COMPANY_ID,
@@ -60,7 +61,7 @@ async def seed_accounts(config: Config) -> list[Account]:
     admin = Account("admin", ADMIN_EMAIL, secrets.token_urlsafe(12))
     db = Database(config.database_url)
     try:
-        async with db.write() as session:
+        async with writing(db) as session:
             user = await create_user(
                 session, email=broker.email, password=broker.password, name="Riley Broker"
             )

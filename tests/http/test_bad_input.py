@@ -15,6 +15,7 @@ from controlcenter.app import create_app
 from controlcenter.auth.models import Session
 from controlcenter.config import Config
 from tests.conftest import TEST_SECRET_KEY, RunningServer, UserFactory
+from tests.dbtools import reading
 from tests.fakes.server import LoopbackServer
 
 LIMIT = 1024 * 1024
@@ -29,7 +30,7 @@ def no_trace(response: httpx.Response) -> None:
 
 
 async def session_count(server: RunningServer) -> int:
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         return int(await db.scalar(select(func.count()).select_from(Session)) or 0)
 
 

@@ -20,6 +20,7 @@ from controlcenter.outbox.worker import OutboxWorker
 from tests.chat.conftest import llm as llm  # both providers, each asserting `invalid == []`
 from tests.chat.helpers import Llm, set_settings
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import writing
 from tests.fakes.crm import FakeCrm
 from tests.outbox.conftest import fast_config
 from tests.outbox.operator import Operator, operator_location, save_settings
@@ -54,7 +55,7 @@ class Agency:
 
 async def link(server: RunningServer, user_id: str, location_id: str | None) -> None:
     """What `controlcenter users set-crm` does."""
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         user = await db.get(UserRecord, user_id)
         assert user is not None
         user.crm_location_id = location_id

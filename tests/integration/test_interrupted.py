@@ -23,6 +23,7 @@ from controlcenter.chat.models import INTERRUPTED, RUNNING, ChatRun, Message, Ru
 from controlcenter.chat.run.stored import events_after
 from tests.chat.helpers import set_settings, stored_messages
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import reading
 from tests.fakes.llm import FakeAnthropic, Reply, ToolUse
 from tests.fakes.server import LoopbackServer
 from tests.outbox.conftest import wait_for
@@ -72,7 +73,7 @@ async def chat_until_held(url: str, user: AppUser, fake: FakeAnthropic) -> str:
 async def running_content(server: RunningServer) -> list[str]:
     """The text of each answer in flight whose stored events hold a tool's result: what a
     process that dies now leaves of it."""
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         running = list(await db.scalars(select(RunningMessage.message_id)))
     answers = [
         fold(parsed(data) for _, data in await events_after(server.db, message_id, 0))
@@ -152,7 +153,7 @@ def _held_answers(body: dict[str, object]) -> Reply:
 
 
 async def _runs_of(server: RunningServer, user: AppUser) -> list[ChatRun]:
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         return list(await db.scalars(select(ChatRun).where(ChatRun.user_id == user.id)))
 
 
@@ -233,7 +234,7 @@ async def test_every_chat_of_a_killed_process_group_ends_as_interrupted(
     finally:
         restarted.stop()
     assert await running_content(server) == []
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         answers = list(
             await db.scalars(select(Message).where(Message.id.in_([r.message_id for r in runs])))
         )

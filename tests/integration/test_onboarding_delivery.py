@@ -13,6 +13,7 @@ from controlcenter.db import utcnow
 from controlcenter.outbox.models import DONE, OutboxJob
 from controlcenter.outbox.runtime import RunningWorker
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import writing
 from tests.fakes.crm import FakeCrm
 from tests.integration.conftest import new_worker
 from tests.outbox.conftest import all_jobs, wait_for
@@ -150,13 +151,13 @@ async def test_high_gci_and_sync_in_either_order_leave_both_on_the_contact(
     await onboard(client, broker, "$250k+")
     # Hold back every job but `first`, deliver it, then deliver the rest.
     later = utcnow() + timedelta(days=1)
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         await db.execute(
             update(OutboxJob).where(OutboxJob.kind != first).values(next_attempt_at=later)
         )
     outbox = new_worker(server)
     assert await outbox.run_once() == 1
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         await db.execute(update(OutboxJob).values(next_attempt_at=OutboxJob.created_at))
     assert await outbox.run_once() == 2
     assert await all_done(server)

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import writing
 
 PATH = "/ocs/v2.php/apps/dashboard/api"
 OCS = {"OCS-APIRequest": "true"}
@@ -145,7 +146,7 @@ async def test_non_ascii_password_in_basic(
 ) -> None:
     from controlcenter.auth.service import create_user
 
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         await create_user(db, email="ümlaut@example.com", password="pässwörd-€")
     assert_ok(await client.get(PATH, headers={**basic("ümlaut@example.com", "pässwörd-€"), **OCS}))
 
@@ -272,7 +273,7 @@ async def test_user_name_is_escaped_in_xml(
     from controlcenter.auth.service import create_user
     from tests.dbtools import create_api_token
 
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         user = await create_user(db, email="x@example.com", password="pw", name="<b>&amp;</b>")
         token = await create_api_token(db, user)
     response = await client.get(PATH, params={"format": "xml"}, headers={**bearer(token), **OCS})

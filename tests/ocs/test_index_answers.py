@@ -14,6 +14,7 @@ from controlcenter.auth.models import SUPER_ADMIN, UserRecord
 from controlcenter.ocs.envelope import NOT_FOUND, NOT_LOGGED_IN, envelope, render
 from controlcenter.ocs.index import ok_json
 from tests.conftest import RunningServer, UserFactory
+from tests.dbtools import writing
 from tests.metric_samples import scrape
 from tests.ocs.test_index import OCS, PATH, basic, bearer
 
@@ -137,7 +138,7 @@ async def test_the_message_follows_a_renamed_user(
     client: httpx.AsyncClient, server: RunningServer, users: UserFactory
 ) -> None:
     user = await users.create()
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         await db.execute(update(UserRecord).where(UserRecord.id == user.id).values(name="Renamed"))
     answer = await client.get(PATH, headers={**bearer(user.token), **OCS})
     assert answer.json()["ocs"]["data"]["message"].endswith("Renamed.")

@@ -12,6 +12,7 @@ from controlcenter.outbox.enqueue import pending
 from controlcenter.outbox.kinds import JobKind
 from controlcenter.outbox.models import OutboxJob
 from tests.conftest import RunningServer, UserFactory
+from tests.dbtools import reading
 
 URL = "/api/v1/onboarding"
 COMPLETE, HIGH_GCI, SYNC = "crm.tag_onboarding_complete", "crm.tag_high_gci", "crm.sync_user"
@@ -19,7 +20,7 @@ COMPLETE, HIGH_GCI, SYNC = "crm.tag_onboarding_complete", "crm.tag_high_gci", "c
 
 async def jobs(server: RunningServer) -> list[tuple[str, dict[str, Any], str, int]]:
     """Each job's kind, payload (without the request id, see below), status and attempts."""
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         rows = (await db.scalars(select(OutboxJob))).all()
     return sorted(
         (row.kind, {k: v for k, v in row.payload.items() if k != "requestId"}, row.status,
@@ -36,7 +37,7 @@ async def test_jobs_carry_the_id_of_the_request_that_wrote_them(
         URL, json={"gciLast12Months": "250"}, headers={**user.headers, "X-Request-ID": "req-42"}
     )
     assert response.headers["X-Request-ID"] == "req-42"
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         rows = (await db.scalars(select(OutboxJob))).all()
     assert len(rows) == 3 and {row.payload["requestId"] for row in rows} == {"req-42"}
 

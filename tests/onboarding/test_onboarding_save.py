@@ -18,7 +18,7 @@ from controlcenter.config import Config
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.onboarding.service import OnboardingSaves, UserGoneError
 from tests.conftest import AppUser, RunningServer, UserFactory
-from tests.dbtools import committed_writes
+from tests.dbtools import committed_writes, reading
 from tests.fakes.server import LoopbackServer
 
 URL = "/api/v1/onboarding"
@@ -175,7 +175,7 @@ async def test_concurrent_first_saves_make_one_record(
     )
     assert [r.status_code for r in responses] == [200] * 8
     assert len({r.json()["onboarding"]["id"] for r in responses}) == 1
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         count = await db.scalar(select(func.count()).select_from(Onboarding))
     assert count == 1
 
@@ -183,7 +183,7 @@ async def test_concurrent_first_saves_make_one_record(
 async def test_a_deleted_user_cannot_save(server: RunningServer) -> None:
     with pytest.raises(UserGoneError):
         await OnboardingSaves(server.db).save("no-such-user", {"yearsInBusiness": "1"})
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         assert await db.scalar(select(func.count()).select_from(Onboarding)) == 0
 
 
@@ -232,15 +232,15 @@ async def test_an_unchanged_brokerage_is_not_written_again(
     user = await users.create()
     body = {"brokerageName": "Acme Realty"}
     await client.post(URL, json=body, headers=user.headers)
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         before = await db.scalar(select(UserRecord.updated_at).where(UserRecord.id == user.id))
     await client.post(URL, json=body, headers=user.headers)
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         assert (
             await db.scalar(select(UserRecord.updated_at).where(UserRecord.id == user.id)) == before
         )
     await client.post(URL, json={"brokerageName": "Other Realty"}, headers=user.headers)
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         assert (
             await db.scalar(select(UserRecord.updated_at).where(UserRecord.id == user.id)) != before
         )
@@ -300,6 +300,6 @@ async def test_saves_arriving_together_each_succeed_and_fail_alone(
     for user_id, result in zip(ids, results, strict=True):
         if isinstance(result, dict):
             assert result["userId"] == user_id and result["leadsPerMonthTarget"] == user_id
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         stored = await db.scalars(select(Onboarding.userId))
         assert sorted(stored) == sorted(broker.id for broker in brokers)

@@ -18,6 +18,7 @@ from controlcenter.crm.transport import CrmTransport
 from controlcenter.db import Database, utcnow
 from controlcenter.outbox.models import DONE, OutboxJob
 from controlcenter.outbox.worker import OutboxWorker
+from tests.dbtools import reading, writing
 
 # Small numbers so retries and leases play out in well under a second.
 FAST = {
@@ -40,20 +41,20 @@ async def add_job(
     job = OutboxJob(
         kind=kind, payload=payload, created_at=created, next_attempt_at=created, **fields
     )
-    async with db.write() as session:
+    async with writing(db) as session:
         session.add(job)
     return job.id
 
 
 async def get_job(db: Database, job_id: str) -> OutboxJob:
-    async with db.read() as session:
+    async with reading(db) as session:
         job = await session.get(OutboxJob, job_id)
     assert job is not None
     return job
 
 
 async def all_jobs(db: Database) -> list[OutboxJob]:
-    async with db.read() as session:
+    async with reading(db) as session:
         return list((await session.scalars(select(OutboxJob))).all())
 
 

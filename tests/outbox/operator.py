@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from controlcenter.auth.models import UserRecord
 from controlcenter.onboarding.crm_sync import TAG_ONBOARDING_COMPLETE
 from tests.conftest import RunningServer, UserFactory
+from tests.dbtools import writing
 from tests.fakes.crm import FakeCrm, define_onboarding_fields
 from tests.outbox.conftest import add_job
 
@@ -42,7 +43,7 @@ def operator_location(fake: FakeCrm, *, fields: bool = True) -> Operator:
 
 
 async def save_settings(server: RunningServer, values: dict[str, str], user_id: str) -> None:
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         await server.settings.save(db, values, user_id)
 
 
@@ -57,7 +58,7 @@ async def queue_tag_jobs(
     brokers = [
         UserRecord(email=f"{prefix}{n}@example.com", password_hash="-") for n in range(count)
     ]
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         db.add_all(brokers)
     for broker in brokers:
         await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": broker.id})

@@ -22,6 +22,7 @@ from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import DEAD, DONE, PENDING
 from controlcenter.outbox.worker import OutboxWorker
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import reading, writing
 from tests.fakes.crm import FakeCrm
 from tests.outbox.conftest import add_job, all_jobs, fast_config, get_job, wait_for
 from tests.outbox.operator import (
@@ -48,7 +49,7 @@ async def operator(fake_crm: FakeCrm, server: RunningServer, users: UserFactory)
 
 async def broker(server: RunningServer, users: UserFactory, **answers: object) -> AppUser:
     user = await users.create()
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         row = await db.get(UserRecord, user.id)
         assert row is not None
         row.name = "Dana Broker"
@@ -142,7 +143,7 @@ async def test_sync_sends_the_latest_answers(
         goalsSelected=json.dumps(["more leads", "automation"]),
     )
     await add_job(server.db, SYNC_USER, {"userId": user.id})
-    async with server.db.write() as db:  # changed after the job was written: the latest wins
+    async with writing(server.db) as db:  # changed after the job was written: the latest wins
         row = await db.get(Onboarding, (await _onboarding_id(server.db, user.id)))
         assert row is not None
         row.yearsInBusiness = "10+"
@@ -167,7 +168,7 @@ async def test_sync_sends_the_latest_answers(
 async def _onboarding_id(db: Database, user_id: str) -> str:
     from sqlalchemy import select
 
-    async with db.read() as session:
+    async with reading(db) as session:
         found = await session.scalar(select(Onboarding.id).where(Onboarding.userId == user_id))
     assert found is not None
     return found
@@ -314,7 +315,7 @@ async def test_a_wrong_token_is_retried_and_never_leaks(
     assert wrong not in repr(logs)
     # The operator fixes the token; the next attempt delivers.
     await save_settings(server, {"crmPrivateToken": operator.token}, admin.id)
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         from controlcenter.outbox.models import OutboxJob
 
         row = await db.get(OutboxJob, job_id)

@@ -10,7 +10,7 @@ from controlcenter.db import utcnow
 from controlcenter.outbox.models import DONE, PENDING, OutboxJob
 from controlcenter.outbox.worker import ClaimedJob, OutboxWorker
 from tests.conftest import RunningServer
-from tests.dbtools import committed_writes
+from tests.dbtools import committed_writes, writing
 from tests.outbox.conftest import add_job, all_jobs, fast_config, get_job, wait_for
 
 KIND = "test.kind"
@@ -71,7 +71,7 @@ async def test_a_lost_lease_stops_its_own_delivery_only(server: RunningServer) -
     delivering = asyncio.create_task(worker.run_once())
     await wait_for(lambda: _leased(server, taken))
     thief = utcnow() + timedelta(seconds=60)
-    async with server.db.write() as db:  # another worker took the job after our lease ran out
+    async with writing(server.db) as db:  # another worker took the job after our lease ran out
         row = await db.get(OutboxJob, taken)
         assert row is not None
         row.locked_until = thief

@@ -20,6 +20,7 @@ from controlcenter.db import utcnow
 from controlcenter.onboarding.crm_sync import TAG_ONBOARDING_COMPLETE
 from controlcenter.outbox.models import DONE, PENDING
 from tests.conftest import RunningServer, UserFactory
+from tests.dbtools import writing
 from tests.fakes.crm import FakeCrm
 from tests.fakes.server import LoopbackServer
 from tests.outbox.conftest import add_job, fast_config, get_job, job_status, wait_for
@@ -135,7 +136,7 @@ async def test_serve_runs_the_worker_without_slowing_requests(
                     "/api/v1/auth/login", json={"email": other.email, "password": other.password}
                 )
                 assert response.status_code == 200
-            async with server.db.write() as db:  # a write is not held up either
+            async with writing(server.db) as db:  # a write is not held up either
                 row = await db.get(UserRecord, other.id)
                 assert row is not None
                 row.brokerage = "Written meanwhile"

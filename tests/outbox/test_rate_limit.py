@@ -17,7 +17,7 @@ from controlcenter.crm.rate_limit import LocationRateLimiter, RateLimit
 from controlcenter.outbox.models import DONE, PENDING, OutboxJob
 from controlcenter.outbox.worker import OutboxWorker
 from tests.conftest import RunningServer, UserFactory
-from tests.dbtools import committed_writes
+from tests.dbtools import committed_writes, writing
 from tests.fakes.clock import FakeClock
 from tests.fakes.crm import FakeCrm
 from tests.outbox.conftest import (
@@ -195,7 +195,7 @@ async def test_a_job_given_back_for_the_rate_limit_has_read_nothing(
     gone, which a read would have made a dead job) and without an attempt."""
     _, (broker,) = await queue_tag_jobs(server, users, fake_crm, 1)
     (job,) = await all_jobs(server.db)
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         await db.delete(await db.get(UserRecord, broker.id))
     await _given_back_for_a_pause(server, job.id)
 

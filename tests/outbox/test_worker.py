@@ -14,6 +14,7 @@ from controlcenter.outbox.errors import DeliveryError, MissingSettings
 from controlcenter.outbox.models import DEAD, DONE, PENDING, OutboxJob
 from controlcenter.outbox.worker import ClaimedJob, Handler, OutboxWorker
 from tests.conftest import RunningServer
+from tests.dbtools import writing
 from tests.outbox.conftest import add_job, all_jobs, fast_config, get_job, wait_for
 
 KIND = "test.kind"
@@ -175,7 +176,7 @@ async def test_a_leased_job_is_skipped_until_the_lease_expires(server: RunningSe
     held = await add_job(server.db, KIND, {}, locked_until=utcnow() + timedelta(seconds=60))
     expired = await add_job(server.db, KIND, {}, locked_until=utcnow() - timedelta(seconds=1))
     later = await add_job(server.db, KIND, {})
-    async with server.db.write() as db:  # not due yet
+    async with writing(server.db) as db:  # not due yet
         job = await db.get(OutboxJob, later)
         assert job is not None
         job.next_attempt_at = utcnow() + timedelta(seconds=60)
@@ -193,7 +194,7 @@ async def test_an_outcome_is_not_saved_over_a_lease_another_worker_took(
 
     async def steal(job: ClaimedJob) -> None:
         # Simulates the lease running out and a second worker reclaiming the job.
-        async with server.db.write() as db:
+        async with writing(server.db) as db:
             row = await db.get(OutboxJob, job_id)
             assert row is not None
             row.locked_until = utcnow() + timedelta(seconds=60)
@@ -292,7 +293,7 @@ async def test_a_claim_is_one_read_and_one_update_whatever_it_takes(
     ) -> None:
         statements.append((statement.split(None, 1)[0].upper(), many))
 
-    engine = server.db.engine.sync_engine
+    engine = server.db.write_engine
     event.listen(engine, "before_cursor_execute", seen)
     try:
         claimed = await OutboxWorker(server.db, fast_config(server.config), {}).claim(10)

@@ -14,6 +14,7 @@ from controlcenter.db import utcnow
 from controlcenter.onboarding.models import Onboarding
 from controlcenter.outbox.models import OutboxJob
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import reading, writing
 
 ONBOARDING = "/api/v1/onboarding"
 CHAT = "/api/v1/control-center/chat"
@@ -27,7 +28,7 @@ async def user(users: UserFactory) -> AppUser:
 
 
 async def count(server: RunningServer, model: Any) -> int:
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         return int(await db.scalar(select(func.count()).select_from(model)) or 0)
 
 
@@ -97,7 +98,7 @@ async def seed_conversations(server: RunningServer, user: AppUser, n: int) -> li
         )
         for i in range(n)
     ]
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         db.add_all(rows)
     ordered = sorted(rows, key=lambda row: (row.created_at, row.id), reverse=True)
     return [row.id for row in ordered]

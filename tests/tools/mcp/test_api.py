@@ -18,6 +18,7 @@ from controlcenter.tools.mcp.models import McpServerRow
 from controlcenter.tools.mcp.source import McpSource
 from controlcenter.tools.mcp.store import McpServerStore, ServerChanges, StoredServer
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import reading, writing
 from tests.fakes.highlevel_mcp import TOKEN, FakeHighLevelMcp
 from tests.fakes.mcp_server import FakeMcp
 from tests.fakes.oauth_mcp import CLIENT_ID, CLIENT_SECRET, FakeOAuthMcp
@@ -62,7 +63,7 @@ async def test_a_server_is_stored_encrypted_and_answered_masked(
     assert view["enabled"] is True
     listed = (await client.get(URL, headers=admin.headers)).json()["servers"]
     assert listed == [view]
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         row = (await db.scalars(select(McpServerRow))).one()
     assert TOKEN not in row.credentials_encrypted
     assert "abcd" not in row.credentials_encrypted
@@ -250,7 +251,7 @@ async def test_status_lists_every_configured_server_with_its_tool_count(
     fake_highlevel: FakeHighLevelMcp,
     fake_mcp: FakeMcp,
 ) -> None:
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         await server.settings.save(
             db, {"mcpServerUrl": fake_mcp.url, "crmOwnerLocationId": "OWNER-1"}, admin.id
         )
@@ -395,7 +396,7 @@ async def test_oauth_client_credentials_are_stored_masked_and_kept(
     assert view["oauthClientSecret"] == "••••" + CLIENT_SECRET[-4:]
     assert view["oauthIssuer"] == fake_oauth_mcp.issuer
     assert CLIENT_SECRET not in created.text
-    async with server.db.read() as db:
+    async with reading(server.db) as db:
         row = (await db.scalars(select(McpServerRow))).one()
     assert CLIENT_SECRET not in row.credentials_encrypted
     assert CLIENT_ID not in row.credentials_encrypted

@@ -15,6 +15,7 @@ from controlcenter.tools.mcp.models import McpServerRow
 from controlcenter.tools.mcp.source import McpSource
 from controlcenter.tools.mcp.status import NO_ISSUER
 from tests.conftest import AppUser, RunningServer, UserFactory
+from tests.dbtools import writing
 from tests.fakes.mcp_echo import FakeEchoMcp
 from tests.fakes.oauth_mcp import CLIENT_ID, CLIENT_SECRET, FakeOAuthMcp
 
@@ -39,7 +40,7 @@ async def store_row(server: RunningServer, name: str, url: str, credentials: dic
     """A row as an earlier version stored it, past today's API rules."""
     encrypted = server.settings.cipher.encrypt(json.dumps(credentials))
     row = McpServerRow(name=name, url=url, enabled=True, credentials_encrypted=encrypted)
-    async with server.db.write() as db:
+    async with writing(server.db) as db:
         db.add(row)
     server.app.state.mcp.stored.forget()
     return row.id
