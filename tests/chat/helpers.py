@@ -83,8 +83,7 @@ def _block_text(block: dict[str, Any]) -> str:
 
 
 async def set_settings(server: RunningServer, values: dict[str, str], user: AppUser) -> None:
-    async with server.db.write() as db:
-        await server.settings.save(db, values, user.id)
+    await server.db.run_write(server.settings.save, values, user.id)
 
 
 async def stream_chat(

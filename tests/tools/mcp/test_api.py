@@ -249,10 +249,8 @@ async def test_status_lists_every_configured_server_with_its_tool_count(
     fake_highlevel: FakeHighLevelMcp,
     fake_mcp: FakeMcp,
 ) -> None:
-    async with server.db.write() as db:
-        await server.settings.save(
-            db, {"mcpServerUrl": fake_mcp.url, "crmOwnerLocationId": "OWNER-1"}, admin.id
-        )
+    values = {"mcpServerUrl": fake_mcp.url, "crmOwnerLocationId": "OWNER-1"}
+    await server.db.run_write(server.settings.save, values, admin.id)
     await client.post(URL, json=highlevel_body(fake_highlevel), headers=admin.headers)
     await client.post(
         URL,
