@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tests.dbtools import create_api_token, writing
+from sqlalchemy.orm import Session
+from tests.dbtools import create_api_token
 
 from bench.deploy import Deployment
 from controlcenter.admin_settings.store import SettingsStore
@@ -42,26 +43,29 @@ async def seed_accounts(
     upgrade(database_url)
     password_hash = hash_password(PASSWORD)
     database = Database(database_url)
-    accounts: list[Account] = []
+
+    def add_accounts(db: Session) -> list[Account]:
+        accounts: list[Account] = []
+        for i in range(count):
+            email = normalise_email(f"{prefix}{i}@bench.example.com")
+            user = UserRecord(
+                email=email,
+                name=f"Bench {prefix} {i}",
+                role=role,
+                password_hash=password_hash,
+                crm_location_id=crm_location_id,
+            )
+            db.add(user)
+            db.flush()
+            session = start_session(db, user, key=jwt_key, ttl_s=SESSION_TTL_S)
+            token = create_api_token(db, user, "bench")
+            accounts.append(Account(user.id, email, PASSWORD, session, token))
+        return accounts
+
     try:
-        async with writing(database) as db:
-            for i in range(count):
-                email = normalise_email(f"{prefix}{i}@bench.example.com")
-                user = UserRecord(
-                    email=email,
-                    name=f"Bench {prefix} {i}",
-                    role=role,
-                    password_hash=password_hash,
-                    crm_location_id=crm_location_id,
-                )
-                db.add(user)
-                await db.flush()
-                session = await start_session(db, user, key=jwt_key, ttl_s=SESSION_TTL_S)
-                token = await create_api_token(db, user, "bench")
-                accounts.append(Account(user.id, email, PASSWORD, session, token))
+        return await database.run_write(add_accounts)
     finally:
         await database.dispose()
-    return accounts
 
 
 async def save_settings(
@@ -70,8 +74,7 @@ async def save_settings(
     database = Database(database_url)
     try:
         store = SettingsStore(database, fernet_key)
-        async with writing(database) as db:
-            await store.save(db, values, user_id)
+        await database.run_write(store.save, values, user_id)
     finally:
         await database.dispose()
 

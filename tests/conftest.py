@@ -20,10 +20,12 @@ import pytest
 import uvicorn
 from cryptography.fernet import Fernet
 from fastapi import FastAPI
+from sqlalchemy.orm import Session
 
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.app import create_app, worker_handlers
 from controlcenter.auth import passwords
+from controlcenter.auth.models import UserRecord
 from controlcenter.auth.service import RequestAuth, create_user, start_session
 from controlcenter.chat.service import ChatParts
 from controlcenter.config import Config
@@ -237,12 +239,9 @@ class UserFactory:
         email = email or f"{role}{self._count}-{os.urandom(3).hex()}@example.com"
         password = f"pw-{os.urandom(8).hex()}"
         config = self._server.config
-        async with writing(self._server.db) as db:
-            user = await create_user(
-                db, email=email, password=password, name=f"{role} user", role=role
-            )
-            token = await start_session(db, user, key=config.jwt_key, ttl_s=config.session_ttl_s)
-            api_token = await create_api_token(db, user, "tests")
+        user, token, api_token = await self._server.db.run_write(
+            _new_user, email, password, role, key=config.jwt_key, ttl_s=config.session_ttl_s
+        )
         return AppUser(
             id=user.id,
             email=user.email,
@@ -252,6 +251,15 @@ class UserFactory:
             api_token=api_token,
             name=user.name,
         )
+
+
+def _new_user(
+    session: Session, email: str, password: str, role: str, *, key: str, ttl_s: int
+) -> tuple[UserRecord, str, str]:
+    """A user with a session and an API token: the user, the session's JWT, the token."""
+    user = create_user(session, email=email, password=password, name=f"{role} user", role=role)
+    token = start_session(session, user, key=key, ttl_s=ttl_s)
+    return user, token, create_api_token(session, user, "tests")
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import event, make_url, select, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
+from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
 from controlcenter.auth.models import ApiTokenRecord, UserRecord
@@ -90,11 +91,11 @@ async def worker_database(url: str, worker: str) -> str:
     return base.set(database=name).render_as_string(hide_password=False)
 
 
-async def create_api_token(db: AsyncSession, user: UserRecord, label: str = "") -> str:
-    """A new token of `user` stored (its hash) in the transaction of `db`; its secret."""
+def create_api_token(session: Session, user: UserRecord, label: str = "") -> str:
+    """A new token of `user` stored (its hash) in the transaction of `session`; its secret."""
     token = new_api_token()
-    db.add(ApiTokenRecord(user_id=user.id, label=label, token_hash=hash_api_token(token)))
-    await db.flush()
+    session.add(ApiTokenRecord(user_id=user.id, label=label, token_hash=hash_api_token(token)))
+    session.flush()
     return token
 
 

@@ -19,14 +19,12 @@ USED = ("crmAgencyId", "mcpServerUrl")
 async def unset(server: RunningServer) -> AsyncIterator[None]:
     """The server is the session's: leave none of these set for the next test."""
     yield
-    async with writing(server.db) as session:
-        for name in USED:
-            await server.settings.delete(session, name)
+    for name in USED:
+        await server.db.run_write(server.settings.delete, name)
 
 
 async def _save(server: RunningServer, user_id: str, values: dict[str, str]) -> None:
-    async with writing(server.db) as session:
-        await server.settings.save(session, values, user_id)
+    await server.db.run_write(server.settings.save, values, user_id)
 
 
 async def test_the_set_names_in_any_order_each_once(

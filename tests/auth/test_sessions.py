@@ -11,6 +11,7 @@ import httpx
 import jwt
 import pytest
 from sqlalchemy import delete, update
+from sqlalchemy.orm import Session as DbSession
 from starlette.requests import Request
 
 from controlcenter.accounts.users import OPERATOR, UserChanges, update_user
@@ -113,10 +114,13 @@ async def test_session_of_another_user_under_own_subject(
 
 async def test_expired_token(server: RunningServer, users: UserFactory) -> None:
     user = await users.create()
-    async with writing(server.db) as db:
-        row = await db.get(UserRecord, user.id)
+
+    def expired_session(session: DbSession) -> str:
+        row = session.get(UserRecord, user.id)
         assert row is not None
-        expired = await start_session(db, row, key=TEST_SECRET_KEY, ttl_s=-60)
+        return start_session(session, row, key=TEST_SECRET_KEY, ttl_s=-60)
+
+    expired = await server.db.run_write(expired_session)
     await assert_refused(server, expired)
     # A signature-valid, unexpired token whose session row has expired is refused too.
     sid = claims_of(user.token)["sid"]

@@ -17,6 +17,7 @@ import pytest
 import uvicorn
 from sqlalchemy import event, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from controlcenter.accounts.tokens import revoke_token
 from controlcenter.accounts.users import (
@@ -45,7 +46,7 @@ from controlcenter.config import Config
 from controlcenter.db import Database, utcnow
 from controlcenter.db.changes import mark_changed
 from tests.conftest import TEST_SECRET_KEY, AppUser, RunningServer, UserFactory
-from tests.dbtools import reading, writing
+from tests.dbtools import reading
 from tests.fakes.server import listening_socket
 
 DASHBOARD = "/ocs/v2.php/apps/dashboard/api"
@@ -112,15 +113,15 @@ async def status(http: httpx.AsyncClient, headers: dict[str, str]) -> int:
 
 
 def counting_reads(database: Database) -> tuple[list[str], Callable[[], None]]:
+    """The statements of the units of work read from now on (`Database.run_read`)."""
     statements: list[str] = []
+    engine = database.read_engine
 
     def seen(*args: Any) -> None:
         statements.append(str(args[2]))
 
-    event.listen(database.read_engine, "before_cursor_execute", seen)
-    return statements, lambda: event.remove(
-        database.read_engine, "before_cursor_execute", seen
-    )
+    event.listen(engine, "before_cursor_execute", seen)
+    return statements, lambda: event.remove(engine, "before_cursor_execute", seen)
 
 
 async def lock_out(server: RunningServer, user: AppUser) -> None:
@@ -135,12 +136,14 @@ async def test_a_checked_credential_reads_nothing_again(
 ) -> None:
     user = await users.create()
     key = server.config.jwt_key
-    for _ in range(2):  # the first check of each reads, and keeps it
-        assert await principal_from_bearer(server.db, user.token, key=key) is not None
-        assert await principal_from_bearer(server.db, user.api_token, key=key) is not None
-        assert await accepted(server.db, user)
     statements, stop = counting_reads(server.db)
     try:
+        for _ in range(2):  # the first check of each reads, and keeps it
+            assert await principal_from_bearer(server.db, user.token, key=key) is not None
+            assert await principal_from_bearer(server.db, user.api_token, key=key) is not None
+            assert await accepted(server.db, user)
+        assert any("users" in statement for statement in statements)
+        statements.clear()
         for _ in range(3):
             assert await principal_from_bearer(server.db, user.token, key=key) is not None
             assert await principal_from_bearer(server.db, user.api_token, key=key) is not None
@@ -205,8 +208,7 @@ async def test_a_check_that_a_change_overtook_is_not_kept(server: RunningServer)
     cache = verified_credentials(server.db)
     key = cache.key("basic", "b@example.com", "pw")
     read_under = cache.reading()
-    async with writing(server.db) as db:  # a change commits while the check reads
-        await db.run_sync(mark_changed, CREDENTIALS)
+    await server.db.run_write(mark_changed, CREDENTIALS)  # a change commits while the check reads
     cache.keep(read_under, key, Known(Principal(user=UserRecord(id="u"), session_id=None)))
     assert cache.get(key) is None
 
@@ -372,11 +374,14 @@ async def test_a_change_outside_the_service_counts_once_marked(
     assert await accepted(other, user)
     outside = Database(server.db.url)
     try:
-        async with writing(outside) as db:
-            await db.execute(
+
+        def disable(session: Session) -> None:
+            session.execute(
                 update(UserRecord).where(UserRecord.id == user.id).values(disabled=True)
             )
-            await db.run_sync(mark_changed, CREDENTIALS)
+            mark_changed(session, CREDENTIALS)
+
+        await outside.run_write(disable)
     finally:
         await outside.dispose()
 
@@ -392,8 +397,7 @@ async def test_a_process_forgets_its_own_change_once(
     """Its own write empties this process's caches as it commits; reading the stamps it set,
     or being notified of them, later empties nothing again."""
     user = await users.create()
-    async with writing(server.db) as session:
-        await session.run_sync(mark_changed, CREDENTIALS)
+    await server.db.run_write(mark_changed, CREDENTIALS)
     assert await accepted(server.db, user)  # read, and kept after the change
     # Several polls of the stamps (SQLite), or the change's own notification (PostgreSQL).
     await asyncio.sleep(4 * server.db.changes.poll_s)

@@ -11,7 +11,6 @@ from controlcenter.tools.mcp.store import OAuthChanges
 from tests.browser.conftest import PHONE, Browsing
 from tests.browser.test_layout import no_horizontal_scroll
 from tests.conftest import RunningServer, UserFactory
-from tests.dbtools import writing
 from tests.fakes.highlevel_mcp import TOKEN, FakeHighLevelMcp
 from tests.fakes.mcp_echo import FakeEchoMcp
 from tests.fakes.oauth_mcp import CLIENT_ID, CLIENT_SECRET, FakeOAuthMcp
@@ -28,8 +27,7 @@ async def test_an_operator_adds_checks_changes_and_deletes_a_server(
     browsing: Browsing, users: UserFactory, server: RunningServer, fake_highlevel: FakeHighLevelMcp
 ) -> None:
     admin = await users.create("super_admin")
-    async with writing(server.db) as db:
-        await server.settings.save(db, {"crmOwnerLocationId": "OWNER-1"}, admin.id)
+    await server.db.run_write(server.settings.save, {"crmOwnerLocationId": "OWNER-1"}, admin.id)
     page = await browsing.page(admin)
     page.on("dialog", lambda dialog: dialog.accept())
     await page.goto("/admin/mcp")
@@ -122,8 +120,7 @@ async def test_a_host_that_echoes_its_headers_shows_no_stored_secret(
         "oauth": "oauth-SECRETPLAIN-9876543210",
         "crm": "crm-SECRETPLAIN-77777777",
     }
-    async with writing(server.db) as db:
-        await server.settings.save(db, {"crmPrivateToken": secrets["crm"]}, admin.id)
+    await server.db.run_write(server.settings.save, {"crmPrivateToken": secrets["crm"]}, admin.id)
     fake_echo_mcp.also = secrets["crm"]
     store = server.app.state.mcp.stored
     common = {"url": fake_echo_mcp.url, "enabled": True, "user_id": admin.id}

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 
 from controlcenter.chat.models import ConversationRow, Message
 from tests.conftest import AppUser, RunningServer
-from tests.dbtools import reading, writing
+from tests.dbtools import reading
 from tests.fakes.llm import FakeAnthropic, FakeOpenAI
 
 CHAT = "/api/v1/control-center/chat"
@@ -84,8 +84,7 @@ def _block_text(block: dict[str, Any]) -> str:
 
 
 async def set_settings(server: RunningServer, values: dict[str, str], user: AppUser) -> None:
-    async with writing(server.db) as db:
-        await server.settings.save(db, values, user.id)
+    await server.db.run_write(server.settings.save, values, user.id)
 
 
 async def stream_chat(

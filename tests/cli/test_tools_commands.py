@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet
+from sqlalchemy.orm import Session
 
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.auth.service import create_user, get_user_by_email
@@ -18,7 +19,6 @@ from controlcenter.db.migrate import upgrade
 from controlcenter.tools.mcp.store import McpServerStore
 from controlcenter.tools.router import StaticSource, ToolRouter
 from tests.cli.conftest import Cli
-from tests.dbtools import reading, writing
 from tests.fakes.crm import FakeCrm
 from tests.fakes.highlevel_mcp import FakeHighLevelMcp, create_highlevel
 from tests.fakes.mcp_server import FakeMcp
@@ -52,12 +52,15 @@ def prepare(cli: ToolsCli, location: str, settings: dict[str, str]) -> None:
         database = Database(cli.env["DATABASE_URL"])
         try:
             store = SettingsStore(database, cli.extra["SETTINGS_ENCRYPTION_KEY"])
-            async with writing(database) as db:
-                admin = await create_user(db, email="boss@example.com", password="x" * 12)
-                broker = await create_user(db, email=EMAIL, password="x" * 12)
+
+            def accounts(session: Session) -> None:
+                admin = create_user(session, email="boss@example.com", password="x" * 12)
+                broker = create_user(session, email=EMAIL, password="x" * 12)
                 broker.crm_location_id = location
-                await create_user(db, email="unlinked@example.com", password="x" * 12)
-                await store.save(db, settings, admin.id)
+                create_user(session, email="unlinked@example.com", password="x" * 12)
+                store.save(session, settings, admin.id)
+
+            await database.run_write(accounts)
         finally:
             await database.dispose()
 
@@ -177,11 +180,9 @@ def store_highlevel(cli: ToolsCli, fake: FakeHighLevelMcp, mcp_server_url: str) 
         try:
             store = SettingsStore(database, cli.extra["SETTINGS_ENCRYPTION_KEY"])
             servers = McpServerStore(database, store.cipher, ttl_s=0)
-            async with reading(database) as db:
-                admin = await get_user_by_email(db, "boss@example.com")
+            admin = await database.run_read(get_user_by_email, "boss@example.com")
             assert admin is not None
-            async with writing(database) as db:
-                await store.save(db, {"mcpServerUrl": mcp_server_url}, admin.id)
+            await database.run_write(store.save, {"mcpServerUrl": mcp_server_url}, admin.id)
             await create_highlevel(servers, fake, admin.id)
         finally:
             await database.dispose()

@@ -42,8 +42,7 @@ async def link(server: RunningServer, user_id: str, location_id: str | None) -> 
 
 
 async def configure(server: RunningServer, user_id: str, values: dict[str, str]) -> None:
-    async with writing(server.db) as db:
-        await server.settings.save(db, values, user_id=user_id)
+    await server.db.run_write(server.settings.save, values, user_id=user_id)
 
 
 @pytest.fixture

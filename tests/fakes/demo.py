@@ -22,6 +22,7 @@ from pathlib import Path
 
 import uvicorn
 from cryptography.fernet import Fernet
+from sqlalchemy.orm import Session
 
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.app import create_app
@@ -29,7 +30,6 @@ from controlcenter.auth.service import create_user
 from controlcenter.config import Config
 from controlcenter.db import Database
 from controlcenter.db.migrate import upgrade
-from tests.dbtools import writing
 from tests.fakes.crm import (
     DEMO_AGENCY_TOKEN,
     DEMO_COMPANY_ID,
@@ -61,20 +61,22 @@ async def seed_accounts(config: Config) -> list[Account]:
     admin = Account("admin", ADMIN_EMAIL, secrets.token_urlsafe(12))
     db = Database(config.database_url)
     try:
-        async with writing(db) as session:
-            user = await create_user(
+        store = SettingsStore(db, config.fernet_key)
+
+        def accounts(session: Session) -> None:
+            user = create_user(
                 session, email=broker.email, password=broker.password, name="Riley Broker"
             )
             user.crm_location_id = DEMO_LOCATION_ID
             user.brokerage = "Harbor Commercial Realty"
-            boss = await create_user(
+            boss = create_user(
                 session,
                 email=admin.email,
                 password=admin.password,
                 name="Alex Admin",
                 role="super_admin",
             )
-            await SettingsStore(db, config.fernet_key).save(
+            store.save(
                 session,
                 {
                     "providerAApiKey": DEMO_PROVIDER_KEY,
@@ -88,6 +90,8 @@ async def seed_accounts(config: Config) -> list[Account]:
                 },
                 boss.id,
             )
+
+        await db.run_write(accounts)
     finally:
         await db.dispose()
     return [broker, admin]

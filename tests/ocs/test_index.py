@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 
 import httpx
 import pytest
+from sqlalchemy.orm import Session
 
 from tests.conftest import AppUser, RunningServer, UserFactory
-from tests.dbtools import writing
 
 PATH = "/ocs/v2.php/apps/dashboard/api"
 OCS = {"OCS-APIRequest": "true"}
@@ -146,8 +146,7 @@ async def test_non_ascii_password_in_basic(
 ) -> None:
     from controlcenter.auth.service import create_user
 
-    async with writing(server.db) as db:
-        await create_user(db, email="ümlaut@example.com", password="pässwörd-€")
+    await server.db.run_write(create_user, email="ümlaut@example.com", password="pässwörd-€")
     assert_ok(await client.get(PATH, headers={**basic("ümlaut@example.com", "pässwörd-€"), **OCS}))
 
 
@@ -273,9 +272,11 @@ async def test_user_name_is_escaped_in_xml(
     from controlcenter.auth.service import create_user
     from tests.dbtools import create_api_token
 
-    async with writing(server.db) as db:
-        user = await create_user(db, email="x@example.com", password="pw", name="<b>&amp;</b>")
-        token = await create_api_token(db, user)
+    def user_with_token(session: Session) -> str:
+        user = create_user(session, email="x@example.com", password="pw", name="<b>&amp;</b>")
+        return create_api_token(session, user)
+
+    token = await server.db.run_write(user_with_token)
     response = await client.get(PATH, params={"format": "xml"}, headers={**bearer(token), **OCS})
     assert "<b>&amp;</b>" in (parse_xml(response).findtext("data/message") or "")
 

@@ -43,8 +43,7 @@ def operator_location(fake: FakeCrm, *, fields: bool = True) -> Operator:
 
 
 async def save_settings(server: RunningServer, values: dict[str, str], user_id: str) -> None:
-    async with writing(server.db) as db:
-        await server.settings.save(db, values, user_id)
+    await server.db.run_write(server.settings.save, values, user_id)
 
 
 async def queue_tag_jobs(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import Delete, delete, select
+from sqlalchemy.orm import Session
 
 from controlcenter.auth.models import ApiTokenRecord
 from controlcenter.auth.tokens import hash_api_token, new_api_token
@@ -29,13 +30,16 @@ def token_view(token: ApiTokenRecord) -> dict[str, Any]:
 
 async def list_tokens(database: Database, user_id: str) -> list[ApiTokenRecord]:
     """The user's tokens, oldest first."""
-    async with database.read() as db:
-        query = (
-            select(ApiTokenRecord)
-            .where(ApiTokenRecord.user_id == user_id)
-            .order_by(ApiTokenRecord.created_at, ApiTokenRecord.id)
-        )
-        return list((await db.scalars(query)).all())
+    return await database.run_read(_tokens_of, user_id)
+
+
+def _tokens_of(session: Session, user_id: str) -> list[ApiTokenRecord]:
+    query = (
+        select(ApiTokenRecord)
+        .where(ApiTokenRecord.user_id == user_id)
+        .order_by(ApiTokenRecord.created_at, ApiTokenRecord.id)
+    )
+    return list(session.scalars(query))
 
 
 async def add_token(database: Database, user_id: str, label: str) -> tuple[ApiTokenRecord, str]:
@@ -48,8 +52,7 @@ async def add_token(database: Database, user_id: str, label: str) -> tuple[ApiTo
         token_hash=hash_api_token(secret),
         created_at=utcnow(),
     )
-    async with database.write() as db:
-        db.add(token)
+    await database.run_write(Session.add, token)
     log.info("api token created", user_id=user_id, token_id=token.id)
     return token, secret
 
@@ -59,10 +62,14 @@ async def revoke_token(database: Database, token_id: str, *, user_id: str | None
     query = delete(ApiTokenRecord).where(ApiTokenRecord.id == token_id)
     if user_id is not None:
         query = query.where(ApiTokenRecord.user_id == user_id)
-    async with database.write() as db:
-        result = await db.execute(query)
-        await db.run_sync(mark_changed, CREDENTIALS)
-    revoked = bool(getattr(result, "rowcount", 0))
+    revoked = await database.run_write(_revoke, query)
     if revoked:
         log.info("api token revoked", token_id=token_id)
     return revoked
+
+
+def _revoke(session: Session, query: Delete) -> bool:
+    """Run the token's deletion; whether a token was deleted."""
+    result = session.execute(query)
+    mark_changed(session, CREDENTIALS)
+    return bool(getattr(result, "rowcount", 0))

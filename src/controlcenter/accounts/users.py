@@ -14,10 +14,11 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Select, delete, func, select, update
+from sqlalchemy.orm import Session
 
-from controlcenter.auth.models import ADMIN, SUPER_ADMIN, USER, ApiTokenRecord, Session, UserRecord
+from controlcenter.auth.models import ADMIN, SUPER_ADMIN, USER, ApiTokenRecord, UserRecord
+from controlcenter.auth.models import Session as SessionRow
 from controlcenter.auth.passwords import hash_password_off_loop, verify_password
 from controlcenter.auth.service import create_user
 from controlcenter.auth.verified import CREDENTIALS
@@ -106,22 +107,26 @@ async def list_users(
     query = select(UserRecord).order_by(UserRecord.email).limit(limit + 1)
     if cursor:
         query = query.where(UserRecord.email > decode_cursor(cursor))
-    async with database.read() as db:
-        rows = list((await db.scalars(query)).all())
+    rows = await database.run_read(_users, query)
     if len(rows) > limit:
         rows = rows[:limit]
         return rows, encode_cursor(rows[-1].email)
     return rows, None
 
 
+def _users(session: Session, query: Select[UserRecord]) -> list[UserRecord]:
+    return list(session.scalars(query))
+
+
 async def find_user_id(database: Database, email: str) -> str:
-    async with database.read() as db:
-        user_id = await db.scalar(
-            select(UserRecord.id).where(UserRecord.email == normalise_email(email))
-        )
+    user_id = await database.run_read(_user_id, normalise_email(email))
     if user_id is None:
         raise NotFoundError(email)
     return user_id
+
+
+def _user_id(session: Session, email: str) -> str | None:
+    return session.scalar(select(UserRecord.id).where(UserRecord.email == email))
 
 
 async def add_user(
@@ -141,32 +146,31 @@ async def add_user(
     generated = generate_password() if password is None else None
     chosen = password or generated or ""
     password_hash = await hash_password_off_loop(chosen)
-    async with database.write() as db:
-        user = await create_user(
-            db, email=email, password=chosen, name=name, role=role, password_hash=password_hash
-        )
+    user = await database.run_write(
+        create_user, email=email, password=chosen, name=name, role=role, password_hash=password_hash
+    )
     log.info("user created", user_id=user.id, role=role, by=actor_role)
     return user, generated
 
 
-async def _locked_target(db: AsyncSession, user_id: str) -> UserRecord:
+def _locked_target(session: Session, user_id: str) -> UserRecord:
     """The target row, plus every active super administrator locked (PostgreSQL), so that
     two administrators demoting each other at once cannot both pass the last-one check."""
-    await db.execute(
+    session.execute(
         select(UserRecord.id)
         .where(UserRecord.role == SUPER_ADMIN, UserRecord.disabled.is_(False))
         .with_for_update()
     )
-    user = await db.scalar(select(UserRecord).where(UserRecord.id == user_id).with_for_update())
+    user = session.scalar(select(UserRecord).where(UserRecord.id == user_id).with_for_update())
     if user is None:
         raise NotFoundError(user_id)
     return user
 
 
-async def _check_not_last_super_admin(db: AsyncSession, user: UserRecord) -> None:
+def _check_not_last_super_admin(session: Session, user: UserRecord) -> None:
     if user.role != SUPER_ADMIN or user.disabled:
         return
-    active = await db.scalar(
+    active = session.scalar(
         select(func.count())
         .select_from(UserRecord)
         .where(UserRecord.role == SUPER_ADMIN, UserRecord.disabled.is_(False))
@@ -175,11 +179,11 @@ async def _check_not_last_super_admin(db: AsyncSession, user: UserRecord) -> Non
         raise LastSuperAdminError
 
 
-async def _revoke_sessions(db: AsyncSession, user_id: str, *, keep: str | None = None) -> None:
-    query = update(Session).where(Session.user_id == user_id, Session.revoked_at.is_(None))
+def _revoke_sessions(session: Session, user_id: str, *, keep: str | None = None) -> None:
+    query = update(SessionRow).where(SessionRow.user_id == user_id, SessionRow.revoked_at.is_(None))
     if keep is not None:
-        query = query.where(Session.id != keep)
-    await db.execute(query.values(revoked_at=utcnow()))
+        query = query.where(SessionRow.id != keep)
+    session.execute(query.values(revoked_at=utcnow()))
 
 
 async def update_user(
@@ -189,25 +193,7 @@ async def update_user(
 
     Raises NotFoundError, ForbiddenError or LastSuperAdminError.
     """
-    async with database.write() as db:
-        user = await _locked_target(db, user_id)
-        _check_may_act(actor_role, user.role, changes.role)
-        demoted = changes.role is not None and changes.role != SUPER_ADMIN
-        if demoted or changes.disabled:
-            await _check_not_last_super_admin(db, user)
-        if changes.name is not None:
-            user.name = changes.name
-        if changes.role is not None:
-            user.role = changes.role
-        if changes.crm_location_id is not None:
-            user.crm_location_id = changes.crm_location_id or None
-        if changes.disabled is not None:
-            if changes.disabled and not user.disabled:
-                await _revoke_sessions(db, user.id)
-                await db.execute(delete(ApiTokenRecord).where(ApiTokenRecord.user_id == user.id))
-            user.disabled = changes.disabled
-        user.updated_at = utcnow()
-        await db.run_sync(mark_changed, CREDENTIALS)  # a caller's role, name and location included
+    user = await database.run_write(_update, user_id, changes, actor_role)
     log.info(
         "user updated",
         user_id=user_id,
@@ -217,51 +203,81 @@ async def update_user(
     return user
 
 
+def _update(session: Session, user_id: str, changes: UserChanges, actor_role: str) -> UserRecord:
+    user = _locked_target(session, user_id)
+    _check_may_act(actor_role, user.role, changes.role)
+    demoted = changes.role is not None and changes.role != SUPER_ADMIN
+    if demoted or changes.disabled:
+        _check_not_last_super_admin(session, user)
+    if changes.name is not None:
+        user.name = changes.name
+    if changes.role is not None:
+        user.role = changes.role
+    if changes.crm_location_id is not None:
+        user.crm_location_id = changes.crm_location_id or None
+    if changes.disabled is not None:
+        if changes.disabled and not user.disabled:
+            _revoke_sessions(session, user.id)
+            session.execute(delete(ApiTokenRecord).where(ApiTokenRecord.user_id == user.id))
+        user.disabled = changes.disabled
+    user.updated_at = utcnow()
+    mark_changed(session, CREDENTIALS)  # a caller's role, name and location included
+    return user
+
+
 async def reset_password(
     database: Database, user_id: str, password: str | None, *, actor_role: str
 ) -> str | None:
     """Set a new password (generated when None, then returned) and revoke the sessions."""
     generated = generate_password() if password is None else None
     new_hash = await hash_password_off_loop(password or generated or "")
-    async with database.write() as db:
-        user = await _locked_target(db, user_id)
-        _check_may_act(actor_role, user.role)
-        user.password_hash = new_hash
-        user.updated_at = utcnow()
-        await _revoke_sessions(db, user.id)
-        await db.run_sync(mark_changed, CREDENTIALS)
+    await database.run_write(_set_password, user_id, new_hash, actor_role)
     log.info("password reset", user_id=user_id, by=actor_role)
     return generated
+
+
+def _set_password(session: Session, user_id: str, new_hash: str, actor_role: str) -> None:
+    user = _locked_target(session, user_id)
+    _check_may_act(actor_role, user.role)
+    user.password_hash = new_hash
+    user.updated_at = utcnow()
+    _revoke_sessions(session, user.id)
+    mark_changed(session, CREDENTIALS)
 
 
 async def delete_user(database: Database, user_id: str, *, actor_role: str) -> int:
     """Remove the user with sessions, tokens, conversations and onboarding record; their
     pending outbox jobs end as cancelled. Returns how many jobs were cancelled."""
-    owned = select(ConversationRow.id).where(ConversationRow.user_id == user_id)
-    async with database.write() as db:
-        # The conversations' rows first, as every writer of them takes them (`chat.locks`),
-        # then the user's: a chat of theirs ending meanwhile waits, or is waited for.
-        await hold_conversations(db, await db.scalars(owned))
-        user = await _locked_target(db, user_id)
-        _check_may_act(actor_role, user.role)
-        await _check_not_last_super_admin(db, user)
-        cancelled = await _cancel_jobs(db, user_id)
-        # The declared `ON DELETE CASCADE` of each table removes with the user their
-        # sessions, tokens, onboarding record, conversations with their messages, and runs
-        # with their events.
-        await db.delete(user)
-        await db.run_sync(mark_changed, CREDENTIALS)
+    cancelled = await database.run_write(_delete, user_id, actor_role)
     log.info("user deleted", user_id=user_id, by=actor_role, cancelled_jobs=len(cancelled))
     for job_id, kind in cancelled:
         log.info("outbox job cancelled: its user was deleted", job_id=job_id, kind=kind)
     return len(cancelled)
 
 
-async def _cancel_jobs(db: AsyncSession, user_id: str) -> list[tuple[str, str]]:
+def _delete(session: Session, user_id: str, actor_role: str) -> list[tuple[str, str]]:
+    """Delete the user; the jobs it cancelled."""
+    # The conversations' rows first, as every writer of them takes them (`chat.locks`), then
+    # the user's: a chat of theirs ending meanwhile waits, or is waited for.
+    owned = select(ConversationRow.id).where(ConversationRow.user_id == user_id)
+    hold_conversations(session, list(session.scalars(owned)))
+    user = _locked_target(session, user_id)
+    _check_may_act(actor_role, user.role)
+    _check_not_last_super_admin(session, user)
+    cancelled = _cancel_jobs(session, user_id)
+    # The declared `ON DELETE CASCADE` of each table removes with the user their sessions,
+    # tokens, onboarding record, conversations with their messages, and runs with their
+    # events.
+    session.delete(user)
+    mark_changed(session, CREDENTIALS)
+    return cancelled
+
+
+def _cancel_jobs(session: Session, user_id: str) -> list[tuple[str, str]]:
     # Payloads are JSON, which SQLite and PostgreSQL query differently; pending jobs are few,
     # so they are matched here. A job being delivered right now loses its lease: the worker's
     # outcome is then discarded (it only writes while it holds the lease).
-    jobs = (await db.scalars(select(OutboxJob).where(OutboxJob.status == PENDING))).all()
+    jobs = session.scalars(select(OutboxJob).where(OutboxJob.status == PENDING)).all()
     cancelled: list[tuple[str, str]] = []
     now = utcnow()
     for job in jobs:
@@ -287,19 +303,28 @@ async def change_own_password(
     keep_session: str | None,
 ) -> None:
     """Check the current password, set the new one, revoke every other session."""
-    async with database.read() as db:
-        user = await db.get(UserRecord, user_id)
-    if user is None:
+    password_hash = await database.run_read(_password_hash, user_id)
+    if password_hash is None:
         raise NotFoundError(user_id)
-    if not await verify_password(user.password_hash, current):
+    if not await verify_password(password_hash, current):
         raise WrongPasswordError
     new_hash = await hash_password_off_loop(new)
-    async with database.write() as db:
-        await db.execute(
-            update(UserRecord)
-            .where(UserRecord.id == user_id)
-            .values(password_hash=new_hash, updated_at=utcnow())
-        )
-        await _revoke_sessions(db, user_id, keep=keep_session)
-        await db.run_sync(mark_changed, CREDENTIALS)
+    await database.run_write(_change_password, user_id, new_hash, keep_session)
     log.info("password changed", user_id=user_id)
+
+
+def _password_hash(session: Session, user_id: str) -> str | None:
+    return session.scalar(select(UserRecord.password_hash).where(UserRecord.id == user_id))
+
+
+def _change_password(
+    session: Session, user_id: str, new_hash: str, keep_session: str | None
+) -> None:
+    """Set the new password and revoke every session but `keep_session`."""
+    session.execute(
+        update(UserRecord)
+        .where(UserRecord.id == user_id)
+        .values(password_hash=new_hash, updated_at=utcnow())
+    )
+    _revoke_sessions(session, user_id, keep=keep_session)
+    mark_changed(session, CREDENTIALS)

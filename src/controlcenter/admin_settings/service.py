@@ -33,8 +33,7 @@ async def update_settings(
     }
     if not kept:
         return
-    async with db.write() as session:
-        await store.save(session, kept, user_id)
+    await db.run_write(store.save, kept, user_id)
 
 
 class UnknownSettingError(Exception):
@@ -45,5 +44,4 @@ async def clear_setting(db: Database, store: SettingsStore, name: str) -> None:
     """Remove one setting's value; clearing an unset one is not an error."""
     if name not in SETTING_NAMES:
         raise UnknownSettingError(name)
-    async with db.write() as session:
-        await store.delete(session, name)
+    await db.run_write(store.delete, name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from sqlalchemy import delete, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from controlcenter.admin_settings.cipher import Cipher, SettingsDecryptError
 from controlcenter.admin_settings.models import Setting
@@ -41,8 +41,7 @@ class SettingsStore:
         stored = self._kept.get(None)
         if stored is None:
             read_under = self._kept.reading()
-            async with self._db.read() as session:
-                stored = {name: value for name, value in await session.execute(_ALL)}
+            stored = await self._db.run_read(_read_all)
             self._kept.keep(read_under, None, stored)
         return stored
 
@@ -60,14 +59,13 @@ class SettingsStore:
         stored = await self._stored()
         return {name: self.cipher.decrypt(name, stored[name]) for name in wanted if name in stored}
 
-    async def save(self, session: AsyncSession, values: Mapping[str, str], user_id: str) -> None:
-        """Upsert `values` inside the caller's transaction, so they land together or not at all."""
+    def save(self, session: Session, values: Mapping[str, str], user_id: str) -> None:
+        """Upsert `values` inside the caller's transaction, so they land together or not at all
+        (a unit of work: `await db.run_write(store.save, values, user_id)`)."""
         now = utcnow()
         existing = {
             row.name: row
-            for row in (
-                await session.scalars(select(Setting).where(Setting.name.in_(list(values))))
-            ).all()
+            for row in session.scalars(select(Setting).where(Setting.name.in_(list(values))))
         }
         for name, value in values.items():
             encrypted = self.cipher.encrypt(value)
@@ -82,9 +80,13 @@ class SettingsStore:
                 row.value_encrypted = encrypted
                 row.updated_by = user_id
                 row.updated_at = now
-        await session.run_sync(mark_changed, SETTINGS)
+        mark_changed(session, SETTINGS)
 
-    async def delete(self, session: AsyncSession, name: str) -> None:
+    def delete(self, session: Session, name: str) -> None:
         """Remove one setting inside the caller's transaction."""
-        await session.execute(delete(Setting).where(Setting.name == name))
-        await session.run_sync(mark_changed, SETTINGS)
+        session.execute(delete(Setting).where(Setting.name == name))
+        mark_changed(session, SETTINGS)
+
+
+def _read_all(session: Session) -> dict[str, str]:
+    return {name: value for name, value in session.execute(_ALL)}

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from sqlalchemy.exc import IntegrityError
 
 from controlcenter.auth.deps import SESSION_COOKIE, CurrentUser
 from controlcenter.auth.refusals import client_address
@@ -53,12 +54,16 @@ async def login(request: Request, database: DatabaseDep, config: ConfigDep) -> J
         raise ApiError(400, "Validation failed") from exc
     throttle = SignInThrottle.from_config(database, config)
     attempt = await throttle.begin(body.email, client_address(request))  # or 429
-    async with database.write() as db:
-        user = await authenticate_password(db, body.email, body.password)
-        if user is None:
-            raise ApiError(401, "Invalid credentials")
-        token = await start_session(db, user, key=config.jwt_key, ttl_s=config.session_ttl_s)
-        public = user.public()
+    user = await authenticate_password(database, body.email, body.password)
+    if user is None:
+        raise ApiError(401, "Invalid credentials")
+    try:
+        token = await database.run_write(
+            start_session, user, key=config.jwt_key, ttl_s=config.session_ttl_s
+        )
+    except IntegrityError as exc:  # the user was deleted while the password was checked
+        raise ApiError(401, "Invalid credentials") from exc
+    public = user.public()
     await throttle.succeeded(attempt)
     response = JSONResponse({"token": token, "user": public})
     response.set_cookie(
@@ -78,8 +83,7 @@ async def logout(principal: CurrentUser, database: DatabaseDep, config: ConfigDe
     """End the caller's session. An API token is no session: 400 says how to revoke one."""
     if principal.session_id is None:
         raise ApiError(400, NOT_A_SESSION)
-    async with database.write() as db:
-        await revoke_session(db, principal.session_id)
+    await database.run_write(revoke_session, principal.session_id)
     response = JSONResponse({"success": True})
     response.delete_cookie(
         SESSION_COOKIE,

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from sqlalchemy import and_, bindparam, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import defer
+from sqlalchemy import Row, and_, bindparam, select, update
+from sqlalchemy.orm import Session, defer
 
-from controlcenter.auth.models import ROLES, ApiTokenRecord, Session, UserRecord
+from controlcenter.auth.models import ROLES, ApiTokenRecord, UserRecord
+from controlcenter.auth.models import Session as SessionRow
 from controlcenter.auth.passwords import hash_password, verify_password
 from controlcenter.auth.principal import Principal
 from controlcenter.auth.throttle import SignInThrottle
@@ -30,8 +30,8 @@ class UserExistsError(Exception):
     pass
 
 
-async def create_user(
-    db: AsyncSession,
+def create_user(
+    session: Session,
     *,
     email: str,
     password: str,
@@ -44,49 +44,53 @@ async def create_user(
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}")
     email = normalise_email(email)
-    if await db.scalar(select(UserRecord).where(UserRecord.email == email)) is not None:
+    if session.scalar(select(UserRecord).where(UserRecord.email == email)) is not None:
         raise UserExistsError(email)
     user = UserRecord(
         email=email, name=name, role=role, password_hash=password_hash or hash_password(password)
     )
-    db.add(user)
-    await db.flush()
+    session.add(user)
+    session.flush()
     return user
 
 
-async def get_user_by_email(db: AsyncSession, email: str) -> UserRecord | None:
-    return await db.scalar(select(UserRecord).where(UserRecord.email == normalise_email(email)))
+def get_user_by_email(session: Session, email: str) -> UserRecord | None:
+    return session.scalar(select(UserRecord).where(UserRecord.email == normalise_email(email)))
+
+
+def _get_user(session: Session, user_id: str) -> UserRecord | None:
+    return session.get(UserRecord, user_id)
 
 
 async def current_user(database: Database, user_id: str) -> UserRecord | None:
     """The user's row as it is now (None once deleted or disabled), for what shows the caller
     every detail (a kept caller has no brokerage)."""
-    async with database.read() as db:
-        user = await db.get(UserRecord, user_id)
+    user = await database.run_read(_get_user, user_id)
     return user if user is not None and not user.disabled else None
 
 
-async def authenticate_password(db: AsyncSession, email: str, password: str) -> UserRecord | None:
-    """The user when the password is theirs and the account is not disabled."""
-    user = await get_user_by_email(db, email)
+async def authenticate_password(database: Database, email: str, password: str) -> UserRecord | None:
+    """The user when the password is theirs and the account is not disabled. Argon2 runs
+    off the loop with no transaction open."""
+    user = await database.run_read(get_user_by_email, email)
     ok = await verify_password(user.password_hash if user else None, password)
     return user if ok and user is not None and not user.disabled else None
 
 
-async def start_session(db: AsyncSession, user: UserRecord, *, key: str, ttl_s: int) -> str:
+def start_session(session: Session, user: UserRecord, *, key: str, ttl_s: int) -> str:
     """Record a session and return its signed JWT."""
     now = utcnow()
-    session = Session(user_id=user.id, created_at=now, expires_at=now + timedelta(seconds=ttl_s))
-    db.add(session)
-    await db.flush()
-    return encode_session(key, user.id, session.id, now, session.expires_at)
+    row = SessionRow(user_id=user.id, created_at=now, expires_at=now + timedelta(seconds=ttl_s))
+    session.add(row)
+    session.flush()
+    return encode_session(key, user.id, row.id, now, row.expires_at)
 
 
-async def revoke_session(db: AsyncSession, session_id: str) -> None:
-    session = await db.get(Session, session_id)
-    if session is not None and session.revoked_at is None:
-        session.revoked_at = utcnow()
-        await db.run_sync(mark_changed, CREDENTIALS)
+def revoke_session(session: Session, session_id: str) -> None:
+    row = session.get(SessionRow, session_id)
+    if row is not None and row.revoked_at is None:
+        row.revoked_at = utcnow()
+        mark_changed(session, CREDENTIALS)
 
 
 # `lastUsedAt` is written at most this often per token, so the token path stays read-only
@@ -101,10 +105,14 @@ _ENABLED = UserRecord.disabled.is_(False)
 # row as it is now.
 _KEPT_USER = defer(UserRecord.brokerage, raiseload=True)
 _SESSION_CALLER = (
-    select(UserRecord, Session.expires_at, Session.revoked_at)
+    select(UserRecord, SessionRow.expires_at, SessionRow.revoked_at)
     .options(_KEPT_USER)
-    .join(Session, Session.user_id == UserRecord.id)
-    .where(Session.id == bindparam("session_id"), Session.user_id == bindparam("user_id"), _ENABLED)
+    .join(SessionRow, SessionRow.user_id == UserRecord.id)
+    .where(
+        SessionRow.id == bindparam("session_id"),
+        SessionRow.user_id == bindparam("user_id"),
+        _ENABLED,
+    )
 )
 _TOKEN_CALLER = (
     select(UserRecord, ApiTokenRecord.id, ApiTokenRecord.last_used_at)
@@ -129,6 +137,26 @@ _BASIC_CALLER = (
 )
 
 
+# The one read of a credential's first check: the caller with what the credential needs.
+def _session_caller(
+    session: Session, session_id: str, user_id: str
+) -> Row[UserRecord, datetime, datetime | None] | None:
+    params = {"session_id": session_id, "user_id": user_id}
+    return session.execute(_SESSION_CALLER, params).first()
+
+
+def _token_caller(
+    session: Session, token_hash: str
+) -> Row[UserRecord, str, datetime | None] | None:
+    return session.execute(_TOKEN_CALLER, {"token_hash": token_hash}).first()
+
+
+def _basic_caller(
+    session: Session, email: str, token_hash: str
+) -> Row[UserRecord, str, datetime | None] | None:
+    return session.execute(_BASIC_CALLER, {"email": email, "token_hash": token_hash}).first()
+
+
 async def principal_from_jwt(database: Database, token: str, *, key: str) -> Principal | None:
     verified = verified_credentials(database)
     kept_as = verified.key("session", key, token)
@@ -138,12 +166,7 @@ async def principal_from_jwt(database: Database, token: str, *, key: str) -> Pri
         if claims is None:
             return None
         read_under = verified.reading()
-        async with database.read() as db:
-            row = (
-                await db.execute(
-                    _SESSION_CALLER, {"session_id": claims.session_id, "user_id": claims.user_id}
-                )
-            ).first()
+        row = await database.run_read(_session_caller, claims.session_id, claims.user_id)
         if row is None:
             return None
         user, expires_at, revoked_at = row
@@ -162,8 +185,7 @@ async def principal_from_api_token(database: Database, token: str) -> Principal 
     known = verified.get(kept_as)
     if known is None:
         read_under = verified.reading()
-        async with database.read() as db:
-            row = (await db.execute(_TOKEN_CALLER, {"token_hash": hash_api_token(token)})).first()
+        row = await database.run_read(_token_caller, hash_api_token(token))
         if row is None:
             return None
         user, token_id, used_at = row
@@ -181,12 +203,13 @@ async def _note_token_use(database: Database, known: Known) -> None:
     ):
         return
     known.used_at = now
-    async with database.write() as db:
-        await db.execute(
-            update(ApiTokenRecord)
-            .where(ApiTokenRecord.id == known.token_id)
-            .values(last_used_at=now)
-        )
+    await database.run_write(_write_token_use, known.token_id, now)
+
+
+def _write_token_use(session: Session, token_id: str, now: datetime) -> None:
+    session.execute(
+        update(ApiTokenRecord).where(ApiTokenRecord.id == token_id).values(last_used_at=now)
+    )
 
 
 async def principal_from_bearer(database: Database, token: str, *, key: str) -> Principal | None:
@@ -222,10 +245,7 @@ async def principal_from_basic(
         await _note_token_use(database, known)
         return known.principal
     read_under = verified.reading()
-    async with database.read() as db:
-        row = (
-            await db.execute(_BASIC_CALLER, {"email": email, "token_hash": hash_api_token(secret)})
-        ).first()
+    row = await database.run_read(_basic_caller, email, hash_api_token(secret))
     if row is not None and row[1] is not None:
         known = Known(Principal(user=row[0], session_id=None), token_id=row[1], used_at=row[2])
         verified.keep(read_under, kept_as, known)

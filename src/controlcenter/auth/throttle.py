@@ -30,7 +30,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sqlalchemy import ColumnElement, delete, func, select
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
 
 from controlcenter.auth.attempts import SignInAttempt
 from controlcenter.common.emails import normalise_email
@@ -100,53 +101,71 @@ class SignInThrottle:
         if source:
             limits[_key("address", source)] = self.per_source
         now = self.clock()
-        async with self.database.write() as db:
-            await db.execute(delete(SignInAttempt).where(SignInAttempt.at <= now - self.window_s))
-            rows = [SignInAttempt(key=key, at=now) for key in limits]
-            db.add_all(rows)
-        ids = tuple(row.id for row in rows)
-        # Every key's count in one statement: a sign-in reads the table once, not once a key.
-        counted = (
-            select(SignInAttempt.key, func.count())
-            .where(SignInAttempt.key.in_(limits), SignInAttempt.at > now - self.window_s)
-            .group_by(SignInAttempt.key)
-        )
-        async with self.database.read() as db:
-            counts: dict[str, int] = {key: n for key, n in (await db.execute(counted)).all()}
+        since = now - self.window_s
+        ids = await self.database.run_write(_record, list(limits), now, since)
+        counts = await self.database.run_read(_count, list(limits), since)
         blocked = [(key, limit) for key, limit in limits.items() if counts.get(key, 0) > limit]
         if not blocked:
             return Attempt(pair_key=pair_key, row_ids=ids)
-        async with self.database.write() as db:
-            await db.execute(delete(SignInAttempt).where(SignInAttempt.id.in_(ids)))
-        waits = [await self._retry_after(key, limit, now) for key, limit in blocked]
+        await self.database.run_write(_remove, ids)
+        waits = [await self._retry_after(key, limit, since, now) for key, limit in blocked]
         raise TooManyAttemptsError(max(waits))
 
     async def succeeded(self, attempt: Attempt) -> None:
         """A success clears the count of its e-mail from its source (and is no failure for the
         e-mail's ceiling nor the source); what others tried stays counted."""
-        async with self.database.write() as db:
-            await db.execute(
-                delete(SignInAttempt).where(
-                    (SignInAttempt.key == attempt.pair_key) | SignInAttempt.id.in_(attempt.row_ids)
-                )
-            )
+        await self.database.run_write(_clear, attempt)
 
-    def _recent(self, key: str, now: float) -> tuple[ColumnElement[bool], ...]:
-        return (SignInAttempt.key == key, SignInAttempt.at > now - self.window_s)
-
-    async def _retry_after(self, key: str, limit: int, now: float) -> int:
+    async def _retry_after(self, key: str, limit: int, since: float, now: float) -> int:
         """Seconds until fewer than `limit` failures remain in the window."""
-        async with self.database.read() as db:
-            oldest_counted = await db.scalar(
-                select(SignInAttempt.at)
-                .where(*self._recent(key, now))
-                .order_by(SignInAttempt.at.desc())
-                .offset(limit - 1)
-                .limit(1)
-            )
+        oldest_counted = await self.database.run_read(_oldest_counted, key, limit, since)
         if oldest_counted is None:
             return 1
         return max(1, math.ceil(float(oldest_counted) + self.window_s - now))
+
+
+def _record(session: Session, keys: list[str], now: float, since: float) -> tuple[int, ...]:
+    """Forget the attempts older than the window and write down this one under each key; the
+    new rows' ids."""
+    session.execute(delete(SignInAttempt).where(SignInAttempt.at <= since))
+    rows = [SignInAttempt(key=key, at=now) for key in keys]
+    session.add_all(rows)
+    session.flush()
+    return tuple(row.id for row in rows)
+
+
+def _count(session: Session, keys: list[str], since: float) -> dict[str, int]:
+    """Every key's count within the window in one statement: a sign-in reads the table once,
+    not once a key."""
+    counted = (
+        select(SignInAttempt.key, func.count())
+        .where(SignInAttempt.key.in_(keys), SignInAttempt.at > since)
+        .group_by(SignInAttempt.key)
+    )
+    return {key: n for key, n in session.execute(counted).all()}
+
+
+def _remove(session: Session, ids: tuple[int, ...]) -> None:
+    session.execute(delete(SignInAttempt).where(SignInAttempt.id.in_(ids)))
+
+
+def _clear(session: Session, attempt: Attempt) -> None:
+    session.execute(
+        delete(SignInAttempt).where(
+            (SignInAttempt.key == attempt.pair_key) | SignInAttempt.id.in_(attempt.row_ids)
+        )
+    )
+
+
+def _oldest_counted(session: Session, key: str, limit: int, since: float) -> float | None:
+    """When the `limit`-th newest of the key's attempts within the window was made."""
+    return session.scalar(
+        select(SignInAttempt.at)
+        .where(SignInAttempt.key == key, SignInAttempt.at > since)
+        .order_by(SignInAttempt.at.desc())
+        .offset(limit - 1)
+        .limit(1)
+    )
 
 
 def _key(kind: str, value: str) -> str:

@@ -12,6 +12,7 @@ import typer
 from pydantic import ValidationError
 from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
 
 from controlcenter.auth.models import UserRecord
 from controlcenter.cli import database as where
@@ -78,6 +79,10 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+def _count_users(session: Session) -> int:
+    return int(session.scalar(select(func.count()).select_from(UserRecord)) or 0)
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
@@ -96,8 +101,7 @@ def serve(
     config = Config()
 
     async def count_users(database: Database) -> int:
-        async with database.read() as db:
-            return int(await db.scalar(select(func.count()).select_from(UserRecord)) or 0)
+        return await database.run_read(_count_users)
 
     if with_db(count_users, quiet_migrations=False, create=True) == 0:
         first_user = where.command_prefix(config) + FIRST_USER

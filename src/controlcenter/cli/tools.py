@@ -151,8 +151,7 @@ def tools_call(
         from controlcenter.chat.context import ChatContext
         from controlcenter.chat.service import CHAT_SETTINGS
 
-        async with parts.db.read() as db:
-            user = await get_user_by_email(db, email)
+        user = await parts.db.run_read(get_user_by_email, email)
         if user is None:
             raise UsageError(f"no user with e-mail {email}")
         # The chat's own context: the same settings, the user's CRM location for the MCP

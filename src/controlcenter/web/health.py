@@ -8,6 +8,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 from controlcenter.web.deps import DatabaseDep
 from controlcenter.web.openapi_doc import schema_extra
@@ -20,6 +21,7 @@ class Status(BaseModel):
     status: Literal["ok", "unavailable"]
 
 
+_ONE = text("SELECT 1")
 _UNAVAILABLE = {"description": "The database does not answer", "model": Status}
 
 
@@ -28,11 +30,14 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
+def _select_one(session: Session) -> None:
+    session.execute(_ONE)
+
+
 @router.get("/readyz", response_model=None, responses={200: {"model": Status}, 503: _UNAVAILABLE})
 async def readyz(database: DatabaseDep) -> JSONResponse:
     try:
-        async with database.read() as db:
-            await db.execute(text("SELECT 1"))
+        await database.run_read(_select_one)
     except Exception:
         return JSONResponse({"status": "unavailable"}, status_code=503)
     return JSONResponse({"status": "ok"})

@@ -5,20 +5,19 @@ servers' states."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, cast
+from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from controlcenter.db import Database
 from controlcenter.tools.mcp.models import McpServerRow
 from controlcenter.tools.mcp.source import McpSource
-from controlcenter.tools.mcp.store import McpServerStore, ServerChanges, StoredServer
+from controlcenter.tools.mcp.store import McpServerStore, StoredServer
 from tests.conftest import AppUser, RunningServer, UserFactory
-from tests.dbtools import reading, writing
+from tests.dbtools import reading
 from tests.fakes.highlevel_mcp import TOKEN, FakeHighLevelMcp
 from tests.fakes.mcp_server import FakeMcp
 from tests.fakes.oauth_mcp import CLIENT_ID, CLIENT_SECRET, FakeOAuthMcp
@@ -251,10 +250,8 @@ async def test_status_lists_every_configured_server_with_its_tool_count(
     fake_highlevel: FakeHighLevelMcp,
     fake_mcp: FakeMcp,
 ) -> None:
-    async with writing(server.db) as db:
-        await server.settings.save(
-            db, {"mcpServerUrl": fake_mcp.url, "crmOwnerLocationId": "OWNER-1"}, admin.id
-        )
+    values = {"mcpServerUrl": fake_mcp.url, "crmOwnerLocationId": "OWNER-1"}
+    await server.db.run_write(server.settings.save, values, admin.id)
     await client.post(URL, json=highlevel_body(fake_highlevel), headers=admin.headers)
     await client.post(
         URL,
@@ -314,53 +311,6 @@ async def test_a_change_during_a_read_is_not_hidden_by_it(server: RunningServer)
     await first
     await store.enabled()
     assert len(reads) == 2  # the read the change overtook was not kept
-
-
-class _Interleaved:
-    """`db` as a store uses it, with `between` awaited once, just before the first write."""
-
-    def __init__(self, db: Database, between: Callable[[], Awaitable[None]]) -> None:
-        self.changes = db.changes
-        self._db = db
-        self._between: Callable[[], Awaitable[None]] | None = between
-
-    async def run_read(self, work: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        return await self._db.run_read(work, *args, **kwargs)
-
-    async def run_write(self, work: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        if self._between is not None:
-            between, self._between = self._between, None
-            await between()
-        return await self._db.run_write(work, *args, **kwargs)
-
-
-async def test_a_change_saved_meanwhile_is_not_undone_by_another(
-    server: RunningServer, admin: AppUser
-) -> None:
-    """A change's credentials are worked out between reading the server and writing it: one
-    saved in between is kept, and the later change is made on top of it."""
-    store = McpServerStore(server.db, server.settings.cipher, ttl_s=30)
-    created = await store.create(
-        name="Listings",
-        url="http://127.0.0.1:9/mcp",
-        enabled=True,
-        bearer_token="first-token-0123456789",
-        headers={},
-        user_id=admin.id,
-    )
-
-    async def header_saved() -> None:
-        header = ServerChanges(headers={"X-Api-Key": "k-1234567890abcd"})
-        await store.update(created.id, header, admin.id)
-
-    racing = McpServerStore(
-        cast(Database, _Interleaved(server.db, header_saved)), server.settings.cipher, ttl_s=30
-    )
-    token = ServerChanges(bearer_token="second-token-0123456789")
-    await racing.update(created.id, token, admin.id)
-    now = (await store.get(created.id)).server
-    assert now.bearer_token == "second-token-0123456789"
-    assert now.headers == (("X-Api-Key", "k-1234567890abcd"),)
 
 
 async def test_the_settings_get_keeps_its_exact_shape(
