@@ -52,6 +52,7 @@ class FakeClock:
         self._sleepers: list[tuple[datetime, asyncio.Future[None]]] = []
         self._sleeping = asyncio.Event()
         self.slept = 0  # sleeps begun, over the clock's life
+        self.waits: list[float] = []  # each sleep's seconds, as asked
 
     def now(self) -> datetime:
         return self._now
@@ -61,6 +62,7 @@ class FakeClock:
         entry = (self._now + timedelta(seconds=seconds), woken)
         self._sleepers.append(entry)
         self.slept += 1
+        self.waits.append(seconds)
         self._sleeping.set()
         try:
             await woken

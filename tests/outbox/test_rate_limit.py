@@ -151,6 +151,41 @@ async def test_a_job_that_has_begun_waits_for_its_later_tokens(server: RunningSe
     await third
 
 
+async def test_a_late_take_keeps_the_rate_and_never_bunches(server: RunningServer) -> None:
+    """A take a little after its token fell due is counted from when it did: the next token
+    falls due one interval after this one did, and the taker's delays do not slow the rate.
+    A take later than a quarter of an interval is counted from a quarter interval before it,
+    never from when the bucket filled: the next one is never closer than three quarters."""
+    clock = FakeClock()
+    limiter = LocationRateLimiter(server.db, RateLimit(10, 1.0), max_wait_s=5.0, clock=clock)
+    interval = 1 / 9  # 9 tokens a second, a bucket of one
+    await limiter.acquire("late-location")  # the new bucket's token
+    clock.advance(interval + 0.02)  # the next fell due 20 ms ago
+    await limiter.acquire("late-location")  # at once, counted from 20 ms ago
+    assert clock.slept == 0
+    assert await _next_wait(limiter, clock, "late-location") == pytest.approx(
+        interval - 0.02, abs=0.001
+    )
+    clock.advance(1.0)  # the bucket full for most of a second
+    await limiter.acquire("late-location")
+    assert await _next_wait(limiter, clock, "late-location") == pytest.approx(
+        interval * 0.75, abs=0.001
+    )
+
+
+async def _next_wait(limiter: LocationRateLimiter, clock: FakeClock, location: str) -> float:
+    """How long the location's next taker sleeps for its token (it must sleep); it is then
+    given its token."""
+    taker = asyncio.create_task(limiter.acquire(location))
+    sleeping = asyncio.create_task(clock.until_sleeping())
+    await asyncio.wait({taker, sleeping}, return_when=asyncio.FIRST_COMPLETED)
+    assert not taker.done(), "the next token was there at once"
+    wait = clock.waits[-1]
+    clock.advance(wait + 0.001)  # past the datetimes' microseconds
+    await taker
+    return wait
+
+
 async def test_only_a_taken_token_is_a_write_transaction(server: RunningServer) -> None:
     """Waiting for a token looks at the bucket without the write lock: on SQLite every write
     transaction waits for the one write lock, beside the onboarding saves."""

@@ -10,12 +10,16 @@ CRM's window can hold requests from a little more than ten of our seconds (a bur
 HighLevel's 100 exactly, and under `make bench` meets a 429). The bucket is a row of
 `crm_rate_buckets`, taken in a short write transaction (`SELECT ... FOR UPDATE` on PostgreSQL;
 SQLite's write lock serialises it), so several processes share one budget. A taker looks
-at the bucket first without any lock and sleeps until its token is due; only a take that
-finds one writes (on SQLite each write transaction waits for the database's one write lock,
-beside the requests' own writes: with two processes, three of four looks find the bucket
-empty and write nothing). A 429 pauses the
-location for its Retry-After (HighLevel sends none: then the whole window) by emptying the
-bucket.
+at the bucket first without any lock and sleeps until the moment its token is due; only a
+take that finds one writes (on SQLite each write transaction waits for the database's one
+write lock, beside the requests' own writes). A bucket of one stops refilling while it is
+full, so the time between a token falling due and its taker taking it (the wake-up, the
+look's round trip, the write lock) would be lost to the rate: a take up to `ON_TIME` of a
+token's interval late is counted from when the token fell due, a later one from that much
+before it was taken. The takes thus stay on the rate's grid, each at most a quarter of an
+interval after its place on it, and any 10 s still holds at most 91 of them. A 429 pauses
+the location for its Retry-After (HighLevel sends none: then the whole window) by emptying
+the bucket.
 
 A job's first request waits for its token at most `max_wait_s`; past that it gets
 `CrmRateLimited` with the wait still ahead, and the outbox gives the job back for later without
@@ -108,6 +112,11 @@ class RateLimit:
 class LocationRateLimiter:
     """Takes one request's token of a location, waiting for it up to `max_wait_s`."""
 
+    # How late after its token fell due a take is still counted from that moment, as a share
+    # of a token's interval (`_taken_at`). Under one interval, so that the takes in a window of
+    # a whole number of intervals are no more than without it.
+    ON_TIME = 0.25
+
     def __init__(
         self, db: Database, limit: RateLimit, *, max_wait_s: float, clock: Clock | None = None
     ) -> None:
@@ -135,12 +144,16 @@ class LocationRateLimiter:
                 # Look first, without the write lock: most looks find the bucket empty (a
                 # token comes every 1/rate s and several processes wait for it), and a write
                 # transaction for each of them competed with the requests' writes.
-                wait = await self._peek(location_id)
-                if wait <= 0 and (wait := await self._take(location_id)) <= 0:
+                due = await self._peek(location_id)
+                if due is None and (due := await self._take(location_id)) is None:
                     return
-                if deadline is not None and clock.now() + timedelta(seconds=wait) > deadline:
-                    raise _limited(wait)
-                await clock.sleep(wait)
+                if deadline is not None and due > deadline:
+                    raise _limited((due - clock.now()).total_seconds())
+                # Until the moment the token falls due, not for the wait as the bucket was
+                # read: the read's own round trip would be added to every wait.
+                left = (due - clock.now()).total_seconds()
+                if left > 0:
+                    await clock.sleep(left)
         finally:
             queue.release()
 
@@ -168,9 +181,9 @@ class LocationRateLimiter:
     async def pause(self, location_id: str, seconds: float) -> None:
         """The CRM refused with 429: nothing more for this location for `seconds`."""
         tokens = -seconds * self.limit.rate  # refilled to zero exactly when the pause ends
-        now = self._clock.now()
         async with self._db.write() as session:
-            row = await self._row(session, location_id, now)
+            row = await self._row(session, location_id)
+            now = self._clock.now()
             left = row.tokens + max(0.0, (now - row.updated_at).total_seconds()) * self.limit.rate
             if left > tokens:  # never shortens a longer pause
                 await session.execute(
@@ -179,40 +192,65 @@ class LocationRateLimiter:
                     .values(tokens=tokens, updated_at=now)
                 )
 
-    async def _peek(self, location_id: str) -> float:
-        """The seconds until the bucket will have a token (0.0: it has one now, or the
-        location has no bucket yet), read without taking it or any lock."""
+    async def _peek(self, location_id: str) -> datetime | None:
+        """When the bucket will have a token (None: it has one now, or the location has no
+        bucket yet), read without taking it or any lock."""
         now = self._clock.now()
         async with self._db.read() as session:
             row = (await session.execute(_BUCKET, {"b_location": location_id})).first()
-        return 0.0 if row is None else self._wait(_Bucket(float(row[0]), row[1]), now)[0]
+        return None if row is None else self._due(_Bucket(float(row[0]), row[1]), now)
 
-    async def _take(self, location_id: str) -> float:
-        """Takes a token if the bucket has one (0.0), else the seconds until it will."""
-        now = self._clock.now()
+    async def _take(self, location_id: str) -> datetime | None:
+        """Takes a token if the bucket has one (None), else when it will."""
         async with self._db.write() as session:
-            row = await self._row(session, location_id, now)
-            wait, tokens = self._wait(row, now)
-            if wait == 0.0:
+            row = await self._row(session, location_id)
+            # Read with the bucket locked: no other taker's write is later than this.
+            now = self._clock.now()
+            due = self._due(row, now)
+            if due is None:
                 # Only a taken token is written: the refill is computed from `updated_at`, so
                 # writing an unchanged bucket would change nothing.
+                at = self._taken_at(row, now)
                 await session.execute(
                     _SET_BUCKET,
-                    {"b_location": location_id, "tokens": tokens - 1.0, "updated_at": now},
+                    {
+                        "b_location": location_id,
+                        "tokens": self._tokens(row, at) - 1.0,
+                        "updated_at": at,
+                    },
                 )
-            return wait
+            return due
 
-    def _wait(self, row: _Bucket, now: datetime) -> tuple[float, float]:
-        """The seconds until the bucket has a token (0.0: now) and its tokens at `now`."""
-        elapsed = max(0.0, (now - row.updated_at).total_seconds())
-        tokens = min(self.limit.burst, row.tokens + elapsed * self.limit.rate)
-        return (0.0 if tokens >= 1.0 else (1.0 - tokens) / self.limit.rate), tokens
+    def _due(self, row: _Bucket, now: datetime) -> datetime | None:
+        """When the bucket has a token (None: it has one at `now`)."""
+        tokens = self._tokens(row, now)
+        if tokens >= 1.0:
+            return None
+        return now + timedelta(seconds=(1.0 - tokens) / self.limit.rate)
 
-    async def _row(self, session: AsyncSession, location_id: str, now: datetime) -> _Bucket:
+    def _tokens(self, row: _Bucket, at: datetime) -> float:
+        elapsed = max(0.0, (at - row.updated_at).total_seconds())
+        return min(self.limit.burst, row.tokens + elapsed * self.limit.rate)
+
+    def _taken_at(self, row: _Bucket, now: datetime) -> datetime:
+        """The moment a token taken at `now` is recorded at: `now`, or, when the bucket was
+        already full, when it filled, but at most `ON_TIME` of a token's interval before
+        `now`. The next token then falls due one interval after this one did, not after its
+        taker came: a taker's delays do not slow the rate, and a take is never more than
+        that share of an interval after its place on the rate's grid."""
+        full_at = row.updated_at + timedelta(
+            seconds=(self.limit.burst - row.tokens) / self.limit.rate
+        )
+        if now <= full_at:
+            return now
+        return max(full_at, now - timedelta(seconds=self.ON_TIME / self.limit.rate))
+
+    async def _row(self, session: AsyncSession, location_id: str) -> _Bucket:
         """The location's bucket, locked for this transaction; a full one when new."""
         parameters = {"b_location": location_id}
         row = (await session.execute(_BUCKET_LOCKED, parameters)).first()
         if row is None:  # the location's first request: create its bucket (once)
+            now = self._clock.now()
             bucket = {"location_id": location_id, "tokens": self.limit.burst, "updated_at": now}
             await session.execute(upsert(self._db.dialect, _TABLE, bucket, key=("location_id",)))
             row = (await session.execute(_BUCKET_LOCKED, parameters)).one()
