@@ -39,8 +39,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from sqlalchemy import Float, String, Table, bindparam, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from controlcenter.crm.errors import CrmRateLimited
 from controlcenter.db import Base, Database, UTCDateTime, utcnow
@@ -180,46 +179,49 @@ class LocationRateLimiter:
 
     async def pause(self, location_id: str, seconds: float) -> None:
         """The CRM refused with 429: nothing more for this location for `seconds`."""
+        await self._db.run_write(self._pause, location_id, seconds)
+
+    def _pause(self, session: Session, location_id: str, seconds: float) -> None:
         tokens = -seconds * self.limit.rate  # refilled to zero exactly when the pause ends
-        async with self._db.write() as session:
-            row = await self._row(session, location_id)
-            now = self._clock.now()
-            left = row.tokens + max(0.0, (now - row.updated_at).total_seconds()) * self.limit.rate
-            if left > tokens:  # never shortens a longer pause
-                await session.execute(
-                    update(CrmRateBucket)
-                    .where(CrmRateBucket.location_id == location_id)
-                    .values(tokens=tokens, updated_at=now)
-                )
+        row = self._row(session, location_id)
+        now = self._clock.now()
+        left = row.tokens + max(0.0, (now - row.updated_at).total_seconds()) * self.limit.rate
+        if left > tokens:  # never shortens a longer pause
+            session.execute(
+                update(CrmRateBucket)
+                .where(CrmRateBucket.location_id == location_id)
+                .values(tokens=tokens, updated_at=now)
+            )
 
     async def _peek(self, location_id: str) -> datetime | None:
         """When the bucket will have a token (None: it has one now, or the location has no
         bucket yet), read without taking it or any lock."""
         now = self._clock.now()
-        async with self._db.read() as session:
-            row = (await session.execute(_BUCKET, {"b_location": location_id})).first()
-        return None if row is None else self._due(_Bucket(float(row[0]), row[1]), now)
+        row = await self._db.run_read(_bucket, location_id)
+        return None if row is None else self._due(row, now)
 
     async def _take(self, location_id: str) -> datetime | None:
         """Takes a token if the bucket has one (None), else when it will."""
-        async with self._db.write() as session:
-            row = await self._row(session, location_id)
-            # Read with the bucket locked: no other taker's write is later than this.
-            now = self._clock.now()
-            due = self._due(row, now)
-            if due is None:
-                # Only a taken token is written: the refill is computed from `updated_at`, so
-                # writing an unchanged bucket would change nothing.
-                at = self._taken_at(row, now)
-                await session.execute(
-                    _SET_BUCKET,
-                    {
-                        "b_location": location_id,
-                        "tokens": self._tokens(row, at) - 1.0,
-                        "updated_at": at,
-                    },
-                )
-            return due
+        return await self._db.run_write(self._take_in, location_id)
+
+    def _take_in(self, session: Session, location_id: str) -> datetime | None:
+        row = self._row(session, location_id)
+        # Read with the bucket locked: no other taker's write is later than this.
+        now = self._clock.now()
+        due = self._due(row, now)
+        if due is None:
+            # Only a taken token is written: the refill is computed from `updated_at`, so
+            # writing an unchanged bucket would change nothing.
+            at = self._taken_at(row, now)
+            session.execute(
+                _SET_BUCKET,
+                {
+                    "b_location": location_id,
+                    "tokens": self._tokens(row, at) - 1.0,
+                    "updated_at": at,
+                },
+            )
+        return due
 
     def _due(self, row: _Bucket, now: datetime) -> datetime | None:
         """When the bucket has a token (None: it has one at `now`)."""
@@ -245,15 +247,15 @@ class LocationRateLimiter:
             return now
         return max(full_at, now - timedelta(seconds=self.ON_TIME / self.limit.rate))
 
-    async def _row(self, session: AsyncSession, location_id: str) -> _Bucket:
+    def _row(self, session: Session, location_id: str) -> _Bucket:
         """The location's bucket, locked for this transaction; a full one when new."""
         parameters = {"b_location": location_id}
-        row = (await session.execute(_BUCKET_LOCKED, parameters)).first()
+        row = session.execute(_BUCKET_LOCKED, parameters).first()
         if row is None:  # the location's first request: create its bucket (once)
             now = self._clock.now()
             bucket = {"location_id": location_id, "tokens": self.limit.burst, "updated_at": now}
-            await session.execute(upsert(self._db.dialect, _TABLE, bucket, key=("location_id",)))
-            row = (await session.execute(_BUCKET_LOCKED, parameters)).one()
+            session.execute(upsert(self._db.dialect, _TABLE, bucket, key=("location_id",)))
+            row = session.execute(_BUCKET_LOCKED, parameters).one()
         return _Bucket(float(row[0]), row[1])
 
 
@@ -261,6 +263,12 @@ class LocationRateLimiter:
 class _Bucket:
     tokens: float
     updated_at: datetime
+
+
+def _bucket(session: Session, location_id: str) -> _Bucket | None:
+    """The location's bucket as it is, read without taking it or any lock."""
+    row = session.execute(_BUCKET, {"b_location": location_id}).first()
+    return None if row is None else _Bucket(float(row[0]), row[1])
 
 
 def _limited(wait: float) -> CrmRateLimited:

@@ -4,7 +4,7 @@ Claiming. A job is due when it is pending, its `next_attempt_at` has come and it
 (`locked_until` empty or past). The claim sets a lease in one short transaction: on PostgreSQL
 the rows are taken with SELECT ... FOR UPDATE SKIP LOCKED, so concurrent workers pass over each
 other's rows instead of waiting or taking them twice; on SQLite the transaction starts with
-BEGIN IMMEDIATE (Database.write()), which serialises claims across processes. A worker that
+BEGIN IMMEDIATE (Database.run_write), which serialises claims across processes. A worker that
 dies leaves its lease behind; when it expires (20 s at most) any worker reclaims the job.
 Deliveries are idempotent (contacts are upserted by e-mail, tags are added to a set), so the
 rare second delivery after a lost lease changes nothing at the CRM.
