@@ -7,7 +7,7 @@ transaction: the topic's row of `change_stamps` gets a new random stamp and, on 
 `CHANNEL` is notified with the topic and its stamp (delivered when the transaction commits).
 Then:
 
-- this process empties the topic's caches as the transaction commits (`Database.write`);
+- this process empties the topic's caches as the transaction commits (`Database.run_write`);
 - the other processes on the database empty theirs within `POLL_S`: on SQLite one task per
   process reads the stamps every `POLL_S` (one query of a few rows, whatever the number of
   cached values) and empties the caches of every topic whose stamp moved; on PostgreSQL one
