@@ -43,7 +43,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from controlcenter.crm.errors import CrmRateLimited
 from controlcenter.db import Base, Database, UTCDateTime, utcnow
-from controlcenter.db.upserts import upsert
+from controlcenter.db.upserts import DIALECTS, upsert
 
 RATE_LIMITED = "CRM rate limit: waiting for this location's budget"
 
@@ -64,6 +64,7 @@ _BUCKET = select(CrmRateBucket.tokens, CrmRateBucket.updated_at).where(
     CrmRateBucket.location_id == bindparam("b_location")
 )
 _BUCKET_LOCKED = _BUCKET.with_for_update()
+_ADD_BUCKET = {dialect: upsert(dialect, _TABLE, key=("location_id",)) for dialect in DIALECTS}
 _SET_BUCKET = (
     update(CrmRateBucket)
     .where(CrmRateBucket.location_id == bindparam("b_location"))
@@ -254,7 +255,7 @@ class LocationRateLimiter:
         if row is None:  # the location's first request: create its bucket (once)
             now = self._clock.now()
             bucket = {"location_id": location_id, "tokens": self.limit.burst, "updated_at": now}
-            session.execute(upsert(self._db.dialect, _TABLE, bucket, key=("location_id",)))
+            session.execute(_ADD_BUCKET[self._db.dialect], bucket)
             row = session.execute(_BUCKET_LOCKED, parameters).one()
         return _Bucket(float(row[0]), row[1])
 

@@ -35,7 +35,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 from controlcenter.common.logs import get_logger
 from controlcenter.db.base import Base
 from controlcenter.db.notifications import Listener, notify
-from controlcenter.db.upserts import upsert
+from controlcenter.db.upserts import DIALECTS, upsert
 
 log = get_logger(__name__)
 
@@ -59,19 +59,22 @@ class ChangeStamp(Base):
     stamp: Mapped[str] = mapped_column(String(32))
 
 
+_SET_STAMP = {
+    dialect: upsert(dialect, ChangeStamp.__table__, key=("topic",), update=("stamp",))  # type: ignore[arg-type]
+    for dialect in DIALECTS
+}
+
+
 def mark_changed(session: Session, *topics: str) -> None:
     """Mark `topics` changed by the session's transaction (see the module's docstring).
 
     Best called last in the transaction: on PostgreSQL each topic's stamp row stays locked
     from here to the commit, and every transaction that changes the topic writes that row."""
-    table = ChangeStamp.__table__
     stamps: dict[str, str] = session.info.setdefault(_CHANGED, {})
-    dialect = session.get_bind().dialect.name
+    statement = _SET_STAMP[session.get_bind().dialect.name]
     for topic in topics:
         stamps[topic] = stamp = os.urandom(16).hex()
-        values = {"topic": topic, "stamp": stamp}
-        statement = upsert(dialect, table, values, key=("topic",), update=("stamp",))  # type: ignore[arg-type]
-        session.execute(statement)
+        session.execute(statement, {"topic": topic, "stamp": stamp})
     notify(session, CHANNEL, [f"{topic}{_SEP}{stamps[topic]}" for topic in topics])
 
 

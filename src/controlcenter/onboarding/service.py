@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from threading import Lock
 from typing import Any
 
+from cachetools import LRUCache, cached
 from sqlalchemy import Row, Table, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -20,6 +22,8 @@ from controlcenter.onboarding.schemas import OnboardingInput
 from controlcenter.outbox.enqueue import Job, PendingJob, enqueue, pending
 
 HIGH_GCI_MARKERS = ("100", "250")
+# The upserts kept, one for each set of fields saved: clients send one or a few sets.
+UPSERTS_KEPT = 64
 _TABLE: Table = Onboarding.__table__  # type: ignore[assignment]  # declared as a Table
 _USERS: Table = UserRecord.__table__  # type: ignore[assignment]  # declared as a Table
 # The save's statement on the user, built once (bound parameters), as Core: it sets the brokerage
@@ -33,6 +37,16 @@ _SET_BROKERAGE = (
 _RECORD_OF = select(*RECORD_COLUMNS).where(_TABLE.c.user_id == bindparam("user_id"))
 
 StoredRecord = dict[str, Any]  # the record's stored values by `RECORD`'s names
+
+
+@cached(LRUCache(maxsize=UPSERTS_KEPT), lock=Lock())
+def _upsert_of(dialect: str, given: tuple[str, ...]) -> ReturningInsert[Any]:
+    """The save's upsert when the columns `given` are: it updates them and `updated_at`, and
+    returns the record. Built once for each set of fields a client sends: building one costs
+    more than the save's statements take to run."""
+    return upsert(dialect, _TABLE, key=("user_id",), update=(*given, "updated_at")).returning(
+        *RECORD_COLUMNS
+    )
 
 
 class UserGoneError(Exception):
@@ -94,13 +108,7 @@ class OnboardingSaves:
         # Everything that needs no database is built before the transaction: on SQLite it holds
         # the database's one write lock.
         new = {"id": new_id(), "user_id": user_id, "created_at": now, "updated_at": now}
-        saved = upsert(
-            self._db.dialect,
-            _TABLE,
-            {**new, **values},
-            key=("user_id",),
-            update=(*values, "updated_at"),
-        ).returning(*RECORD_COLUMNS)
+        saved = (_upsert_of(self._db.dialect, tuple(values)), {**new, **values})
         jobs = pending(*_jobs(user_id, data.get("gciLast12Months", "")))
         set_brokerage = (
             {"b_id": user_id, "b_brokerage": brokerage, "b_now": now}
@@ -115,16 +123,16 @@ def _save(
     session: Session,
     user_id: str,
     set_brokerage: dict[str, Any] | None,
-    saved: ReturningInsert[Any],
+    saved: tuple[ReturningInsert[Any], dict[str, Any]],
     jobs: list[PendingJob],
 ) -> Row[Any]:
     """The save's one transaction: the brokerage (`_SET_BROKERAGE`'s parameters, None to leave
-    it), the record (the upsert `saved`, whose row it returns) and the jobs."""
+    it), the record (the upsert `saved` and its values, whose row it returns) and the jobs."""
     connection = session.connection()
     if set_brokerage is not None:
         connection.execute(_SET_BROKERAGE, set_brokerage)
     try:
-        row = connection.execute(saved).one()
+        row = connection.execute(*saved).one()
     except IntegrityError as exc:
         # The only constraint the upsert can break: `user_id` names no user.
         raise UserGoneError(user_id) from exc

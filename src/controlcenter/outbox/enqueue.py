@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import Table, insert
 from sqlalchemy.orm import Session
 from structlog.contextvars import get_contextvars
 
@@ -15,8 +15,10 @@ from controlcenter.outbox.models import PENDING, OutboxJob
 
 REQUEST_ID = "requestId"
 
-# Built once: one Core INSERT of all the jobs a caller writes, without ORM objects to flush.
-_INSERT = insert(OutboxJob)
+# Built once: one Core INSERT of all the jobs a caller writes, on the session's connection,
+# without the ORM's bulk insert around it.
+_TABLE: Table = OutboxJob.__table__  # type: ignore[assignment]  # declared as a Table
+_INSERT = insert(_TABLE)
 
 Job = tuple[JobKind, dict[str, Any]]  # a kind and its payload
 PendingJob = dict[str, Any]  # a job's row, ready to insert
@@ -54,4 +56,4 @@ def enqueue(session: Session, jobs: Sequence[PendingJob]) -> None:
     between commit and delivery delays the side effects but never loses them.
     """
     if jobs:
-        session.execute(_INSERT, list(jobs))
+        session.connection().execute(_INSERT, list(jobs))
