@@ -1,7 +1,8 @@
 """SQLite under concurrent writers: WAL, a busy timeout and write transactions that begin
 IMMEDIATE mean no writer ever gets "database is locked", within one process (200 asyncio
 tasks) or across processes; a process's writers queue behind its one writer in order; a
-writer waiting for the lock leaves the event loop running, and reads never wait for a writer.
+writer waiting for the lock leaves the event loop running, and reads never wait for a writer;
+another process's writer waits for its turn in the kernel, not in SQLite.
 
 These run on their own SQLite file whichever database the rest of the suite uses, since the
 behaviour under test is SQLite's.
@@ -10,6 +11,8 @@ behaviour under test is SQLite's.
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
 import sqlite3
 import subprocess
 import sys
@@ -180,6 +183,30 @@ async def test_a_waiting_writer_leaves_the_loop_running_and_gets_in_after_the_co
         assert await database.run_read(counted) == (1001, 1)
     finally:
         other.close()
+        await database.dispose()
+
+
+async def test_a_writer_waits_for_another_process_turn_outside_sqlite(
+    database: Database,
+) -> None:
+    """Another process's writer has its turn (its lock on the turns' file): this process's
+    writer waits for it in the kernel, before it begins a transaction, so SQLite's write lock
+    stays free meanwhile; it gets in as soon as the turn ends."""
+    path = _path(database)
+    turn = os.open(f"{path}.write-turn", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        await database.run_read(counted)  # connected: the wait below is only for the turn
+        fcntl.flock(turn, fcntl.LOCK_EX)  # a descriptor of its own: another writer's turn
+        writer = asyncio.create_task(increment(database, "after-the-turn"))
+        for _ in range(20):  # the loop serves other tasks meanwhile
+            await asyncio.sleep(0.01)
+        assert not writer.done()
+        assert not _other_writer_refused(path)  # it has not begun: it waits for its turn
+        fcntl.flock(turn, fcntl.LOCK_UN)
+        await writer
+        assert await database.run_read(counted) == (1, 1)
+    finally:
+        os.close(turn)
         await database.dispose()
 
 

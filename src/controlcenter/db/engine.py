@@ -16,11 +16,13 @@ the one thread of the process's write executor with the write engine's one conne
 process's writers queue there, not in SQLite's busy handler. A write transaction begins
 IMMEDIATE: it takes the database's write lock before its first read, so a transaction that
 reads and then writes never fails with "database is locked" because another writer committed
-in between; while another process holds the lock, BEGIN IMMEDIATE waits in SQLite's busy
-handler for up to `BUSY_TIMEOUT_S`, on the writer's thread. Reads run on `SQLITE_READERS`
-threads, each with a connection of its own and no `begin` listener: they begin no transaction,
-each SELECT reads a consistent snapshot of its own, and in WAL they never wait for the writer
-nor it for them. A unit whose caller is cancelled still runs to its end once started.
+in between. The processes' writers take turns (`write_turns`): each waits in the kernel for
+another process's write to end, not in SQLite's busy handler, which waits up to
+`BUSY_TIMEOUT_S` only for a connection that takes no turn (a migration, a command-line tool).
+Reads run on `SQLITE_READERS` threads, each with a connection of its own and no `begin`
+listener: they begin no transaction, each SELECT reads a consistent snapshot of its own, and in
+WAL they never wait for the writer nor it for them. A unit whose caller is cancelled still runs
+to its end once started.
 
 PostgreSQL: the unit runs through `AsyncSession.run_sync` (SQLAlchemy's bridge from the sync
 `Session` API to asyncio), on asyncpg behind one queue pool. Read sessions run in AUTOCOMMIT
@@ -55,6 +57,7 @@ from sqlalchemy.types import TypeDecorator
 from controlcenter.config import check_database_url
 from controlcenter.db.changes import Changes, committed_stamps
 from controlcenter.db.text_match import register_sqlite_functions
+from controlcenter.db.write_turns import WriteTurns
 
 # How long a SQLite writer waits for another process's write transaction before it fails.
 BUSY_TIMEOUT_S = 30.0
@@ -169,6 +172,8 @@ class _Sqlite:
         self._write_sessions = sessionmaker(self.write_engine, expire_on_commit=False)
         self._read_sessions = sessionmaker(self.read_engine, expire_on_commit=False)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="sqlite-write")
+        assert sync_url.database  # check_database_url refuses an in-memory database
+        self._turns = WriteTurns(sync_url.database)
         self._readers = ThreadPoolExecutor(SQLITE_READERS, thread_name_prefix="sqlite-read")
 
     async def read(self, work: Callable[[Session], T]) -> T:
@@ -192,7 +197,7 @@ class _Sqlite:
     def _write(
         self, loop: asyncio.AbstractEventLoop, committed: Committed, work: Callable[[Session], T]
     ) -> T:
-        with self._write_sessions() as session:
+        with self._turns.turn(), self._write_sessions() as session:
             with session.begin():
                 result = work(session)
             # Queued on the loop before the caller's wake-up, and run even if the caller was
@@ -206,6 +211,7 @@ class _Sqlite:
     def _dispose(self) -> None:
         self._writer.shutdown()
         self._readers.shutdown()
+        self._turns.close()
         self.write_engine.dispose()
         self.read_engine.dispose()
 
