@@ -258,6 +258,7 @@ def test_a_backup_onto_the_live_database_or_nowhere_is_refused_and_leaves_nothin
         (cli.db_path, "is the live database"),
         (Path("var") / "cli.db", "is the live database"),  # relative to the command's folder
         (cli.db_path.with_name("cli.db-wal"), "is the live database"),
+        (cli.db_path.with_name("cli.db.write-turn"), "is the live database"),
         (tmp_path / "missing" / "copy.db", f"the folder {tmp_path / 'missing'} does not exist"),
     ):
         result = cli.run("db", "backup", str(target))

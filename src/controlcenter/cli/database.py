@@ -26,6 +26,7 @@ from sqlalchemy.engine import make_url
 
 from controlcenter.config import DEFAULT_DATABASE_URL, Config
 from controlcenter.db.migrate import alembic_config
+from controlcenter.db.write_turns import SUFFIX as WRITE_TURNS
 
 SERVICE_DIRECTORY_HINT = (
     "set DATABASE_URL to the service's database (as `serve` has it), or run the command "
@@ -161,8 +162,10 @@ def backup(config: Config, target: Path) -> Path:
 
 def _is_live(path: Path, target: Path) -> bool:
     """Whether `target` is the database or one of the files SQLite and `serve` keep beside
-    it (its write-ahead log, shared memory, lock): writing there would damage it."""
-    companions = [path, *(path.with_name(path.name + end) for end in ("-wal", "-shm", ".lock"))]
+    it (its write-ahead log, shared memory, lock, writers' turns): writing there would damage
+    it."""
+    ends = ("-wal", "-shm", ".lock", WRITE_TURNS)
+    companions = [path, *(path.with_name(path.name + end) for end in ends)]
     resolved = target.resolve()
     for companion in companions:
         if resolved == companion:

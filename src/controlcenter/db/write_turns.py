@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+SUFFIX = ".write-turn"  # the turns' file: the database's own name with this after it
+
 
 class WriteTurns:
     """The turns of the writers of the SQLite file `database`, one process at a time."""
@@ -31,7 +33,7 @@ class WriteTurns:
     def __init__(self, database: str) -> None:
         # Its own file: a descriptor of the database file itself, once closed, would drop the
         # locks SQLite holds on it (POSIX locks belong to the process, not the descriptor).
-        self.path = Path(database).resolve().with_name(Path(database).name + ".write-turn")
+        self.path = Path(database).resolve().with_name(Path(database).name + SUFFIX)
         self._fd: int | None = None
         self._opening = threading.Lock()
 
