@@ -10,7 +10,8 @@ from typing import Any
 import httpx
 import jwt
 import pytest
-from sqlalchemy import delete, update
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DbSession
 from starlette.requests import Request
 
@@ -26,6 +27,7 @@ from controlcenter.auth.models import Session, UserRecord
 from controlcenter.auth.principal import Principal
 from controlcenter.auth.router import NOT_A_SESSION
 from controlcenter.auth.service import RequestAuth, start_session
+from controlcenter.db import Database
 from controlcenter.web.errors import ApiError
 from tests.conftest import TEST_SECRET_KEY, AppUser, RunningServer, UserFactory
 from tests.dbtools import writing
@@ -169,6 +171,31 @@ async def test_token_of_a_deleted_user(server: RunningServer, users: UserFactory
         await db.execute(delete(UserRecord).where(UserRecord.id == user.id))
     await assert_refused(server, user.token)
     await assert_refused(server, user.api_token)
+
+
+async def test_a_session_for_a_user_deleted_during_the_password_check_is_refused(
+    db: Database, users: UserFactory
+) -> None:
+    """Sign-in checks the password with no transaction open, then records the session: a
+    user deleted in between has no session recorded, and the database says so (the foreign
+    key), which sign-in answers 401 `Invalid credentials`."""
+    user = await users.create()
+    record = await db.run_read(_user, user.id)
+    assert record is not None
+    async with writing(db) as session:
+        await session.execute(delete(UserRecord).where(UserRecord.id == user.id))
+    with pytest.raises(IntegrityError):
+        await db.run_write(start_session, record, key=TEST_SECRET_KEY, ttl_s=60)
+    assert await db.run_read(_sessions_of, user.id) == 0
+
+
+def _user(session: DbSession, user_id: str) -> UserRecord | None:
+    return session.get(UserRecord, user_id)
+
+
+def _sessions_of(session: DbSession, user_id: str) -> int:
+    query = select(func.count()).select_from(Session).where(Session.user_id == user_id)
+    return session.execute(query).scalar_one()
 
 
 async def test_logout_needs_a_session(client: httpx.AsyncClient, users: UserFactory) -> None:
