@@ -10,8 +10,7 @@ from typing import Any
 import httpx
 import jwt
 import pytest
-from sqlalchemy import delete, func, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Delete, Update, delete, func, select, update
 from sqlalchemy.orm import Session as DbSession
 from starlette.requests import Request
 
@@ -26,7 +25,7 @@ from controlcenter.auth.deps import (
 from controlcenter.auth.models import Session, UserRecord
 from controlcenter.auth.principal import Principal
 from controlcenter.auth.router import NOT_A_SESSION
-from controlcenter.auth.service import RequestAuth, start_session
+from controlcenter.auth.service import RequestAuth, start_checked_session, start_session
 from controlcenter.db import Database
 from controlcenter.web.errors import ApiError
 from tests.conftest import TEST_SECRET_KEY, AppUser, RunningServer, UserFactory
@@ -173,20 +172,43 @@ async def test_token_of_a_deleted_user(server: RunningServer, users: UserFactory
     await assert_refused(server, user.api_token)
 
 
-async def test_a_session_for_a_user_deleted_during_the_password_check_is_refused(
-    db: Database, users: UserFactory
+# What may happen to a user while sign-in checks their password with no transaction open.
+_MEANWHILE: dict[str, Delete | Update] = {
+    "deleted": delete(UserRecord),
+    "disabled": update(UserRecord).values(disabled=True),
+    "given a new password": update(UserRecord).values(password_hash="another-hash"),
+}
+
+
+@pytest.mark.parametrize("meanwhile", list(_MEANWHILE))
+async def test_a_session_for_a_user_changed_during_the_password_check_is_refused(
+    db: Database, users: UserFactory, meanwhile: str
 ) -> None:
-    """Sign-in checks the password with no transaction open, then records the session: a
-    user deleted in between has no session recorded, and the database says so (the foreign
-    key), which sign-in answers 401 `Invalid credentials`."""
+    """Sign-in checks the password with no transaction open, then records the session only
+    while the user's row is as checked: a user deleted, disabled or given a new password in
+    between (a reset that revoked every session) gets none, which sign-in answers 401
+    `Invalid credentials`. Their row as checked still gets one."""
     user = await users.create()
     record = await db.run_read(_user, user.id)
     assert record is not None
+    before = await db.run_read(_sessions_of, user.id)
     async with writing(db) as session:
-        await session.execute(delete(UserRecord).where(UserRecord.id == user.id))
-    with pytest.raises(IntegrityError):
-        await db.run_write(start_session, record, key=TEST_SECRET_KEY, ttl_s=60)
-    assert await db.run_read(_sessions_of, user.id) == 0
+        await session.execute(_MEANWHILE[meanwhile].where(UserRecord.id == user.id))
+    token = await db.run_write(start_checked_session, record, key=TEST_SECRET_KEY, ttl_s=60)
+    assert token is None
+    assert await db.run_read(_sessions_of, user.id) == (0 if meanwhile == "deleted" else before)
+
+
+async def test_a_session_for_a_user_as_checked_is_recorded(
+    db: Database, users: UserFactory
+) -> None:
+    user = await users.create()
+    record = await db.run_read(_user, user.id)
+    assert record is not None
+    before = await db.run_read(_sessions_of, user.id)
+    token = await db.run_write(start_checked_session, record, key=TEST_SECRET_KEY, ttl_s=60)
+    assert token is not None
+    assert await db.run_read(_sessions_of, user.id) == before + 1
 
 
 def _user(session: DbSession, user_id: str) -> UserRecord | None:

@@ -7,7 +7,6 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
-from sqlalchemy.exc import IntegrityError
 
 from controlcenter.auth.deps import SESSION_COOKIE, CurrentUser
 from controlcenter.auth.refusals import client_address
@@ -16,7 +15,7 @@ from controlcenter.auth.service import (
     authenticate_password,
     current_user,
     revoke_session,
-    start_session,
+    start_checked_session,
 )
 from controlcenter.auth.throttle import SignInThrottle
 from controlcenter.web.body import read_json
@@ -57,12 +56,11 @@ async def login(request: Request, database: DatabaseDep, config: ConfigDep) -> J
     user = await authenticate_password(database, body.email, body.password)
     if user is None:
         raise ApiError(401, "Invalid credentials")
-    try:
-        token = await database.run_write(
-            start_session, user, key=config.jwt_key, ttl_s=config.session_ttl_s
-        )
-    except IntegrityError as exc:  # the user was deleted while the password was checked
-        raise ApiError(401, "Invalid credentials") from exc
+    token = await database.run_write(
+        start_checked_session, user, key=config.jwt_key, ttl_s=config.session_ttl_s
+    )
+    if token is None:  # deleted, disabled or given a new password while it was checked
+        raise ApiError(401, "Invalid credentials")
     public = user.public()
     await throttle.succeeded(attempt)
     response = JSONResponse({"token": token, "user": public})

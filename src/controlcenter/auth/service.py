@@ -86,12 +86,38 @@ def start_session(session: Session, user: UserRecord, *, key: str, ttl_s: int) -
     return encode_session(key, user.id, row.id, now, row.expires_at)
 
 
+def start_checked_session(
+    session: Session, user: UserRecord, *, key: str, ttl_s: int
+) -> str | None:
+    """Sign-in's write, after the password was checked with no transaction open: a session
+    for `user` only while its row is still as checked (the same password hash, not disabled),
+    held until the commit; None (nothing recorded) when it was deleted, disabled or given a
+    new password meanwhile, which would otherwise be undone by a sign-in in flight."""
+    unchanged = session.scalar(
+        _STILL_AS_CHECKED, {"user_id": user.id, "password_hash": user.password_hash}
+    )
+    if unchanged is None:
+        return None
+    return start_session(session, user, key=key, ttl_s=ttl_s)
+
+
 def revoke_session(session: Session, session_id: str) -> None:
     row = session.get(SessionRow, session_id)
     if row is not None and row.revoked_at is None:
         row.revoked_at = utcnow()
         mark_changed(session, CREDENTIALS)
 
+
+# The user's row as sign-in checked it, locked until its session is recorded.
+_STILL_AS_CHECKED = (
+    select(UserRecord.id)
+    .where(
+        UserRecord.id == bindparam("user_id"),
+        UserRecord.password_hash == bindparam("password_hash"),
+        UserRecord.disabled.is_(False),
+    )
+    .with_for_update()
+)
 
 # `lastUsedAt` is written at most this often per token, so the token path stays read-only
 # on almost every request (SQLite has one writer at a time).
