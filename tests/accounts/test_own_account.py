@@ -5,11 +5,16 @@ from __future__ import annotations
 import hashlib
 
 import httpx
-from sqlalchemy import select
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
 
-from controlcenter.auth.models import ApiTokenRecord
+from controlcenter.accounts.users import _change_password
+from controlcenter.auth.models import ApiTokenRecord, UserRecord
+from controlcenter.auth.verified import CREDENTIALS
+from controlcenter.db import Database
+from controlcenter.db.changes import ChangeStamp
 from tests.conftest import RunningServer, UserFactory
-from tests.dbtools import reading, snapshot
+from tests.dbtools import reading, snapshot, writing
 
 TOKENS = "/api/v1/auth/tokens"
 PASSWORD = "/api/v1/auth/password"
@@ -129,3 +134,40 @@ async def test_change_password_keeps_this_session_and_ends_the_others(
         "/api/v1/auth/login", json={"email": broker.email, "password": "a new passphrase"}
     )
     assert new.status_code == 200
+
+
+def _stamp_of(session: Session, topic: str) -> str | None:
+    return session.scalar(select(ChangeStamp.stamp).where(ChangeStamp.topic == topic))
+
+
+async def test_revoking_a_token_that_is_not_there_keeps_every_credential(
+    client: httpx.AsyncClient, db: Database, users: UserFactory
+) -> None:
+    """A 404 changes nothing: the processes keep the credentials they verified (a caller
+    could otherwise make every process forget them, at will)."""
+    broker = await users.create("user")
+    before = await db.run_read(_stamp_of, CREDENTIALS)
+    gone = await client.delete(f"{TOKENS}/no-such-token", headers=broker.headers)
+    assert gone.status_code == 404
+    assert await db.run_read(_stamp_of, CREDENTIALS) == before
+
+
+async def test_a_password_change_overtaken_by_a_reset_changes_nothing(
+    db: Database, users: UserFactory
+) -> None:
+    """The new password is set only while the password is still the one checked: a reset in
+    between (which revoked every session) stands."""
+    broker = await users.create("user")
+    checked = await db.run_read(_hash_of, broker.id)
+    assert checked is not None
+    async with writing(db) as session:
+        await session.execute(
+            update(UserRecord).where(UserRecord.id == broker.id).values(password_hash="reset")
+        )
+    changed = await db.run_write(_change_password, broker.id, checked, "mine", None)
+    assert changed is False
+    assert await db.run_read(_hash_of, broker.id) == "reset"
+
+
+def _hash_of(session: Session, user_id: str) -> str | None:
+    return session.scalar(select(UserRecord.password_hash).where(UserRecord.id == user_id))

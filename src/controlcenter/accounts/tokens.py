@@ -69,7 +69,9 @@ async def revoke_token(database: Database, token_id: str, *, user_id: str | None
 
 
 def _revoke(session: Session, query: Delete) -> bool:
-    """Run the token's deletion; whether a token was deleted."""
-    result = session.execute(query)
-    mark_changed(session, CREDENTIALS)
-    return bool(getattr(result, "rowcount", 0))
+    """Run the token's deletion; whether a token was deleted. Only a deletion changes what
+    the processes keep: a token that was not there leaves their credentials alone."""
+    deleted = bool(getattr(session.execute(query), "rowcount", 0))
+    if deleted:
+        mark_changed(session, CREDENTIALS)
+    return deleted

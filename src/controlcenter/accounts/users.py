@@ -309,7 +309,11 @@ async def change_own_password(
     if not await verify_password(password_hash, current):
         raise WrongPasswordError
     new_hash = await hash_password_off_loop(new)
-    await database.run_write(_change_password, user_id, new_hash, keep_session)
+    if not await database.run_write(
+        _change_password, user_id, password_hash, new_hash, keep_session
+    ):
+        # Deleted, or given a new password (a reset) while the current one was checked.
+        raise WrongPasswordError
     log.info("password changed", user_id=user_id)
 
 
@@ -318,13 +322,17 @@ def _password_hash(session: Session, user_id: str) -> str | None:
 
 
 def _change_password(
-    session: Session, user_id: str, new_hash: str, keep_session: str | None
-) -> None:
-    """Set the new password and revoke every session but `keep_session`."""
-    session.execute(
+    session: Session, user_id: str, checked_hash: str, new_hash: str, keep_session: str | None
+) -> bool:
+    """Set the new password and revoke every session but `keep_session`, only while the
+    password is still the one checked (`checked_hash`); whether it was."""
+    changed = session.execute(
         update(UserRecord)
-        .where(UserRecord.id == user_id)
+        .where(UserRecord.id == user_id, UserRecord.password_hash == checked_hash)
         .values(password_hash=new_hash, updated_at=utcnow())
     )
+    if not getattr(changed, "rowcount", 0):
+        return False
     _revoke_sessions(session, user_id, keep=keep_session)
     mark_changed(session, CREDENTIALS)
+    return True
