@@ -181,7 +181,7 @@ async def _next_wait(limiter: LocationRateLimiter, clock: FakeClock, location: s
     await asyncio.wait({taker, sleeping}, return_when=asyncio.FIRST_COMPLETED)
     assert not taker.done(), "the next token was there at once"
     wait = clock.waits[-1]
-    clock.advance(wait + 0.001)  # past the datetimes' microseconds
+    clock.advance(wait)  # exactly: the token is due then, not a moment later
     await taker
     return wait
 

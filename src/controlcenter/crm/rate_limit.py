@@ -34,6 +34,7 @@ Time is read and waited for through a `Clock`, which tests replace with one they
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -229,7 +230,11 @@ class LocationRateLimiter:
         tokens = self._tokens(row, now)
         if tokens >= 1.0:
             return None
-        return now + timedelta(seconds=(1.0 - tokens) / self.limit.rate)
+        # Rounded up to the microsecond, the datetimes' resolution: rounded down, a token
+        # a fraction of a microsecond away would fall due "now", and its taker would look
+        # again at once, in a loop, instead of sleeping until it is there.
+        wait_us = math.ceil((1.0 - tokens) / self.limit.rate * 1e6)
+        return now + timedelta(microseconds=wait_us)
 
     def _tokens(self, row: _Bucket, at: datetime) -> float:
         elapsed = max(0.0, (at - row.updated_at).total_seconds())
