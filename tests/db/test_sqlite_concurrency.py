@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from controlcenter.db import Database
 from controlcenter.db.engine import BUSY_TIMEOUT_S
+from controlcenter.db.write_turns import WriteTurns
 from tests.db.counter import counted, create_schema, increment, increment_in
 
 TASKS = 200
@@ -193,7 +194,7 @@ async def test_a_writer_waits_for_another_process_turn_outside_sqlite(
     writer waits for it in the kernel, before it begins a transaction, so SQLite's write lock
     stays free meanwhile; it gets in as soon as the turn ends."""
     path = _path(database)
-    turn = os.open(f"{path}.write-turn", os.O_RDWR | os.O_CREAT, 0o600)
+    turn = os.open(WriteTurns(path).path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         await database.run_read(counted)  # connected: the wait below is only for the turn
         fcntl.flock(turn, fcntl.LOCK_EX)  # a descriptor of its own: another writer's turn
@@ -207,6 +208,23 @@ async def test_a_writer_waits_for_another_process_turn_outside_sqlite(
         assert await database.run_read(counted) == (1, 1)
     finally:
         os.close(turn)
+        await database.dispose()
+
+
+async def test_a_process_that_cannot_open_the_turns_file_writes_without_turns(
+    tmp_path: Path,
+) -> None:
+    """The turns are an aid to fairness, SQLite's lock guards the data: when the turns' file
+    cannot be opened (here its name leads into a folder that is not there), writes go on."""
+    path = tmp_path / "noturns.db"
+    WriteTurns(str(path)).path.symlink_to(tmp_path / "missing" / "turns")
+    database = Database(f"sqlite+aiosqlite:///{path}")
+    try:
+        await create_schema(database)
+        await increment(database, "without-a-turn")
+        await increment(database, "again")
+        assert await database.run_read(counted) == (2, 2)
+    finally:
         await database.dispose()
 
 

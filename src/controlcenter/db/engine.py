@@ -12,22 +12,23 @@ The connections are set up for concurrent use as SQLAlchemy's SQLite documentati
 ("Serializable isolation / Savepoints / Transactional DDL"): the sqlite3 module's own BEGIN is
 switched off (`isolation_level = None`) and SQLAlchemy's `begin` event starts each transaction
 instead. SQLite has one writer at a time, so writes run one at a time, in the order asked, on
-the one thread of the process's write executor with the write engine's one connection: a
-process's writers queue there, not in SQLite's busy handler. A write transaction begins
+the one thread of a `Database`'s write executor with the write engine's one connection: its
+writers queue there, not in SQLite's busy handler. A write transaction begins
 IMMEDIATE: it takes the database's write lock before its first read, so a transaction that
 reads and then writes never fails with "database is locked" because another writer committed
-in between. The processes' writers take turns (`write_turns`): each waits in the kernel for
-another process's write to end, not in SQLite's busy handler, which waits up to
-`BUSY_TIMEOUT_S` only for a connection that takes no turn (a migration, a command-line tool).
+in between. The service's writers in several processes take turns (`write_turns`): each
+waits in the kernel for another's write to end, not in SQLite's busy handler, which waits up to
+`BUSY_TIMEOUT_S` only for a connection that takes no turns (a migration, another program).
 Reads run on `SQLITE_READERS` threads, each with a connection of its own and no `begin`
 listener: they begin no transaction, each SELECT reads a consistent snapshot of its own, and in
 WAL they never wait for the writer nor it for them. A unit whose caller is cancelled still runs
-to its end once started.
+to its end once started (its wait for a turn included); one still queued never runs.
 
 PostgreSQL: the unit runs through `AsyncSession.run_sync` (SQLAlchemy's bridge from the sync
 `Session` API to asyncio), on asyncpg behind one queue pool. Read sessions run in AUTOCOMMIT
 (SQLAlchemy's `isolation_level` execution option): no BEGIN and ROLLBACK round trips around a
-read. Write sessions are ordinary transactions. A connection the server closed (a restart, an
+read. Write sessions are ordinary transactions. A unit whose caller is cancelled stops at its
+next statement and is rolled back. A connection the server closed (a restart, an
 administrator's `pg_terminate_backend`, an idle timeout) is replaced at checkout instead of
 failing a request: the server says so when it closes one, asyncpg marks the connection closed
 as the event loop reads that, and the pool's `checkout` listener hands the pool such a
@@ -59,7 +60,9 @@ from controlcenter.db.changes import Changes, committed_stamps
 from controlcenter.db.text_match import register_sqlite_functions
 from controlcenter.db.write_turns import WriteTurns
 
-# How long a SQLite writer waits for another process's write transaction before it fails.
+# How long a SQLite connection waits in SQLite's busy handler for another connection's write
+# transaction before it fails: a writer for a connection that takes no turns (`write_turns`),
+# a reader for a recovery or a checkpoint.
 BUSY_TIMEOUT_S = 30.0
 # SQLite's readers: threads, each with a connection of its own (a read never waits for one).
 SQLITE_READERS = 8
@@ -118,10 +121,12 @@ class Database:
 
     def __init__(self, url: str, *, echo: bool = False) -> None:
         self.url = check_database_url(url)
-        self.is_sqlite = url.startswith("sqlite")
+        self.is_sqlite = self.url.startswith("sqlite")
         # The SQLAlchemy dialect's name, for statements built before a session is opened.
         self.dialect = "sqlite" if self.is_sqlite else "postgresql"
-        self._units: _Units = _Sqlite(url, echo) if self.is_sqlite else _Postgres(url, echo)
+        self._units: _Units = (
+            _Sqlite(self.url, echo) if self.is_sqlite else _Postgres(self.url, echo)
+        )
         self.write_engine = self._units.write_engine
         self.read_engine = self._units.read_engine
         self.changes = Changes(self.run_read, self.url, is_sqlite=self.is_sqlite)
