@@ -4,12 +4,16 @@ readers poll (a short interval)."""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 from controlcenter.chat.events import content_delta, event_data
 from controlcenter.chat.run.commands import StopAnswer, request_stop
 from controlcenter.chat.run.start import start_turn
 from controlcenter.chat.run.writer import EventWriter
-from controlcenter.chat.signals import SQLITE_POLL_S, Signals
+from controlcenter.chat.signals import SQLITE_POLL_S, STOPS, Signals
 from controlcenter.db import Database
+from controlcenter.db.migrate import upgrade
 from tests.conftest import RunningServer, UserFactory
 
 
@@ -43,3 +47,23 @@ async def test_another_process_wakes_readers_and_stops_runs(
     finally:
         await here.aclose()
         await other_db.dispose()
+
+
+async def test_disposing_the_database_under_enlisted_runs_leaves_no_reader_behind(
+    tmp_path: Path,
+) -> None:
+    """SQLite: disposing a process's database changes no stop flag, so with runs still
+    enlisted (never `aclose`d) nothing starts to read them; and a read of the flags begun after
+    it ends instead of retrying for the process's whole life."""
+    database = Database(f"sqlite+aiosqlite:///{tmp_path / 'signals.db'}")
+    upgrade(database.url)
+    await database.changes.start()
+    signals = Signals(database)
+    signals.enlist("msg_1_disposed0")
+    await database.dispose()
+    assert signals._stop_reader is None
+    database.changes.changed([STOPS])  # a change that would come too late
+    reader = signals._stop_reader
+    assert reader is not None
+    await asyncio.wait_for(reader, 10)
+    assert signals._stop_reader is None

@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session
 from controlcenter.chat.models import STOPS_ASKED, ChatEventRow, ChatRun
 from controlcenter.common.logs import get_logger
 from controlcenter.db import Database
+from controlcenter.db.engine import DatabaseClosedError
 from controlcenter.db.notifications import Listener
 
 log = get_logger(__name__)
@@ -73,10 +74,9 @@ class Signals:
         self._opening = asyncio.Lock()
         self._poller: asyncio.Task[None] | None = None
         self._stops_moved = False  # SQLite: the stop flags changed since the last read began
-        self._closed = False  # `aclose`d, and no run enlisted since
         self.poll_s = SQLITE_POLL_S if db.is_sqlite else POSTGRES_SAFETY_POLL_S
         if db.is_sqlite:
-            db.changes.subscribe(STOPS, self._stops_changed)
+            db.changes.react(STOPS, self._stops_changed)
 
     @contextmanager
     def watch(self, message_id: str) -> Iterator[asyncio.Event]:
@@ -97,7 +97,6 @@ class Signals:
     def enlist(self, message_id: str) -> RunFlags:
         """The flags of a run of this process, set until `dismiss`."""
         flags = self._runs[message_id] = RunFlags()
-        self._closed = False
         return flags
 
     def dismiss(self, message_id: str) -> None:
@@ -119,8 +118,8 @@ class Signals:
     def _stops_changed(self) -> None:
         """SQLite: a stop was asked somewhere (or the process no longer knows): the stop
         flags are read again, once, if a run of this process could be among them."""
-        if not self._runs or self._closed:
-            return  # closed: its database may be disposed next (that calls this as well)
+        if not self._runs:
+            return
         self._stops_moved = True
         if self._stop_reader is None:
             self._stop_reader = asyncio.get_running_loop().create_task(self._read_stops())
@@ -132,6 +131,8 @@ class Signals:
                 self._stops_moved = False
                 try:
                     asked = await self._db.run_read(_asked_stops)
+                except DatabaseClosedError:
+                    return  # the process is done with its database, and with its runs
                 except Exception as exc:
                     # Read again after a pause: the change that asked for this read is not
                     # repeated, and a stop it carried would otherwise wait for the next one.
@@ -217,7 +218,6 @@ class Signals:
             self._start_poll()
 
     async def aclose(self) -> None:
-        self._closed = True
         listener, self._listener = self._listener, None
         if listener is not None:
             await listener.close()

@@ -103,6 +103,7 @@ class Changes:
         self.poll_s = poll_s
         self._generations: dict[str, int] = {}
         self._forgets: dict[str, list[Callable[[], None]]] = {}
+        self._reactions: dict[str, list[Callable[[], None]]] = {}
         self._own: dict[str, str] = {}  # the last stamp this process set, by topic
         self._stamps: dict[str, str] | None = None  # as last read; None: read them anew
         self._watching = False
@@ -111,8 +112,14 @@ class Changes:
         self._lost: asyncio.Event | None = None
 
     def subscribe(self, topic: str, forget: Callable[[], None]) -> None:
-        """Call `forget` whenever `topic` changes (or this process stops knowing)."""
+        """Call `forget` whenever `topic` changes, this process stops knowing, or it stops
+        watching: what a cache of the topic keeps goes."""
         self._forgets.setdefault(topic, []).append(forget)
+
+    def react(self, topic: str, changed: Callable[[], None]) -> None:
+        """Call `changed` whenever `topic` changes or this process stops knowing; never when it
+        stops watching, which changes nothing (and its database may be disposed next)."""
+        self._reactions.setdefault(topic, []).append(changed)
 
     def generation(self, topic: str) -> int | None:
         """How many changes of `topic` this process has seen; None while it does not watch
@@ -120,7 +127,14 @@ class Changes:
         return self._generations.get(topic, 0) if self._watching else None
 
     def changed(self, topics: Iterable[str]) -> None:
-        """Forget what the caches of `topics` keep."""
+        """Forget what the caches of `topics` keep, and tell what reacts to them."""
+        topics = set(topics)
+        self._forget(topics)
+        for topic in topics:
+            for react in self._reactions.get(topic, ()):
+                react()
+
+    def _forget(self, topics: Iterable[str]) -> None:
         for topic in topics:
             self._generations[topic] = self._generations.get(topic, 0) + 1
             for forget in self._forgets.get(topic, ()):
@@ -137,7 +151,7 @@ class Changes:
 
     def forget_all(self) -> None:
         """Forget what every cache keeps (what this process kept may no longer be so)."""
-        self.changed({*self._forgets, *self._generations})
+        self.changed({*self._forgets, *self._reactions, *self._generations})
 
     async def start(self) -> None:
         """Watch the stamps until `stop`: from the first read on, caches keep values."""
@@ -150,7 +164,7 @@ class Changes:
     async def stop(self) -> None:
         task, self._task = self._task, None
         self._watching = False
-        self.forget_all()
+        self._forget({*self._forgets, *self._generations})  # kept values go; nothing changed
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)

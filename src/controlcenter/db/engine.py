@@ -101,6 +101,11 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
+class DatabaseClosedError(RuntimeError):
+    """A unit of work asked of a SQLite `Database` after `dispose`: its threads are gone for
+    good (what retries on failure stops on this one)."""
+
+
 class _Units(Protocol):
     """How one database runs a unit of work (see the module's docstring)."""
 
@@ -180,8 +185,10 @@ class _Sqlite:
         assert sync_url.database  # check_database_url refuses an in-memory database
         self._turns = WriteTurns(sync_url.database)
         self._readers = ThreadPoolExecutor(SQLITE_READERS, thread_name_prefix="sqlite-read")
+        self._disposed = False
 
     async def read(self, work: Callable[[Session], T]) -> T:
+        self._check_open()
         loop = asyncio.get_running_loop()
         # In the caller's context, as `asyncio.to_thread` runs a function: what a unit logs
         # carries the request's id.
@@ -189,6 +196,7 @@ class _Sqlite:
         return await loop.run_in_executor(self._readers, context.run, self._read, work)
 
     async def write(self, work: Callable[[Session], T], committed: Committed) -> T:
+        self._check_open()
         loop = asyncio.get_running_loop()
         context = contextvars.copy_context()
         return await loop.run_in_executor(
@@ -210,7 +218,12 @@ class _Sqlite:
             loop.call_soon_threadsafe(committed, committed_stamps(session))
         return result
 
+    def _check_open(self) -> None:
+        if self._disposed:
+            raise DatabaseClosedError("the database was disposed")
+
     async def dispose(self) -> None:
+        self._disposed = True
         await asyncio.to_thread(self._dispose)
 
     def _dispose(self) -> None:
