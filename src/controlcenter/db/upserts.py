@@ -17,9 +17,10 @@ def upsert(dialect: str, table: Table, *, key: Sequence[str], update: Sequence[s
     row with the same `key` columns exists, its `update` columns are set to the new values
     instead (nothing is done when `update` is empty).
 
-    The values are the parameters it is executed with, as for any insert: a statement is
-    built once and kept (building one costs more than executing it, most of it in the
-    `excluded` alias), and SQLAlchemy compiles it once per set of columns given."""
+    The values are the parameters it is executed with, as for any insert: a caller builds
+    its statement once and keeps it, as the service's other statements are kept (each new one
+    is built, its `excluded` alias included, and its cache key worked out again), and
+    SQLAlchemy compiles it once per set of columns given."""
     keys = list(key)
     if dialect == "postgresql":
         pg = postgresql.insert(table)

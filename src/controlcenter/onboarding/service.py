@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from threading import Lock
 from typing import Any
 
 from cachetools import LRUCache, cached
@@ -39,11 +38,11 @@ _RECORD_OF = select(*RECORD_COLUMNS).where(_TABLE.c.user_id == bindparam("user_i
 StoredRecord = dict[str, Any]  # the record's stored values by `RECORD`'s names
 
 
-@cached(LRUCache(maxsize=UPSERTS_KEPT), lock=Lock())
+@cached(LRUCache(maxsize=UPSERTS_KEPT))
 def _upsert_of(dialect: str, given: tuple[str, ...]) -> ReturningInsert[Any]:
     """The save's upsert when the columns `given` are: it updates them and `updated_at`, and
-    returns the record. Built once for each set of fields a client sends: building one costs
-    more than the save's statements take to run."""
+    returns the record. Built once for each set of fields a client sends, on the event loop
+    (the cache takes no lock)."""
     return upsert(dialect, _TABLE, key=("user_id",), update=(*given, "updated_at")).returning(
         *RECORD_COLUMNS
     )
@@ -108,14 +107,16 @@ class OnboardingSaves:
         # Everything that needs no database is built before the transaction: on SQLite it holds
         # the database's one write lock.
         new = {"id": new_id(), "user_id": user_id, "created_at": now, "updated_at": now}
-        saved = (_upsert_of(self._db.dialect, tuple(values)), {**new, **values})
+        upsert_record = _upsert_of(self._db.dialect, tuple(values))
         jobs = pending(*_jobs(user_id, data.get("gciLast12Months", "")))
         set_brokerage = (
             {"b_id": user_id, "b_brokerage": brokerage, "b_now": now}
             if brokerage  # only a non-empty name sets it
             else None
         )
-        row = await self._db.run_write(_save, user_id, set_brokerage, saved, jobs)
+        row = await self._db.run_write(
+            _save, user_id, set_brokerage, upsert_record, {**new, **values}, jobs
+        )
         return dict(zip(RECORD, row, strict=True))
 
 
@@ -123,16 +124,18 @@ def _save(
     session: Session,
     user_id: str,
     set_brokerage: dict[str, Any] | None,
-    saved: tuple[ReturningInsert[Any], dict[str, Any]],
+    upsert_record: ReturningInsert[Any],
+    record: dict[str, Any],
     jobs: list[PendingJob],
 ) -> Row[Any]:
     """The save's one transaction: the brokerage (`_SET_BROKERAGE`'s parameters, None to leave
-    it), the record (the upsert `saved` and its values, whose row it returns) and the jobs."""
+    it), the record (`upsert_record` with the `record`'s values, whose row it returns) and the
+    jobs."""
     connection = session.connection()
     if set_brokerage is not None:
         connection.execute(_SET_BROKERAGE, set_brokerage)
     try:
-        row = connection.execute(*saved).one()
+        row = connection.execute(upsert_record, record).one()
     except IntegrityError as exc:
         # The only constraint the upsert can break: `user_id` names no user.
         raise UserGoneError(user_id) from exc
