@@ -241,10 +241,11 @@ async def _cpu_per_call(call: Callable[[], Awaitable[None]], calls: int) -> floa
 
 
 def _matched(service: Sequence[Received], floor: Sequence[Received]) -> str:
-    """Whether the floor's last requests (the chat's three, in turn) are the service's: the
-    same bytes, the same headers but the address."""
+    """That the floor's last requests (the chat's three, in turn) are the service's: the same
+    bytes, the same headers but the address. Raises RuntimeError when they are not (the floor
+    would be another call's)."""
     if len(floor) != len(service):
-        return f"the floor's fake kept {len(floor)} requests, not {len(service)}"
+        raise RuntimeError(f"the floor's fake kept {len(floor)} requests, not {len(service)}")
     bodies = sum(f.body == s.body for f, s in zip(floor, service, strict=True))
     differ = sorted(
         {
@@ -254,8 +255,12 @@ def _matched(service: Sequence[Received], floor: Sequence[Received]) -> str:
             if name != "host" and f.headers.get(name) != s.headers.get(name)
         }
     )
-    headers = f"headers differ: {', '.join(differ)}" if differ else "the same headers but host"
-    return f"{bodies} of {len(service)} bodies byte for byte the chat's, {headers}"
+    if bodies != len(service) or differ:
+        raise RuntimeError(
+            f"the floor's requests are not the chat's: {bodies} of {len(service)} bodies the "
+            f"same, headers that differ: {', '.join(differ) or 'none'}"
+        )
+    return f"{bodies} of {len(service)} bodies byte for byte the chat's, the same headers but host"
 
 
 def _ms(seconds: float) -> str:

@@ -7,7 +7,7 @@ their results between them, the assistant message and message_complete), every e
 the chat's stream (`EventChannel`, nobody reading it). Two paths, each its process CPU time per
 chat:
 - the baseline: the user's message (with its new conversation) and the assistant's stored
-  alone, each in one plain write (`Database.write`, the rows the store writes for them), the
+  alone, each in one plain write (`Database.run_write`, the rows the store writes for them), the
   chat's pauses for its provider between them: what a chat would write if its run and its
   events were not stored;
 - the service's path, as `stream.ChatRuns.begin` and `turn.run_chat` take it: the turn's

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import httpx
 from sqlalchemy import text
-from tests.dbtools import reading
+from sqlalchemy.orm import Session
 
 from bench.chat import percentile
 from bench.deploy import Deployment, Options
@@ -177,12 +177,15 @@ async def _answer(reader: asyncio.StreamReader) -> tuple[int, bytes]:
 async def _delivered(database_url: str) -> tuple[int, int]:
     database = Database(database_url)
     try:
-        async with reading(database) as db:
-            rows = await db.execute(text("SELECT status, count(*) FROM outbox_jobs GROUP BY 1"))
-            counts = {status: n for status, n in rows.all()}
+        counts = await database.run_read(_job_counts)
     finally:
         await database.dispose()
     return counts.get("done", 0), sum(counts.values())
+
+
+def _job_counts(session: Session) -> dict[str, int]:
+    rows = session.execute(text("SELECT status, count(*) FROM outbox_jobs GROUP BY 1"))
+    return {status: n for status, n in rows.all()}
 
 
 def run(deployment: Deployment, options: Options) -> list[Row]:

@@ -51,8 +51,7 @@ class FakeClock:
         self._now = utcnow()
         self._sleepers: list[tuple[datetime, asyncio.Future[None]]] = []
         self._sleeping = asyncio.Event()
-        self.slept = 0  # sleeps begun, over the clock's life
-        self.waits: list[float] = []  # each sleep's seconds, as asked
+        self.waits: list[float] = []  # each sleep's seconds, as asked, over the clock's life
 
     def now(self) -> datetime:
         return self._now
@@ -61,7 +60,6 @@ class FakeClock:
         woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (self._now + timedelta(seconds=seconds), woken)
         self._sleepers.append(entry)
-        self.slept += 1
         self.waits.append(seconds)
         self._sleeping.set()
         try:
