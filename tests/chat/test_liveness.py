@@ -77,8 +77,8 @@ async def test_a_busy_loop_is_not_taken_for_a_dead_process(
         async def beaten() -> bool:
             return busy.heartbeat.last_beat is not None
 
-        # The task's first beat is over before the loop blocks: a write transaction held by
-        # a blocked loop would hold SQLite's lock against the heartbeat's thread.
+        # The task's first beat is over before the loop blocks: the heartbeat's thread then
+        # writes on its own while the loop does nothing.
         await wait_until(beaten, within=10)
         # The loop does nothing else for longer than the stale limit (a burst of chats), and
         # until the heartbeat's thread has beaten meanwhile.
@@ -104,8 +104,8 @@ async def test_a_beat_that_finds_nothing_stale_takes_no_write_lock(
     db: Database, users: UserFactory, database_url: str
 ) -> None:
     """Every beat looks for stale answers; finding none, it must not wait for (nor hold) the
-    write lock: held while the loop was blocked, it kept the heartbeat's thread from
-    writing, and the process's live answers were closed as interrupted."""
+    write lock: a beat that took a write for nothing would wait behind every other writer,
+    and the process's live answers could be closed as interrupted meanwhile."""
     _, answer_id = await _answer_started(db, users)
     async with writing(db) as session:  # a live answer of another process
         session.add(

@@ -138,9 +138,9 @@ class Liveness:
         """Close the answers whose process stopped beating (their conversation deleted
         meanwhile or not), and the runs still marked running that lost their row; how many."""
         limit = self._now() - timedelta(seconds=self._interval_s * STALE_INTERVALS)
-        # Nearly every beat finds nothing: looked for in a read first, so that the beat holds
-        # no write transaction (on SQLite the whole database's lock) for nothing. Held while
-        # the loop is blocked, it kept this process's own heartbeat thread from writing.
+        # Nearly every beat finds nothing: looked for in a read first, so that the beat takes
+        # no write for nothing (on SQLite a write takes its `Database`'s one writer thread, a
+        # turn among the processes and the whole database's lock; a read takes none of them).
         stale, rowless = await self._db.run_read(_left_running, limit, self.owner)
         closed = 0
         if stale:

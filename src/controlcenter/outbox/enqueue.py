@@ -25,9 +25,10 @@ PendingJob = dict[str, Any]  # a job's row, ready to insert
 
 
 def pending(*jobs: Job) -> list[PendingJob]:
-    """The rows of `jobs`, pending; refuses an undeclared kind. Built on the event loop, in the
-    context of the request that caused them (a unit of work runs in a thread that has none): each
-    carries its request id, so that their deliveries' records carry the same id."""
+    """The rows of `jobs`, pending; refuses an undeclared kind. Built by the caller before its
+    unit of work (on SQLite nothing but the transaction's own statements runs while it holds the
+    write lock), in the context of the request that caused them: each carries its request id, so
+    that their deliveries' records carry the same id."""
     for kind, _ in jobs:
         if not isinstance(kind, JobKind):
             raise ValueError(f"unknown outbox job kind: {kind}")
