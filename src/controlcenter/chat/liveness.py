@@ -226,9 +226,12 @@ def _save_interrupted(session: Session, message_id: str, now: datetime) -> bool:
 def _close_rowless(session: Session, message_ids: list[str]) -> int:
     """Runs still marked running with no liveness row, older than the stale limit: their
     end could not be stored (the database refused it) or they began before runs had a
-    row. Nothing else would ever end them; what their answer had is not known."""
+    row. Nothing else would ever end them; what their answer had is not known. Their
+    conversations are held first, in the one order of `chat.locks`."""
+    conversations = select(ChatRun.conversation_id).where(ChatRun.message_id.in_(message_ids))
+    hold_conversations(session, filter(None, session.scalars(conversations)))
     closed = 0
-    for message_id in message_ids:  # closed once: only a run still running is
+    for message_id in sorted(message_ids):  # closed once: only a run still running is
         if close_run(session, message_id, _FINAL, INTERRUPTED):
             closed += 1
     return closed
