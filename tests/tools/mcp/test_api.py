@@ -5,17 +5,18 @@ servers' states."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, cast
 
 import httpx
 import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
+from controlcenter.db import Database
 from controlcenter.tools.mcp.models import McpServerRow
 from controlcenter.tools.mcp.source import McpSource
-from controlcenter.tools.mcp.store import McpServerStore, StoredServer
+from controlcenter.tools.mcp.store import McpServerStore, ServerChanges, StoredServer
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.dbtools import reading
 from tests.fakes.highlevel_mcp import TOKEN, FakeHighLevelMcp
@@ -409,3 +410,48 @@ async def test_status_names_the_authorization_servers_refusal_never_the_secret(
         ]
     }  # fmt: skip
     assert wrong not in answer.text and wrong[-4:] not in answer.text
+
+
+class _RacedOnce:
+    """The service's database, with another change made just before the first write: what
+    another administrator's PATCH committed between this one's read and write."""
+
+    def __init__(self, db: Database, race: Callable[[], Awaitable[object]]) -> None:
+        self._db, self._race = db, race
+        self.writes = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._db, name)
+
+    async def run_write(self, work: Any, *args: Any, **kwargs: Any) -> Any:
+        self.writes += 1
+        if self.writes == 1:
+            await self._race()
+        return await self._db.run_write(work, *args, **kwargs)
+
+
+async def test_a_patch_overtaken_by_another_keeps_the_other_change(
+    server: RunningServer, admin: AppUser
+) -> None:
+    """The credentials are worked out between reading the row and writing it; a change
+    committed in between is not undone: the PATCH is made again on the newer row."""
+    store = McpServerStore(server.db, server.settings.cipher, ttl_s=30)
+    created = await store.create(
+        name="Raced",
+        url="http://127.0.0.1:9/mcp",
+        enabled=True,
+        bearer_token="first-token",
+        headers={},
+        user_id=admin.id,
+    )
+
+    async def other_admin() -> object:
+        changes = ServerChanges(bearer_token="the-other-admins-token")
+        return await store.update(created.id, changes, admin.id)
+
+    raced = _RacedOnce(server.db, other_admin)
+    racing = McpServerStore(cast(Database, raced), server.settings.cipher, ttl_s=30)
+    renamed = await racing.update(created.id, ServerChanges(name="Renamed"), admin.id)
+    assert raced.writes == 2  # refused once (the row moved), then made on the newer row
+    assert renamed.server.name == "Renamed"
+    assert renamed.server.bearer_token == "the-other-admins-token"
