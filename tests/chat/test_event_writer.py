@@ -19,7 +19,15 @@ from controlcenter.chat.channel import EventChannel
 from controlcenter.chat.events import Event, content_delta, event_data
 from controlcenter.chat.fold import fold
 from controlcenter.chat.locks import hold_conversations
-from controlcenter.chat.models import DONE, FAILED, RUNNING, ChatRun, ConversationRow, Message
+from controlcenter.chat.models import (
+    DONE,
+    FAILED,
+    RUNNING,
+    STOPPED,
+    ChatRun,
+    ConversationRow,
+    Message,
+)
 from controlcenter.chat.run.answer import assistant_message
 from controlcenter.chat.run.record import RunRecord
 from controlcenter.chat.run.start import start_turn
@@ -337,6 +345,59 @@ async def test_an_answer_whose_conversation_was_deleted_is_not_saved_and_the_run
     await run.finish(DONE, _delta("last"), _answer(run))
     assert await _stored_answer(db, run.message_id) is None
     assert [n for n, _ in await events_after(db, run.message_id, 0)] == [1, 2, 3]
+    assert await run_owner_status(db, run.message_id) == (user.id, DONE)
+
+
+class _Kept(EventChannel):
+    """A channel that keeps the events sent to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[Event] = []
+
+    def note(self, event: Event) -> None:
+        self.sent.append(event)
+
+
+async def test_a_completed_answer_whose_conversation_is_gone_ends_with_the_deletion_error(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    """The conversation is deleted before the run heard of its stop: the write that would save
+    the answer finds no conversation, and stores and sends the error that says so instead of
+    `message_complete`; the run ends stopped."""
+    db, signals = parts
+    user = await users.create()
+    writer = EventWriter(db, signals, window_s=0.1)
+    channel = _Kept()
+    (run,) = await _started(db, signals, writer, user.id, "gone", 1, channel)
+    run.send(_delta("The answer"))
+    async with writing(db) as session:
+        await session.execute(
+            delete(ConversationRow).where(ConversationRow.id == run.conversation_id)
+        )
+    assert not run.stopped
+    await run.complete()
+    deleted = {"type": "error", "error": "The conversation was deleted"}
+    assert channel.sent[-1] == deleted
+    stored = await events_after(db, run.message_id, 0)
+    assert [n for n, _ in stored] == [1, 2, 3] and stored[-1][1] == event_data(deleted)
+    assert await _stored_answer(db, run.message_id) is None
+    assert await run_owner_status(db, run.message_id) == (user.id, STOPPED)
+
+
+async def test_a_completed_answer_is_saved_and_ends_with_message_complete(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    db, signals = parts
+    user = await users.create()
+    writer = EventWriter(db, signals, window_s=0.1)
+    channel = _Kept()
+    (run,) = await _started(db, signals, writer, user.id, "kept", 1, channel)
+    run.send(_delta("The answer"))
+    await run.complete()
+    assert channel.sent[-1]["type"] == "message_complete"
+    saved = await _stored_answer(db, run.message_id)
+    assert saved is not None and saved.content == "The answer"
     assert await run_owner_status(db, run.message_id) == (user.id, DONE)
 
 

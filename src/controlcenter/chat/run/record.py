@@ -22,7 +22,6 @@ from controlcenter.chat.models import (
     PENDING,
     STOPPED,
     ChatApproval,
-    ConversationRow,
     Message,
 )
 from controlcenter.chat.run.answer import assistant_message
@@ -111,47 +110,48 @@ class RunRecord:
         self._channel.send(event, self._id(self._n), data)
 
     async def finish(
-        self, status: str, last: Event | None = None, answer: Message | None = None
+        self,
+        status: str,
+        last: Event | None = None,
+        answer: Message | None = None,
+        gone: Event | None = None,
     ) -> None:
         """The run's end, stored after its events with its `last` event and its `answer`;
-        `last` is sent once they are stored. Raises what the database raised, and then
-        nothing of `last`, the answer or the end is stored or sent (the run may still `send`
-        and `finish`). Nothing more once the run has ended."""
+        `last` is sent once they are stored. When the answer's conversation is found deleted
+        in that write, `gone` (if given) is stored and sent instead and the run ends stopped.
+        Raises what the database raised, and then nothing of `last`, the answer or the end is
+        stored or sent (the run may still `send` and `finish`). Nothing more once the run has
+        ended."""
         if self._ended:
             return
         n = self._n + 1
-        data = event_data(last) if last is not None else None
-        stored = [(n, data)] if data is not None else []
+        stored = [(n, event_data(last))] if last is not None else []
+        instead = [(n, event_data(gone))] if gone is not None else None
         end = RunEnd(status, self.usage, answer, self.conversation_id)
-        await self._writer.end(self.message_id, end, stored)
+        kept = await self._writer.end(self.message_id, end, stored, instead)
         self._ended = True
-        if last is not None:
+        sent, texts = (last, stored) if kept else (gone, instead)
+        if sent is not None and texts:
             self._n = n
-            self._channel.send(last, self._id(n), data)
+            self._channel.send(sent, self._id(n), texts[0][1])
 
     async def complete(self) -> None:
         """The run's end with its answer, as its events made it (`chat.fold`): in one write
         the assistant message, the events still pending, `message_complete` (sent once
-        stored) and the run's end. A run stopped by its conversation's deletion has no
-        conversation to save the answer in: it ends with the error that says so."""
-        if self.stopped and await self._conversation_deleted():
-            await self.finish(STOPPED, error(CONVERSATION_DELETED))
-            return
+        stored) and the run's end. A run whose conversation was deleted (which stopped it)
+        has no conversation to save the answer in: that write finds it so, and the run ends
+        with the error that says so instead."""
         message = assistant_message(
             self.conversation_id, self.message_id, self.answer, usage=self.usage.json()
         )
         last = message_complete(message_json(message), stopped=self.stopped)
-        await self.finish(STOPPED if self.stopped else DONE, last, message)
+        status = STOPPED if self.stopped else DONE
+        await self.finish(status, last, message, gone=error(CONVERSATION_DELETED))
 
     def _id(self, n: int) -> str:
         return f"{self.message_id}:{n}"
 
     # The stop: no provider or tool call starts once it is asked.
-
-    async def _conversation_deleted(self) -> bool:
-        """Whether the run's conversation was deleted while it ran."""
-        found = await self._db.run_read(_conversation_exists, self.conversation_id)
-        return not found
 
     @property
     def stopped(self) -> bool:
@@ -211,11 +211,6 @@ class RunRecord:
             pause = min(remaining, self._signals.poll_s)
             with suppress(TimeoutError):
                 await asyncio.wait_for(self._flags.poked.wait(), pause)
-
-
-def _conversation_exists(session: Session, conversation_id: str) -> bool:
-    found = session.scalar(select(ConversationRow.id).where(ConversationRow.id == conversation_id))
-    return found is not None
 
 
 def _add_approval(session: Session, message_id: str, tool_call_id: str) -> None:

@@ -31,6 +31,7 @@ from controlcenter.chat.models import (
     RUNNING,
     RUNNING_TABLE,
     RUNS_TABLE,
+    STOPPED,
     ChatRun,
     Message,
 )
@@ -95,7 +96,9 @@ class RunEnd:
 class _Ending:
     end: RunEnd
     last: list[StoredEvent]  # its last events, stored with the end or not at all
-    done: asyncio.Future[None]
+    # Stored instead of `last` when its answer's conversation is gone, if given.
+    gone: list[StoredEvent] | None
+    done: asyncio.Future[bool]  # whether `last` was stored (not `gone`)
 
 
 @dataclass
@@ -170,15 +173,26 @@ class EventWriter:
         self._pending.writes.setdefault(message_id, []).append(write)
         self._kick()
 
-    async def end(self, message_id: str, end: RunEnd, last: Sequence[StoredEvent] = ()) -> None:
+    async def end(
+        self,
+        message_id: str,
+        end: RunEnd,
+        last: Sequence[StoredEvent] = (),
+        gone: Sequence[StoredEvent] | None = None,
+    ) -> bool:
         """The run's end after its pending events, with its `last` events and its answer:
         returns once stored. Raises what the database raised if they could not be, and then
-        nothing of `last`, the answer or the end is stored (the pending events are kept)."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.ends[message_id] = _Ending(end, list(last), done)
+        nothing of `last`, the answer or the end is stored (the pending events are kept).
+
+        When the answer's conversation is found deleted in that write and `gone` is given,
+        `gone` is stored instead of `last` and the run ends stopped (its deletion stopped
+        it): returns False then, True otherwise."""
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        kept_gone = list(gone) if gone is not None else None
+        self._pending.ends[message_id] = _Ending(end, list(last), kept_gone, done)
         self._kick()
         self._wake()
-        await done
+        return await done
 
     def write_soon(self) -> None:
         """A run is about to wait (for its provider): what is pending may be written now,
@@ -242,31 +256,32 @@ class EventWriter:
         """One transaction for all; when it fails, each run alone, so that one run's bad
         write loses nothing of the others. The events and writes still to be stored."""
         try:
-            await _write_batch(self._db, batch)
+            gone = await _write_batch(self._db, batch)
         except Exception as exc:
             if len(batch.runs()) == 1:
                 return self._failed(batch, exc)
             log.warning("chat events: batch refused, writing run by run", error=type(exc).__name__)
         else:
-            self._stored(batch)
+            self._stored(batch, gone)
             return _Pending()
         failed = _Pending()
         for message_id in batch.runs():
             one = batch.of(message_id)
             try:
-                await _write_batch(self._db, one)
+                gone = await _write_batch(self._db, one)
             except Exception as exc:
                 failed.put_back(self._failed(one, exc))
             else:
-                self._stored(one)
+                self._stored(one, gone)
         return failed
 
-    def _stored(self, batch: _Pending) -> None:
+    def _stored(self, batch: _Pending, gone: set[str]) -> None:
+        """`gone`: the runs that ended with their `gone` events."""
         for message_id in batch.runs():
             self._signals.wake(message_id)
-        for ending in batch.ends.values():
+        for message_id, ending in batch.ends.items():
             if not ending.done.done():
-                ending.done.set_result(None)
+                ending.done.set_result(message_id not in gone)
 
     def _failed(self, batch: _Pending, exc: Exception) -> _Pending:
         """A run's events and writes are kept to be tried again; its end, last events and
@@ -301,65 +316,72 @@ def _running(session: Session, message_ids: list[str]) -> set[str]:
     return set(session.scalars(found))
 
 
-def _fail(future: asyncio.Future[None], exc: BaseException) -> None:
+def _fail(future: asyncio.Future[bool], exc: BaseException) -> None:
     if not future.done():
         future.set_exception(exc)
 
 
-async def _write_batch(db: Database, batch: _Pending) -> None:
+async def _write_batch(db: Database, batch: _Pending) -> set[str]:
     """The answers (each touching its conversation), the events and the runs' ends of
     `batch` in one transaction, with the liveness rows of the runs that end (not of one
     interrupted at shutdown: another process closes it); readers in other processes notified
-    of each run."""
+    of each run. The runs that ended with their `gone` events."""
     events = [
         {"message_id": message_id, "n": n, "data": data}
         for message_id, stored in batch.events.items()
         for n, data in stored
     ]
-    ends = list(batch.ends.items())
-    events += [
-        {"message_id": message_id, "n": n, "data": data}
-        for message_id, ending in ends
-        for n, data in ending.last
-    ]
-    answers = [ending.end.answer for _, ending in ends if ending.end.answer is not None]
     writes = [write for stored in batch.writes.values() for write in stored]
-    run_ends = [(message_id, ending.end) for message_id, ending in ends]
-    await db.run_write(_store, answers, events, writes, run_ends, batch.runs())
+    return await db.run_write(_store, events, writes, list(batch.ends.items()), batch.runs())
 
 
 def _store(
     session: Session,
-    answers: list[Message],
     events: list[dict[str, Any]],
     writes: list[Deferred],
-    ends: list[tuple[str, RunEnd]],
+    ends: list[tuple[str, _Ending]],
     runs: list[str],
-) -> None:
+) -> set[str]:
     """`_write_batch`'s transaction: `runs` are the message ids of every run in it."""
     # The lock order of `chat.locks`: the conversations of the runs that end or write,
     # then their runs, messages and events. A deletion takes them in the same order.
-    ending = [end.conversation_id for _, end in ends if end.conversation_id]
+    ending = [e.end.conversation_id for _, e in ends if e.end.conversation_id]
     held = hold_conversations(session, [*ending, *(c for c, _, _ in writes)])
+    answers = [e.end.answer for _, e in ends if e.end.answer is not None]
     if answers:
         save_answers(session, [a for a in answers if a.conversation_id in held])
+    # An answer with no conversation left to be saved in: its deletion stopped the run.
+    gone = {
+        m
+        for m, e in ends
+        if e.gone is not None
+        and e.end.answer is not None
+        and e.end.answer.conversation_id not in held
+    }
+    events = events + [
+        {"message_id": m, "n": n, "data": data}
+        for m, e in ends
+        for n, data in (e.gone if m in gone and e.gone is not None else e.last)
+    ]
     if events:
         session.execute(ADD_EVENTS, events)
     for conversation_id, statement, params in writes:
         if conversation_id in held:  # its rows went with a deleted conversation
             session.execute(statement, params)
     if ends:
-        session.execute(_END_RUN, [_end_row(m, end) for m, end in ends])
-    ended = [m for m, end in ends if end.status != INTERRUPTED]
+        rows = [_end_row(m, STOPPED if m in gone else e.end.status, e.end) for m, e in ends]
+        session.execute(_END_RUN, rows)
+    ended = [m for m, e in ends if e.end.status != INTERRUPTED]
     if ended:
         session.execute(_DROP_RUNNING, {"runs": ended})
     notify(session, EVENTS_CHANNEL, runs)
+    return gone
 
 
-def _end_row(message_id: str, end: RunEnd) -> dict[str, Any]:
+def _end_row(message_id: str, status: str, end: RunEnd) -> dict[str, Any]:
     return {
         "run": message_id,
-        "status": end.status,
+        "status": status,
         "input_tokens": end.usage.input_tokens,
         "output_tokens": end.usage.output_tokens,
         "provider_calls": end.usage.provider_calls,
