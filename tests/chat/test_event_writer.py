@@ -229,6 +229,31 @@ async def test_pending_events_are_written_at_shutdown(
     assert await _numbers(db, run.message_id) == [1, 2]
 
 
+async def test_an_end_whose_write_is_under_way_at_shutdown_is_failed_not_left_waiting(
+    parts: tuple[Database, Signals], users: UserFactory
+) -> None:
+    """The database holds the end's write longer than the shutdown allows: the run waiting
+    for its end is told (TimeoutError) instead of waiting for ever, and the log line counts
+    its write as under way, not as a run left unstored."""
+    db, signals = parts
+    user = await users.create()
+    writer = EventWriter(db, signals, window_s=3600.0)
+    (run,) = await _started(db, signals, writer, user.id, "slow", 1)
+    # Another transaction holds the conversation's row (on SQLite: the database's write lock).
+    async with writing(db) as session:
+        held = select(ConversationRow.id).where(ConversationRow.id == run.conversation_id)
+        await session.execute(held.with_for_update())
+        with capture_logs() as logs:
+            ending = asyncio.ensure_future(run.finish(DONE, _delta("last"), _answer(run)))
+            for _ in range(5):  # the end starts the writer's task, which begins the write
+                await asyncio.sleep(0)
+            await writer.close(0.01)
+            with pytest.raises(TimeoutError):
+                await ending
+    (line,) = [entry for entry in logs if entry["event"] == "chat events not stored at shutdown"]
+    assert (line["runs"], line["under_way"]) == (0, 1)
+
+
 async def test_readers_are_woken_once_the_events_are_stored(
     parts: tuple[Database, Signals], users: UserFactory
 ) -> None:

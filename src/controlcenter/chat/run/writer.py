@@ -151,6 +151,7 @@ class EventWriter:
         self._signals = signals
         self._window_s = window_s
         self._pending = _Pending()
+        self._writing: _Pending | None = None  # the batch whose write is under way
         self._task: asyncio.Task[None] | None = None
         self._waking: asyncio.Future[None] | None = None  # the window's wait
         self._last_write = -math.inf  # when the last write began (the loop's clock)
@@ -202,7 +203,12 @@ class EventWriter:
             self._wake()
 
     async def close(self, timeout_s: float) -> None:
-        """At shutdown: what is pending, written within `timeout_s` if the database allows."""
+        """At shutdown: what is pending, written within `timeout_s` if the database allows.
+
+        Past it, the runs still pending are not stored (`runs` in the log line), and a write
+        under way is left to the database (`under_way`: on SQLite a write that began runs to
+        its end, on PostgreSQL it is rolled back); the ends of both are failed to their
+        callers, who are not told more."""
         task = self._task
         if task is None:
             return
@@ -211,8 +217,13 @@ class EventWriter:
             await asyncio.wait_for(asyncio.shield(task), timeout_s)
         except TimeoutError:
             task.cancel()
-            log.warning("chat events not stored at shutdown", runs=len(self._pending.runs()))
-            for ending in self._pending.ends.values():
+            writing, pending = self._writing or _Pending(), self._pending
+            log.warning(
+                "chat events not stored at shutdown",
+                runs=len(pending.runs()),
+                under_way=len(writing.runs()),
+            )
+            for ending in [*pending.ends.values(), *writing.ends.values()]:
                 _fail(ending.done, TimeoutError("chat events not stored at shutdown"))
 
     def _wake(self) -> None:
@@ -243,7 +254,11 @@ class EventWriter:
                     await self._pause(pause)
                 self._last_write = asyncio.get_running_loop().time()
                 batch, self._pending = self._pending, _Pending()
-                failed = await self._write(batch)
+                self._writing = batch
+                try:
+                    failed = await self._write(batch)
+                finally:
+                    self._writing = None
                 if failed:
                     failed = await _still_running(self._db, failed)
                 self._pending.put_back(failed)  # tried again, before newer events
