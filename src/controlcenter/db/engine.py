@@ -214,8 +214,11 @@ class _Sqlite:
             with session.begin():
                 result = work(session)
             # Queued on the loop before the caller's wake-up, and run even if the caller was
-            # cancelled meanwhile: the process's caches forget what the commit changed.
-            loop.call_soon_threadsafe(committed, committed_stamps(session))
+            # cancelled meanwhile: the process's caches forget what the commit changed. Most
+            # writes change no topic, and wake the loop once (with their result), not twice.
+            stamps = committed_stamps(session)
+            if stamps:
+                loop.call_soon_threadsafe(committed, stamps)
         return result
 
     def _check_open(self) -> None:
