@@ -3,8 +3,8 @@ instance through the database (docs/outbox.md).
 
 HighLevel allows 100 requests per 10 s per app and location (a sliding window) and answers 429
 beyond. We spend a share of it (90% by default): tokens refill at `requests * share / window_s`
-per second (9/s) up to a burst of `requests * share - rate * window_s` (at least 1), so that no
-10 s window holds more than the share (90, plus one) of ours. The other 10% is margin: a
+per second (9/s) into a bucket of one token: the rate alone fills a window with the share, so
+no 10 s window holds more than the share (90, plus one) of ours. The other 10% is margin: a
 request reaches the CRM a little after its token was taken, and those delays differ, so the
 CRM's window can hold requests from a little more than ten of our seconds (a burst of 10 fills
 HighLevel's 100 exactly, and under `make bench` meets a 429). The bucket is a row of
@@ -37,7 +37,7 @@ import asyncio
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from sqlalchemy import Float, String, Table, bindparam, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column
@@ -104,10 +104,9 @@ class RateLimit:
         """Tokens per second."""
         return self.requests * self.share / self.window_s
 
-    @property
-    def burst(self) -> float:
-        """The bucket's size: what a window may hold beyond the steady rate, within the share."""
-        return max(1.0, self.requests * self.share - self.rate * self.window_s)
+    # The bucket's size. The rate alone fills a window with the share (`rate * window_s ==
+    # requests * share`): a bucket of more than one token would let a window hold more.
+    burst: ClassVar[float] = 1.0
 
 
 class LocationRateLimiter:
