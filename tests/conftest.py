@@ -244,8 +244,9 @@ class UserFactory:
         email = email or f"{role}{self._count}-{os.urandom(3).hex()}@example.com"
         password = f"pw-{os.urandom(8).hex()}"
         config = self._server.config
+        password_hash = await passwords.hash_password_off_loop(password)
         user, token, api_token = await self._server.db.run_write(
-            _new_user, email, password, role, key=config.jwt_key, ttl_s=config.session_ttl_s
+            _new_user, email, password_hash, role, key=config.jwt_key, ttl_s=config.session_ttl_s
         )
         return AppUser(
             id=user.id,
@@ -259,10 +260,12 @@ class UserFactory:
 
 
 def _new_user(
-    session: Session, email: str, password: str, role: str, *, key: str, ttl_s: int
+    session: Session, email: str, password_hash: str, role: str, *, key: str, ttl_s: int
 ) -> tuple[UserRecord, str, str]:
     """A user with a session and an API token: the user, the session's JWT, the token."""
-    user = create_user(session, email=email, password=password, name=f"{role} user", role=role)
+    user = create_user(
+        session, email=email, password_hash=password_hash, name=f"{role} user", role=role
+    )
     token = start_session(session, user, key=key, ttl_s=ttl_s)
     return user, token, create_api_token(session, user, "tests")
 

@@ -12,6 +12,7 @@ from cryptography.fernet import Fernet
 from sqlalchemy.orm import Session
 
 from controlcenter.admin_settings.store import SettingsStore
+from controlcenter.auth.passwords import hash_password_off_loop
 from controlcenter.auth.service import create_user, get_user_by_email
 from controlcenter.crm.tools import NOT_CONNECTED, crm_tools
 from controlcenter.db import Database
@@ -52,12 +53,13 @@ def prepare(cli: ToolsCli, location: str, settings: dict[str, str]) -> None:
         database = Database(cli.env["DATABASE_URL"])
         try:
             store = SettingsStore(database, cli.extra["SETTINGS_ENCRYPTION_KEY"])
+            password_hash = await hash_password_off_loop("x" * 12)
 
             def accounts(session: Session) -> None:
-                admin = create_user(session, email="boss@example.com", password="x" * 12)
-                broker = create_user(session, email=EMAIL, password="x" * 12)
+                admin = create_user(session, email="boss@example.com", password_hash=password_hash)
+                broker = create_user(session, email=EMAIL, password_hash=password_hash)
                 broker.crm_location_id = location
-                create_user(session, email="unlinked@example.com", password="x" * 12)
+                create_user(session, email="unlinked@example.com", password_hash=password_hash)
                 store.save(session, settings, admin.id)
 
             await database.run_write(accounts)

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from controlcenter.admin_settings.store import SettingsStore
 from controlcenter.app import create_app
+from controlcenter.auth.passwords import hash_password_off_loop
 from controlcenter.auth.service import create_user
 from controlcenter.config import Config
 from controlcenter.db import Database
@@ -62,17 +63,19 @@ async def seed_accounts(config: Config) -> list[Account]:
     db = Database(config.database_url)
     try:
         store = SettingsStore(db, config.fernet_key)
+        broker_hash = await hash_password_off_loop(broker.password)
+        admin_hash = await hash_password_off_loop(admin.password)
 
         def accounts(session: Session) -> None:
             user = create_user(
-                session, email=broker.email, password=broker.password, name="Riley Broker"
+                session, email=broker.email, password_hash=broker_hash, name="Riley Broker"
             )
             user.crm_location_id = DEMO_LOCATION_ID
             user.brokerage = "Harbor Commercial Realty"
             boss = create_user(
                 session,
                 email=admin.email,
-                password=admin.password,
+                password_hash=admin_hash,
                 name="Alex Admin",
                 role="super_admin",
             )

@@ -144,9 +144,11 @@ async def test_basic_email_is_case_insensitive(
 async def test_non_ascii_password_in_basic(
     client: httpx.AsyncClient, users: UserFactory, server: RunningServer
 ) -> None:
+    from controlcenter.auth.passwords import hash_password_off_loop
     from controlcenter.auth.service import create_user
 
-    await server.db.run_write(create_user, email="ümlaut@example.com", password="pässwörd-€")
+    password_hash = await hash_password_off_loop("pässwörd-€")
+    await server.db.run_write(create_user, email="ümlaut@example.com", password_hash=password_hash)
     assert_ok(await client.get(PATH, headers={**basic("ümlaut@example.com", "pässwörd-€"), **OCS}))
 
 
@@ -269,11 +271,16 @@ async def test_unknown_format_falls_back_to_json(
 async def test_user_name_is_escaped_in_xml(
     client: httpx.AsyncClient, server: RunningServer
 ) -> None:
+    from controlcenter.auth.passwords import hash_password_off_loop
     from controlcenter.auth.service import create_user
     from tests.dbtools import create_api_token
 
+    password_hash = await hash_password_off_loop("pw")
+
     def user_with_token(session: Session) -> str:
-        user = create_user(session, email="x@example.com", password="pw", name="<b>&amp;</b>")
+        user = create_user(
+            session, email="x@example.com", password_hash=password_hash, name="<b>&amp;</b>"
+        )
         return create_api_token(session, user)
 
     token = await server.db.run_write(user_with_token)

@@ -144,10 +144,9 @@ async def add_user(
     """
     _check_may_act(actor_role, USER, role)
     generated = generate_password() if password is None else None
-    chosen = password or generated or ""
-    password_hash = await hash_password_off_loop(chosen)
+    password_hash = await hash_password_off_loop(password or generated or "")
     user = await database.run_write(
-        create_user, email=email, password=chosen, name=name, role=role, password_hash=password_hash
+        create_user, email=email, password_hash=password_hash, name=name, role=role
     )
     log.info("user created", user_id=user.id, role=role, by=actor_role)
     return user, generated

@@ -4,13 +4,16 @@
 query and kept in memory (`db.changes.Kept`, topic `SETTINGS`) until a save or a deletion
 changes one: in this process at once, in every other process and instance within a second.
 The cipher keeps decrypted values per ciphertext.
+
+What is kept may therefore lag another process's save by up to a second: a value written as a
+change of its stored value (`change`) is read again, locked, in the writing transaction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
-from sqlalchemy import delete, select
+from sqlalchemy import Table, bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
 from controlcenter.admin_settings.cipher import Cipher, SettingsDecryptError
@@ -18,6 +21,7 @@ from controlcenter.admin_settings.models import Setting
 from controlcenter.admin_settings.names import SettingName
 from controlcenter.db import Database, utcnow
 from controlcenter.db.changes import Kept, mark_changed
+from controlcenter.db.upserts import DIALECTS, upsert
 
 __all__ = ["SettingsDecryptError", "SettingsStore"]
 
@@ -25,6 +29,22 @@ __all__ = ["SettingsDecryptError", "SettingsStore"]
 SETTINGS = "settings"  # the topic of the kept values
 TTL_S = 60
 _ALL = select(Setting.name, Setting.value_encrypted)
+# FOR UPDATE is PostgreSQL's; SQLAlchemy's SQLite dialect leaves it out (the write transaction
+# holds the whole database there).
+_TABLE: Table = Setting.__table__  # type: ignore[assignment]  # declared as a Table
+_VALUE_LOCKED = (
+    select(Setting.value_encrypted).where(Setting.name == bindparam("s_name")).with_for_update()
+)
+_ADD = {dialect: upsert(dialect, _TABLE, key=("name",)) for dialect in DIALECTS}
+_SET = (
+    update(Setting)
+    .where(Setting.name == bindparam("s_name"))
+    .values(
+        value_encrypted=bindparam("value_encrypted"),
+        updated_by=bindparam("updated_by"),
+        updated_at=bindparam("updated_at"),
+    )
+)
 
 
 class SettingsStore:
@@ -81,6 +101,38 @@ class SettingsStore:
                 row.updated_by = user_id
                 row.updated_at = now
         mark_changed(session, SETTINGS)
+
+    def change(
+        self, session: Session, name: str, change: Callable[[str | None], str], user_id: str
+    ) -> str:
+        """Set `name` to `change(value)`, `value` being the stored one (None when unset), inside
+        the caller's transaction; returns the value set (a unit of work:
+        `await db.run_write(store.change, name, change, user_id)`).
+
+        The stored value is read in the transaction, its row locked (PostgreSQL; SQLite's write
+        transaction holds the whole database), not taken from what this process keeps, which
+        may not have seen another process's change yet: a change committed before this one is
+        never undone. `change` runs inside the transaction, so it must be quick and pure.
+        Raises SettingsDecryptError when the stored value cannot be decrypted."""
+        dialect = session.get_bind().dialect.name
+        while True:
+            stored = session.scalar(_VALUE_LOCKED, {"s_name": name})
+            value = change(None if stored is None else self.cipher.decrypt(name, stored))
+            row = {
+                "value_encrypted": self.cipher.encrypt(value),
+                "updated_by": user_id,
+                "updated_at": utcnow(),
+            }
+            if stored is not None:
+                session.execute(_SET, {"s_name": name, **row})
+                break
+            added = session.execute(_ADD[dialect], {"name": name, **row})
+            if getattr(added, "rowcount", 0) == 1:
+                break
+            # Another transaction added the row since the read (PostgreSQL, where a missing
+            # row cannot be locked): the change is made again on that row, now committed.
+        mark_changed(session, SETTINGS)
+        return value
 
     def delete(self, session: Session, name: str) -> None:
         """Remove one setting inside the caller's transaction."""

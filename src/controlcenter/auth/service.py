@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, defer
 
 from controlcenter.auth.models import ROLES, ApiTokenRecord, UserRecord
 from controlcenter.auth.models import Session as SessionRow
-from controlcenter.auth.passwords import hash_password, verify_password
+from controlcenter.auth.passwords import verify_password
 from controlcenter.auth.principal import Principal
 from controlcenter.auth.throttle import SignInThrottle
 from controlcenter.auth.tokens import (
@@ -31,24 +31,17 @@ class UserExistsError(Exception):
 
 
 def create_user(
-    session: Session,
-    *,
-    email: str,
-    password: str,
-    name: str = "",
-    role: str = "user",
-    password_hash: str | None = None,
+    session: Session, *, email: str, password_hash: str, name: str = "", role: str = "user"
 ) -> UserRecord:
-    """Add a user; `password_hash`, when given, is used instead of hashing `password` here
-    (callers on the event loop hash beforehand, off the loop)."""
+    """Add a user whose password's Argon2 hash is `password_hash`. The caller hashes before
+    the unit of work (`passwords.hash_password_off_loop` on the event loop): Argon2 takes tens
+    of milliseconds by design, and a unit of work holds the database's one writer on SQLite."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}")
     email = normalise_email(email)
     if session.scalar(select(UserRecord).where(UserRecord.email == email)) is not None:
         raise UserExistsError(email)
-    user = UserRecord(
-        email=email, name=name, role=role, password_hash=password_hash or hash_password(password)
-    )
+    user = UserRecord(email=email, name=name, role=role, password_hash=password_hash)
     session.add(user)
     session.flush()
     return user

@@ -4,15 +4,15 @@ and the monthly usage report (administrators)."""
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from pydantic import ValidationError
 
 from controlcenter.admin_settings.deps import SettingsDep
-from controlcenter.admin_settings.service import update_settings
 from controlcenter.auth.deps import Admin, SuperAdmin
-from controlcenter.chat.policy import CHAT_POLICY, ChatPolicyInput, policy_text, stored_policy
+from controlcenter.chat.policy import CHAT_POLICY, ChatPolicyInput, changed_text, stored_policy
 from controlcenter.chat.schemas import ChatPolicyAnswer, UsageReport
 from controlcenter.chat.usage import usage_report
 from controlcenter.db import utcnow
@@ -42,13 +42,17 @@ async def put_chat_policy(
     request: Request, principal: SuperAdmin, db: DatabaseDep, settings: SettingsDep
 ) -> dict[str, Any]:
     body = await read_object(request)
-    current = stored_policy(await settings.get(CHAT_POLICY))
     try:
-        policy = current.updated(body)
+        given = ChatPolicyInput.model_validate(body)
     except ValidationError as exc:
         raise ApiError(400, "Validation failed", details=issues(exc)) from exc
-    await update_settings(db, settings, {CHAT_POLICY: policy_text(policy)}, principal.user.id)
-    return {"policy": policy.json()}
+    # Merged with the stored policy inside the write, not with the one this process keeps
+    # (which may not have seen another process's change yet): two PUTs of different fields
+    # both stand.
+    stored = await db.run_write(
+        settings.change, CHAT_POLICY, partial(changed_text, given), principal.user.id
+    )
+    return {"policy": stored_policy(stored).json()}
 
 
 @router.get("/usage", **answers(UsageReport, 400, 403))

@@ -48,10 +48,13 @@ class PolicyValues:
         }
 
     def updated(self, body: dict[str, Any]) -> PolicyValues:
-        """This policy with the fields of a PUT body. Raises pydantic's ValidationError.
+        """This policy with the fields of a PUT body. Raises pydantic's ValidationError."""
+        return self.changed(ChatPolicyInput.model_validate(body))
+
+    def changed(self, given: ChatPolicyInput) -> PolicyValues:
+        """This policy with the fields `given` carries (those set in its body).
 
         `monthlyTokenQuota: null` removes the quota (an absent field leaves it)."""
-        given = ChatPolicyInput.model_validate(body)
         sent = given.model_fields_set
         return PolicyValues(
             tool_approval=given.toolApproval if "toolApproval" in sent else self.tool_approval,
@@ -79,3 +82,9 @@ def stored_policy(raw: str | None) -> PolicyValues:
 
 def policy_text(policy: PolicyValues) -> str:
     return json.dumps(policy.json(), separators=(",", ":"))
+
+
+def changed_text(given: ChatPolicyInput, stored: str | None) -> str:
+    """The stored policy's JSON with the fields `given` carries: the change a PUT makes, run
+    on the stored value inside the writing transaction (`SettingsStore.change`)."""
+    return policy_text(stored_policy(stored).changed(given))
