@@ -63,10 +63,15 @@ async def test_deletions_racing_their_answers_ends_neither_fail_nor_lose_an_answ
     assert {ending["error"] for ending in endings if ending["type"] == "error"} <= {DELETED}
     message_ids = [events[0]["messageId"] for _, events in outcomes]
     async with reading(server.db) as session:
-        statuses = await session.scalars(
-            select(ChatRun.status).where(ChatRun.message_id.in_(message_ids))
+        rows = await session.execute(
+            select(ChatRun.message_id, ChatRun.status).where(ChatRun.message_id.in_(message_ids))
         )
-        assert set(statuses) <= {"done", "stopped"}
+        statuses = {message_id: status for message_id, status in rows}
+    assert set(statuses.values()) <= {"done", "stopped"}
+    # An answer that found its conversation gone ends stopped, its deletion having stopped it.
+    for message_id, ending in zip(message_ids, endings, strict=True):
+        if ending["type"] == "error":
+            assert statuses[message_id] == "stopped"
 
 
 async def _chat(
