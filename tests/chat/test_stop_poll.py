@@ -14,7 +14,7 @@ from sqlalchemy import Select, event
 from sqlalchemy.dialects import sqlite
 
 from controlcenter.chat.channel import EventChannel
-from controlcenter.chat.liveness import runs_without_row
+from controlcenter.chat.liveness import RUNS_WITHOUT_ROW
 from controlcenter.chat.models import STOPPED
 from controlcenter.chat.run.commands import StopAnswer, request_stop
 from controlcenter.chat.run.runs import ChatRuns
@@ -119,5 +119,5 @@ def test_sqlites_read_of_the_stop_flags_uses_the_partial_index_only(tmp_path: Pa
     plan = _plan(path, ASKED_STOPS)
     assert plan == ["SCAN chat_runs USING INDEX ix_chat_runs_stops_asked"]
     # The liveness task's look for running runs without a row reads its own partial index.
-    later = _plan(path, runs_without_row(utcnow()), utcnow().isoformat())
+    later = _plan(path, RUNS_WITHOUT_ROW, utcnow().isoformat())
     assert later[0] == "SEARCH chat_runs USING INDEX ix_chat_runs_running (created_at<?)"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any, cast
 
 from sqlalchemy import event
 from structlog.testing import capture_logs
@@ -310,3 +312,50 @@ async def test_a_claim_is_one_read_and_one_update_whatever_it_takes(
     unclaimed = [await get_job(server.db, i) for i in [*set(ids) - {j.id for j in claimed}]]
     assert [row.locked_until for row in unclaimed] == [None, None]
     assert (await get_job(server.db, later)).locked_until is None  # not due
+
+
+class _CountingWrites:
+    """A worker's database that counts its write transactions, by the function run."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.writes: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.db, name)
+
+    async def run_write(self, work: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        self.writes.append(work.__name__)
+        return await self.db.run_write(work, *args, **kwargs)
+
+
+async def test_an_idle_worker_claims_only_once_a_read_finds_a_job_due(
+    server: RunningServer,
+) -> None:
+    """A claim is a write transaction (on SQLite the database's one write lock): after one
+    that found nothing, the polls read whether a job is due, and claim only then."""
+    delivered: list[str] = []
+
+    async def handler(job: ClaimedJob) -> None:
+        delivered.append(job.id)
+
+    counting = _CountingWrites(server.db)
+    config = fast_config(server.config)
+    worker = OutboxWorker(cast(Database, counting), config, {KIND: handler})
+    task = asyncio.create_task(worker.run())
+    await asyncio.sleep(config.outbox_poll_interval_s * 10)
+    assert counting.writes == ["_claim"]  # the first poll's, then reads only
+    later = await add_job(server.db, KIND, {}, age_s=-3600)  # due in an hour: still idle
+    await asyncio.sleep(config.outbox_poll_interval_s * 5)
+    assert counting.writes == ["_claim"]
+    job_id = await add_job(server.db, KIND, {})
+
+    async def delivered_once() -> bool:
+        return delivered == [job_id]
+
+    await wait_for(delivered_once)
+    await worker.stop()
+    await task
+    assert counting.writes[:2] == ["_claim", "_claim"]
+    assert (await get_job(server.db, job_id)).status == DONE
+    assert (await get_job(server.db, later)).locked_until is None

@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, Select, delete, exists, select, text
+from sqlalchemy import bindparam, delete, exists, select, text
 from sqlalchemy.orm import Session
 
 from controlcenter.chat import events
@@ -144,11 +144,7 @@ class Liveness:
         stale, rowless = await self._db.run_read(_left_running, limit, self.owner)
         closed = 0
         if stale:
-            skip_locked = not self._db.is_sqlite
-            now = self._now()
-            closed += await self._db.run_write(
-                _close_rows, limit, self.owner, now, skip_locked=skip_locked
-            )
+            closed += await self._db.run_write(_close_rows, stale, limit, self.owner, self._now())
         if rowless:
             closed += await self._db.run_write(_close_rowless, rowless)
         if closed:
@@ -161,38 +157,65 @@ def _drop_rows(session: Session, message_ids: set[str]) -> None:
     session.execute(delete(RunningMessage).where(RunningMessage.message_id.in_(message_ids)))
 
 
-def _stale_rows(limit: datetime, owner: str) -> tuple[ColumnElement[bool], ...]:
-    """The liveness rows of other processes whose heartbeat is older than `limit`."""
-    return (RunningMessage.heartbeat_at < limit, RunningMessage.owner != owner)
+# Built once, run with the beat's limit and the process's owner: the liveness rows of other
+# processes whose heartbeat is older than the limit.
+_STALE = (
+    RunningMessage.heartbeat_at < bindparam("limit"),
+    RunningMessage.owner != bindparam("owner"),
+)
+# The stale rows and their runs' conversations (None: the run has none, or no longer exists).
+_STALE_ROWS = (
+    select(RunningMessage.message_id, ChatRun.conversation_id)
+    .outerjoin(ChatRun, ChatRun.message_id == RunningMessage.message_id)
+    .where(*_STALE)
+)
+# Those of them still stale, locked; on PostgreSQL those another transaction holds are passed
+# over (SQLite's dialect leaves the clause out: its write transaction holds the database).
+_LOCK_STALE = (
+    select(RunningMessage.message_id)
+    .where(RunningMessage.message_id.in_(bindparam("ids", expanding=True)), *_STALE)
+    .with_for_update(skip_locked=True)
+)
+# The runs still marked running, begun before the limit, that have no liveness row.
+RUNS_WITHOUT_ROW = select(ChatRun.message_id).where(
+    text(RUNNING_NOW),  # as the partial index's condition is written
+    ChatRun.created_at < bindparam("limit"),
+    ~exists().where(RunningMessage.message_id == ChatRun.message_id),
+)
+_DROP_ROW = delete(RunningMessage).where(RunningMessage.message_id == bindparam("message_id"))
+
+StaleRow = tuple[str, str | None]  # a stale liveness row's message and its conversation
 
 
-def _left_running(session: Session, limit: datetime, owner: str) -> tuple[bool, list[str]]:
-    """Whether any liveness row is stale (`_stale_rows`), and the runs still marked running
-    that lost their row (`runs_without_row`)."""
-    anything = select(RunningMessage.message_id).where(*_stale_rows(limit, owner)).limit(1)
-    stale = session.scalar(anything)
-    rowless = list(session.scalars(runs_without_row(limit)))
-    return stale is not None, rowless
+def _left_running(
+    session: Session, limit: datetime, owner: str
+) -> tuple[list[StaleRow], list[str]]:
+    """The stale liveness rows of other processes (`_STALE_ROWS`), and the runs still marked
+    running that lost their row (`RUNS_WITHOUT_ROW`)."""
+    stale = [
+        (message_id, conversation)
+        for message_id, conversation in session.execute(
+            _STALE_ROWS, {"limit": limit, "owner": owner}
+        )
+    ]
+    rowless = list(session.scalars(RUNS_WITHOUT_ROW, {"limit": limit}))
+    return stale, rowless
 
 
 def _close_rows(
-    session: Session, limit: datetime, owner: str, now: datetime, *, skip_locked: bool
+    session: Session, stale: list[StaleRow], limit: datetime, owner: str, now: datetime
 ) -> int:
-    """Each stale row's answer saved as interrupted (at `now`), its run ended, the row
-    deleted; how many were closed. `skip_locked` (PostgreSQL): the rows another process is
-    closing right now are left to it."""
-    stale_rows = _stale_rows(limit, owner)
-    query = select(RunningMessage.message_id).where(*stale_rows)
-    if skip_locked:
-        query = query.with_for_update(skip_locked=True)
-    closed = 0
+    """Each row of `stale` still stale: its answer saved as interrupted (at `now`), its run
+    ended, the row deleted; how many were closed. A row that went stale after the beat's read
+    is closed by the next beat: its conversation is not among those held here."""
     # The lock order of `chat.locks`: the runs' conversations first, then the rows.
-    stale = select(RunningMessage.message_id).where(*stale_rows)
-    conversations = select(ChatRun.conversation_id).where(ChatRun.message_id.in_(stale))
-    hold_conversations(session, filter(None, session.scalars(conversations)))
-    for message_id in session.scalars(query).all():
+    hold_conversations(session, filter(None, (conversation for _, conversation in stale)))
+    ids = [message_id for message_id, _ in stale]
+    locked = session.scalars(_LOCK_STALE, {"ids": ids, "limit": limit, "owner": owner}).all()
+    closed = 0
+    for message_id in locked:
         saved = _save_interrupted(session, message_id, now)
-        session.execute(delete(RunningMessage).where(RunningMessage.message_id == message_id))
+        session.execute(_DROP_ROW, {"message_id": message_id})
         # Its stored event stream (what the events endpoint reads) ends in the same
         # transaction, so that a client resuming it from any process reads the error
         # and stops waiting, and a stop asked from now on is answered `Not running`.
@@ -235,12 +258,3 @@ def _close_rowless(session: Session, message_ids: list[str]) -> int:
         if close_run(session, message_id, _FINAL, INTERRUPTED):
             closed += 1
     return closed
-
-
-def runs_without_row(limit: datetime) -> Select[str]:
-    """The runs still marked running, begun before `limit`, that have no liveness row."""
-    return select(ChatRun.message_id).where(
-        text(RUNNING_NOW),  # as the partial index's condition is written
-        ChatRun.created_at < limit,
-        ~exists().where(RunningMessage.message_id == ChatRun.message_id),
-    )

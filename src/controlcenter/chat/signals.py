@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, select, text
+from sqlalchemy import bindparam, func, select, text
 from sqlalchemy.orm import Session
 
 from controlcenter.chat.models import STOPS_ASKED, ChatEventRow, ChatRun
@@ -233,22 +233,22 @@ def _asked_stops(session: Session) -> list[str]:
     return list(session.scalars(ASKED_STOPS))
 
 
-# Built once: the number of each run's last stored event.
+# Built once, run with each chunk of ids: each run's status and the number of its last
+# stored event.
 _LAST_EVENT = (
     select(func.max(ChatEventRow.n))
     .where(ChatEventRow.message_id == ChatRun.message_id)
     .scalar_subquery()
+)
+_PROGRESS = select(ChatRun.message_id, ChatRun.status, _LAST_EVENT).where(
+    ChatRun.message_id.in_(bindparam("ids", expanding=True))
 )
 
 
 def _read_progress(session: Session, message_ids: Sequence[str]) -> dict[str, Progress]:
     found: dict[str, Progress] = {}
     for start in range(0, len(message_ids), POLL_CHUNK):
-        chunk = message_ids[start : start + POLL_CHUNK]
-        rows = session.execute(
-            select(ChatRun.message_id, ChatRun.status, _LAST_EVENT).where(
-                ChatRun.message_id.in_(chunk)
-            )
-        )
+        chunk = list(message_ids[start : start + POLL_CHUNK])
+        rows = session.execute(_PROGRESS, {"ids": chunk})
         found.update((message_id, (status, n)) for message_id, status, n in rows)
     return found

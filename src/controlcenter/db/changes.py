@@ -88,8 +88,12 @@ def committed_stamps(session: Session) -> dict[str, str]:
 Reader = Callable[[Callable[[Session], dict[str, str]]], Awaitable[dict[str, str]]]
 
 
+# Built once: every process reads it every `POLL_S` on SQLite.
+_STAMPS = select(ChangeStamp.topic, ChangeStamp.stamp)
+
+
 def _stamps(session: Session) -> dict[str, str]:
-    rows = session.execute(select(ChangeStamp.topic, ChangeStamp.stamp))
+    rows = session.execute(_STAMPS)
     return {topic: stamp for topic, stamp in rows}
 
 

@@ -7,7 +7,9 @@ other's rows instead of waiting or taking them twice; on SQLite the transaction 
 BEGIN IMMEDIATE (Database.run_write), which serialises claims across processes. A worker that
 dies leaves its lease behind; when it expires (20 s at most) any worker reclaims the job.
 Deliveries are idempotent (contacts are upserted by e-mail, tags are added to a set), so the
-rare second delivery after a lost lease changes nothing at the CRM.
+rare second delivery after a lost lease changes nothing at the CRM. After a claim that found
+nothing, the worker reads whether any job is due before it claims again, so an idle worker
+takes no write transaction every poll.
 
 Delivering. Each claimed job runs in its own task, at most `outbox_concurrency` at a time, with
 a timeout (`outbox_delivery_timeout_s`); its lease is renewed while it runs (`outbox.lease`), so
@@ -61,6 +63,11 @@ Handler = Callable[[ClaimedJob], Awaitable[None]]
 # The claim's statements, built once (bound parameters; see `OutboxWorker.claim`). FOR UPDATE
 # SKIP LOCKED is PostgreSQL's; SQLAlchemy's SQLite dialect leaves it out, and there the write
 # transaction's BEGIN IMMEDIATE serialises the claims.
+_IS_DUE = (
+    OutboxJob.status == PENDING,
+    OutboxJob.next_attempt_at <= bindparam("b_now"),
+    or_(OutboxJob.locked_until.is_(None), OutboxJob.locked_until <= bindparam("b_now")),
+)
 _DUE = (
     select(
         OutboxJob.id,
@@ -70,15 +77,14 @@ _DUE = (
         OutboxJob.created_at,
         OutboxJob.next_attempt_at,
     )
-    .where(
-        OutboxJob.status == PENDING,
-        OutboxJob.next_attempt_at <= bindparam("b_now"),
-        or_(OutboxJob.locked_until.is_(None), OutboxJob.locked_until <= bindparam("b_now")),
-    )
+    .where(*_IS_DUE)
     .order_by(OutboxJob.next_attempt_at, OutboxJob.id)
     .limit(bindparam("b_limit"))
     .with_for_update(skip_locked=True)
 )
+# Whether any job is due, read without a transaction: what an idle worker asks before it
+# claims (`OutboxWorker.run`).
+_ANY_DUE = select(OutboxJob.id).where(*_IS_DUE).limit(1)
 _LEASE = (
     update(OutboxJob)
     .where(OutboxJob.id.in_(bindparam("b_ids", expanding=True)))
@@ -117,10 +123,18 @@ class OutboxWorker:
     async def run(self) -> None:
         """Deliver due jobs until stop() is called."""
         log.info("outbox worker started", worker=self._name)
+        # After a claim that found nothing, the next polls read whether anything is due
+        # before they claim: a claim is a write transaction (on SQLite the process's write
+        # turn and the database's one write lock), a read takes neither, and an idle worker
+        # would otherwise take them every poll.
+        found_nothing = False
         try:
             while not self._stopping.is_set():
                 free = self._config.outbox_concurrency - len(self._inflight)
-                claimed = await self._claim_safely(free) if free > 0 else []
+                claimed: list[ClaimedJob] = []
+                if free > 0 and (not found_nothing or await self._due_safely()):
+                    claimed = await self._claim_safely(free)
+                    found_nothing = not claimed
                 for job in claimed:
                     self._start(job)
                 if claimed and len(claimed) == free:
@@ -194,6 +208,14 @@ class OutboxWorker:
             # The database may be briefly unavailable; the loop tries again after the poll.
             log.exception("outbox claim failed", worker=self._name)
             return []
+
+    async def _due_safely(self) -> bool:
+        """Whether any job is due now; True when the database cannot say (the claim that
+        follows then logs what failed)."""
+        try:
+            return await self._db.run_read(_any_due, utcnow())
+        except Exception:
+            return True
 
     async def claim(self, limit: int) -> list[ClaimedJob]:
         """Lease up to `limit` due jobs, oldest due first, in one short transaction.
@@ -365,6 +387,10 @@ def _claim(session: Session, now: datetime, limit: int, lease: datetime) -> list
     if rows:
         connection.execute(_LEASE, {"b_ids": [row.id for row in rows], "b_lease": lease})
     return rows
+
+
+def _any_due(session: Session, now: datetime) -> bool:
+    return session.connection().execute(_ANY_DUE, {"b_now": now}).first() is not None
 
 
 def _release(session: Session, leases: list[dict[str, Any]]) -> None:

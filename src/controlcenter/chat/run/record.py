@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Mapping
 from contextlib import suppress
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import Executable
 
@@ -217,22 +217,30 @@ def _add_approval(session: Session, message_id: str, tool_call_id: str) -> None:
     session.add(ChatApproval(message_id=message_id, tool_call_id=tool_call_id, status=PENDING))
 
 
-def _approval_call(message_id: str, tool_call_id: str) -> tuple[ColumnElement[bool], ...]:
-    return (ChatApproval.message_id == message_id, ChatApproval.tool_call_id == tool_call_id)
+# Built once: a run waiting for an approval reads it every `Signals.poll_s`. The parameters
+# are not named after columns: an UPDATE reserves those names for the values it sets.
+_APPROVAL_CALL = (
+    ChatApproval.message_id == bindparam("b_message_id"),
+    ChatApproval.tool_call_id == bindparam("b_tool_call_id"),
+)
+_APPROVAL_STATUS = select(ChatApproval.status).where(*_APPROVAL_CALL)
+_EXPIRE_APPROVAL = (
+    update(ChatApproval)
+    .where(*_APPROVAL_CALL, ChatApproval.status == PENDING)
+    .values(status=EXPIRED)
+)
 
 
 def _approval_status(session: Session, message_id: str, tool_call_id: str) -> str | None:
     """The call's approval status; None when it has none."""
     return session.scalar(
-        select(ChatApproval.status).where(*_approval_call(message_id, tool_call_id))
+        _APPROVAL_STATUS, {"b_message_id": message_id, "b_tool_call_id": tool_call_id}
     )
 
 
 def _expire_approval(session: Session, message_id: str, tool_call_id: str) -> bool:
     """The call's approval marked expired if it is still pending; whether it was."""
     expired = session.execute(
-        update(ChatApproval)
-        .where(*_approval_call(message_id, tool_call_id), ChatApproval.status == PENDING)
-        .values(status=EXPIRED)
+        _EXPIRE_APPROVAL, {"b_message_id": message_id, "b_tool_call_id": tool_call_id}
     )
     return bool(expired.rowcount)  # type: ignore[attr-defined]

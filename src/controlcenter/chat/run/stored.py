@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import bindparam, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from controlcenter.chat.models import (
@@ -64,12 +64,19 @@ async def events_after(db: Database, message_id: str, after: int) -> list[Stored
     return await db.run_read(_events_after, message_id, after)
 
 
-def _events_after(session: Session, message_id: str, after: int) -> list[StoredEvent]:
-    rows = session.execute(
-        select(ChatEventRow.n, ChatEventRow.data)
-        .where(ChatEventRow.message_id == message_id, ChatEventRow.n > after)
-        .order_by(ChatEventRow.n)
+# Built once: a reader reads it at each wake-up.
+_EVENTS_AFTER = (
+    select(ChatEventRow.n, ChatEventRow.data)
+    .where(
+        ChatEventRow.message_id == bindparam("message_id"),
+        ChatEventRow.n > bindparam("after"),
     )
+    .order_by(ChatEventRow.n)
+)
+
+
+def _events_after(session: Session, message_id: str, after: int) -> list[StoredEvent]:
+    rows = session.execute(_EVENTS_AFTER, {"message_id": message_id, "after": after})
     return [(n, data) for n, data in rows]
 
 
