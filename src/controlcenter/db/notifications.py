@@ -7,11 +7,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import ARRAY, String, func, literal, select
+from sqlalchemy import ARRAY, String, bindparam, func, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 Handler = Callable[[str], None]
+
+
+# Built once, run with each call's channel and payloads: one NOTIFY per payload.
+_NOTIFY = select(
+    func.pg_notify(
+        bindparam("channel", type_=String),
+        func.unnest(bindparam("payloads", type_=ARRAY(String))).column_valued("payload"),
+    )
+)
 
 
 def notify(session: Session, channel: str, payloads: Sequence[str]) -> None:
@@ -19,8 +28,7 @@ def notify(session: Session, channel: str, payloads: Sequence[str]) -> None:
     (PostgreSQL); one statement for any number of payloads."""
     if not payloads or session.get_bind().dialect.name != "postgresql":
         return
-    each = func.unnest(literal(list(payloads), ARRAY(String))).column_valued("payload")
-    session.execute(select(func.pg_notify(channel, each)))
+    session.execute(_NOTIFY, {"channel": channel, "payloads": list(payloads)})
 
 
 class Listener:
