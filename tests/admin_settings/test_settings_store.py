@@ -154,3 +154,29 @@ async def test_a_change_of_a_value_added_meanwhile_is_made_on_the_added_one(
     assert await changing == "theirs+mine"
     assert change.given == (["theirs"] if server.db.is_sqlite else [None, "theirs"])
     assert await store.get("crmAgencyId") == "theirs+mine"
+
+
+async def test_a_first_save_meeting_a_row_added_meanwhile_updates_it(
+    server: RunningServer, users: UserFactory
+) -> None:
+    """Two first saves of one name at once: the second meets the row the first is adding
+    (on PostgreSQL it waits for it) and updates it once committed, instead of failing on the
+    name's key."""
+    admin = await users.create("super_admin")
+    store = server.settings
+    async with writing(server.db) as session:
+        session.add(
+            Setting(
+                name="crmAgencyId",
+                value_encrypted=store.cipher.encrypt("theirs"),
+                updated_by=admin.id,
+                updated_at=utcnow(),
+            )
+        )
+        await session.flush()
+        saving = asyncio.create_task(_save(server, admin.id, {"crmAgencyId": "mine"}))
+        if not server.db.is_sqlite:  # SQLite's writer waits for this transaction to begin
+            await _until_one_waits_for_a_lock(server)  # the save's insert, for this one
+
+    await saving
+    assert await store.get("crmAgencyId") == "mine"

@@ -36,6 +36,12 @@ _VALUE_LOCKED = (
     select(Setting.value_encrypted).where(Setting.name == bindparam("s_name")).with_for_update()
 )
 _ADD = {dialect: upsert(dialect, _TABLE, key=("name",)) for dialect in DIALECTS}
+_SAVE = {
+    dialect: upsert(
+        dialect, _TABLE, key=("name",), update=("value_encrypted", "updated_by", "updated_at")
+    )
+    for dialect in DIALECTS
+}
 _SET = (
     update(Setting)
     .where(Setting.name == bindparam("s_name"))
@@ -81,25 +87,21 @@ class SettingsStore:
 
     def save(self, session: Session, values: Mapping[str, str], user_id: str) -> None:
         """Upsert `values` inside the caller's transaction, so they land together or not at all
-        (a unit of work: `await db.run_write(store.save, values, user_id)`)."""
+        (a unit of work: `await db.run_write(store.save, values, user_id)`). One statement: a
+        first save of a name racing another's (PostgreSQL) updates the row the other added
+        instead of failing on its key."""
         now = utcnow()
-        existing = {
-            row.name: row
-            for row in session.scalars(select(Setting).where(Setting.name.in_(list(values))))
-        }
-        for name, value in values.items():
-            encrypted = self.cipher.encrypt(value)
-            row = existing.get(name)
-            if row is None:
-                session.add(
-                    Setting(
-                        name=name, value_encrypted=encrypted, updated_by=user_id, updated_at=now
-                    )
-                )
-            else:
-                row.value_encrypted = encrypted
-                row.updated_by = user_id
-                row.updated_at = now
+        rows = [
+            {
+                "name": name,
+                "value_encrypted": self.cipher.encrypt(value),
+                "updated_by": user_id,
+                "updated_at": now,
+            }
+            for name, value in values.items()
+        ]
+        if rows:
+            session.execute(_SAVE[session.get_bind().dialect.name], rows)
         mark_changed(session, SETTINGS)
 
     def change(
