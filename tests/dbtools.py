@@ -1,7 +1,7 @@
 """Database helpers for tests and benchmarks: sessions of the tests' own for looking at and
 setting up rows (`reading`, `writing`), an empty PostgreSQL schema, an API token added in a
-caller's transaction, a snapshot of every row, a failure injected by a trigger, and the write
-transactions committed meanwhile."""
+caller's transaction, a snapshot of every row, a failure injected by a trigger, the write
+transactions committed meanwhile and the reads run meanwhile."""
 
 from __future__ import annotations
 
@@ -192,3 +192,22 @@ def committed_writes(db: Database) -> Iterator[list[list[str]]]:
     finally:
         for name, listener in listeners:
             event.remove(engine, name, listener)
+
+
+@contextmanager
+def reads(db: Database) -> Iterator[list[str]]:
+    """The statements `db` ran as reads meanwhile (`Database.run_read`: on SQLite through its
+    read engine, on PostgreSQL in AUTOCOMMIT on the one pool), as SQLAlchemy's
+    `before_cursor_execute` event shows them."""
+    seen: list[str] = []
+
+    def executed(conn: Connection, _cursor: Any, statement: str, *_: Any) -> None:
+        if db.is_sqlite or conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
+            seen.append(statement)
+
+    engine = db.read_engine if db.is_sqlite else db.write_engine  # which sees both on PostgreSQL
+    event.listen(engine, "before_cursor_execute", executed)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", executed)

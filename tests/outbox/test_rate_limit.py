@@ -17,7 +17,7 @@ from controlcenter.crm.rate_limit import LocationRateLimiter, RateLimit
 from controlcenter.outbox.models import DONE, PENDING, OutboxJob
 from controlcenter.outbox.worker import OutboxWorker
 from tests.conftest import RunningServer, UserFactory
-from tests.dbtools import committed_writes, writing
+from tests.dbtools import committed_writes, reads, writing
 from tests.fakes.clock import FakeClock
 from tests.fakes.crm import FakeCrm
 from tests.outbox.conftest import (
@@ -187,8 +187,8 @@ async def _next_wait(limiter: LocationRateLimiter, clock: FakeClock, location: s
 
 
 async def test_only_a_taken_token_is_a_write_transaction(server: RunningServer) -> None:
-    """Waiting for a token looks at the bucket without the write lock: on SQLite every write
-    transaction waits for the one write lock, beside the onboarding saves."""
+    """Waiting for a token takes no write transaction, only taking one does: on SQLite every
+    write transaction waits for the one write lock, beside the onboarding saves."""
     limiter = LocationRateLimiter(server.db, RateLimit(10, 1.0), max_wait_s=5.0)  # 9/s
     with committed_writes(server.db) as committed:
         for _ in range(4):  # a bucket of one: three of them wait for the refill
@@ -200,6 +200,26 @@ async def test_only_a_taken_token_is_a_write_transaction(server: RunningServer) 
         if any("crm_rate_buckets" in statement for statement in statements)
     ]
     assert len(takes) == 4
+
+
+async def test_the_queues_next_taker_takes_at_the_due_moment_without_looking_first(
+    server: RunningServer,
+) -> None:
+    """A take says when the next token falls due, and the next taker in the process sleeps
+    until then and takes: only a taker with nothing learnt yet looks at the bucket first. A
+    pause sends the next taker back to looking, since the due moment it knew is gone."""
+    clock = FakeClock()
+    limiter = LocationRateLimiter(server.db, RateLimit(10, 1.0), max_wait_s=5.0, clock=clock)
+    with reads(server.db) as looked, committed_writes(server.db) as committed:
+        await limiter.acquire("grid-location")  # the new bucket: looked at, then taken
+        waits = [await _next_wait(limiter, clock, "grid-location") for _ in range(3)]
+        await limiter.pause("grid-location", 1.0)
+        waits.append(await _next_wait(limiter, clock, "grid-location"))
+    interval = 1 / 9
+    assert waits == pytest.approx([interval] * 3 + [1 + interval], abs=1e-5)
+    looks = [statement for statement in looked if "crm_rate_buckets" in statement]
+    takes = [s for s in committed if any("crm_rate_buckets" in statement for statement in s)]
+    assert (len(looks), len(takes)) == (2, 6)  # four takes after waits, the pause, the first
 
 
 async def test_a_first_token_taken_ahead_serves_the_jobs_first_request(

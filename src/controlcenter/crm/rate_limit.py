@@ -9,13 +9,14 @@ request reaches the CRM a little after its token was taken, and those delays dif
 CRM's window can hold requests from a little more than ten of our seconds (a burst of 10 fills
 HighLevel's 100 exactly, and under `make bench` meets a 429). The bucket is a row of
 `crm_rate_buckets`, taken in a short write transaction (`SELECT ... FOR UPDATE` on PostgreSQL;
-SQLite's write lock serialises it), so several processes share one budget. A taker looks
-at the bucket first without any lock and sleeps until the moment its token is due; only a
-take that finds one writes (on SQLite each write transaction waits for the database's one
-write lock, beside the requests' own writes). A bucket of one stops refilling while it is
-full, so the time between a token falling due and its taker taking it (the wake-up, the
-look's round trip, the write lock) would be lost to the rate: a take up to `ON_TIME` of a
-token's interval late is counted from when the token fell due, a later one from that much
+SQLite's write lock serialises it), so several processes share one budget. A take says when
+the bucket's next token falls due, and the next taker in the process's queue sleeps until that
+moment and takes; a taker with nothing learnt yet looks at the bucket first without any lock,
+so that a bucket found empty costs no write transaction (on SQLite each waits for the
+database's one write lock, beside the requests' own writes). A bucket of one stops refilling
+while it is full, so the time between a token falling due and its taker taking it (the
+wake-up, the round trip, the write lock) would be lost to the rate: a take up to `ON_TIME` of
+a token's interval late is counted from when the token fell due, a later one from that much
 before it was taken. The takes thus stay on the rate's grid, each at most a quarter of an
 interval after its place on it, and any 10 s still holds at most 91 of them. A 429 pauses
 the location for its Retry-After (HighLevel sends none: then the whole window) by emptying
@@ -127,6 +128,11 @@ class LocationRateLimiter:
         # One taker per location in this process at a time: the others queue here, in
         # asyncio, instead of each reading the row and sleeping on its own.
         self._queues: dict[str, asyncio.Lock] = {}
+        # When each location's next token falls due, as this process's last take left it (or
+        # found it): the next taker in the queue sleeps until then and takes, without looking
+        # at the bucket first. The take stays the judge: a token another process took first
+        # is a take that fails and says when the next one is due.
+        self._due_after_take: dict[str, datetime] = {}
 
     def gate(self, location_id: str) -> LocationGate:
         return LocationGate(self, location_id)
@@ -140,20 +146,26 @@ class LocationRateLimiter:
         if not await self._enter(queue, deadline):
             raise _limited(1.0 / self.limit.rate)
         try:
-            while True:
-                # Look first, without the write lock: most looks find the bucket empty (a
-                # token comes every 1/rate s and several processes wait for it), and a write
-                # transaction for each of them competed with the requests' writes.
+            # With nothing known here, look first, without the write lock: a bucket found
+            # empty (a token comes every 1/rate s and several processes wait for it) costs no
+            # write transaction, which would compete with the requests' writes.
+            due = self._due_after_take.get(location_id)
+            if due is None:
                 due = await self._peek(location_id)
-                if due is None and (due := await self._take(location_id)) is None:
+            while True:
+                if due is not None:
+                    if deadline is not None and due > deadline:
+                        raise _limited((due - clock.now()).total_seconds())
+                    # Until the moment the token falls due, not for the wait as it was
+                    # learnt: the read's own round trip would be added to every wait.
+                    left = (due - clock.now()).total_seconds()
+                    if left > 0:
+                        await clock.sleep(left)
+                take = await self._take(location_id)
+                self._due_after_take[location_id] = take.due
+                if take.taken:
                     return
-                if deadline is not None and due > deadline:
-                    raise _limited((due - clock.now()).total_seconds())
-                # Until the moment the token falls due, not for the wait as the bucket was
-                # read: the read's own round trip would be added to every wait.
-                left = (due - clock.now()).total_seconds()
-                if left > 0:
-                    await clock.sleep(left)
+                due = take.due
         finally:
             queue.release()
 
@@ -181,6 +193,8 @@ class LocationRateLimiter:
     async def pause(self, location_id: str, seconds: float) -> None:
         """The CRM refused with 429: nothing more for this location for `seconds`."""
         await self._db.run_write(self._pause, location_id, seconds)
+        # The next taker reads when the pause ends instead of trying at the time known before.
+        self._due_after_take.pop(location_id, None)
 
     def _pause(self, session: Session, location_id: str, seconds: float) -> None:
         tokens = -seconds * self.limit.rate  # refilled to zero exactly when the pause ends
@@ -201,28 +215,26 @@ class LocationRateLimiter:
         row = await self._db.run_read(_bucket, location_id)
         return None if row is None else self._due(row, now)
 
-    async def _take(self, location_id: str) -> datetime | None:
-        """Takes a token if the bucket has one (None), else when it will."""
+    async def _take(self, location_id: str) -> _Take:
+        """Takes a token if the bucket has one."""
         return await self._db.run_write(self._take_in, location_id)
 
-    def _take_in(self, session: Session, location_id: str) -> datetime | None:
+    def _take_in(self, session: Session, location_id: str) -> _Take:
         row = self._row(session, location_id)
         # Read with the bucket locked: no other taker's write is later than this.
         now = self._clock.now()
         due = self._due(row, now)
-        if due is None:
-            # Only a taken token is written: the refill is computed from `updated_at`, so
-            # writing an unchanged bucket would change nothing.
-            at = self._taken_at(row, now)
-            session.execute(
-                _SET_BUCKET,
-                {
-                    "b_location": location_id,
-                    "tokens": self._tokens(row, at) - 1.0,
-                    "updated_at": at,
-                },
-            )
-        return due
+        if due is not None:
+            return _Take(taken=False, due=due)
+        # Only a taken token is written: the refill is computed from `updated_at`, so writing
+        # an unchanged bucket would change nothing.
+        at = self._taken_at(row, now)
+        left = _Bucket(self._tokens(row, at) - 1.0, at)
+        session.execute(
+            _SET_BUCKET,
+            {"b_location": location_id, "tokens": left.tokens, "updated_at": left.updated_at},
+        )
+        return _Take(taken=True, due=self._due(left, now) or now)
 
     def _due(self, row: _Bucket, now: datetime) -> datetime | None:
         """When the bucket has a token (None: it has one at `now`)."""
@@ -268,6 +280,15 @@ class LocationRateLimiter:
 class _Bucket:
     tokens: float
     updated_at: datetime
+
+
+@dataclass(frozen=True)
+class _Take:
+    """A take's outcome: whether it took a token, and when the bucket's next one falls due
+    (after the one taken, or the one it waited for)."""
+
+    taken: bool
+    due: datetime
 
 
 def _bucket(session: Session, location_id: str) -> _Bucket | None:
