@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -154,6 +157,55 @@ async def test_connection_refused_is_retried_then_raised(
         fake_crm.accept_connections()
     assert caught.value.status is None and caught.value.retryable
     assert location.token not in str(caught.value)
+
+
+@asynccontextmanager
+async def dropping_crm() -> AsyncIterator[tuple[str, list[bytes]]]:
+    """A CRM on 127.0.0.1 that reads each request whole and closes the connection without an
+    answer: the request has reached it. Its address, and the requests it read."""
+    received: list[bytes] = []
+
+    async def drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            (
+                int(line.split(b":")[1])
+                for line in head.lower().split(b"\r\n")
+                if line.startswith(b"content-length:")
+            ),
+            0,
+        )
+        received.append(head + await reader.readexactly(length))
+        writer.close()
+
+    server = await asyncio.start_server(drop, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", received
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_connection_dropped_after_the_request_repeats_only_reads() -> None:
+    """The CRM may have acted on a request whose connection it closed without answering: a
+    read is sent again, a create is not (a second contact would be made)."""
+    async with dropping_crm() as (url, received):
+        crm = CrmTransport(url, timeout_s=2.0, retry=RetryPolicy(2, 0.01, 1.0))
+        client = CrmClient(crm, token="pit-token", location_id="loc-1")
+        try:
+            with pytest.raises(CrmUnavailable) as read:
+                await client.get("/contacts/", {"locationId": "loc-1"})
+            # The first try and two retries (aiohttp itself resends an idempotent request once
+            # on a connection closed under it).
+            reads = len(received)
+            assert read.value.retryable and reads >= 3
+            with pytest.raises(CrmUnavailable):
+                await client.post("/contacts/", {"locationId": "loc-1", "email": "g@x.io"})
+            assert len(received) == reads + 1  # the create was sent once
+            assert received[-1].startswith(b"POST /contacts/")
+        finally:
+            await crm.aclose()
 
 
 async def test_recovers_when_the_outage_ends_between_retries(

@@ -296,7 +296,7 @@ async def test_unreachable_crm_until_max_age_marks_the_job_dead(
     await worker.stop()
     await task
     job = await get_job(server.db, job_id)
-    assert job.attempts >= 1 and job.last_error == "CRM unreachable (ConnectError)"
+    assert job.attempts >= 1 and job.last_error == "CRM unreachable (could not connect)"
 
 
 async def test_a_wrong_token_is_retried_and_never_leaks(

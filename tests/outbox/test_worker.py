@@ -61,7 +61,7 @@ async def test_jobs_are_delivered_once_the_crm_is_back(server: RunningServer) ->
     async def handler(job: ClaimedJob) -> None:
         calls[job.id] += 1
         if calls[job.id] <= 3:
-            raise DeliveryError("CRM unreachable (ConnectError)")
+            raise DeliveryError("CRM unreachable (could not connect)")
 
     ids = [await add_job(server.db, KIND, {"n": n}) for n in range(3)]
     worker = OutboxWorker(server.db, fast_config(server.config), {KIND: handler})

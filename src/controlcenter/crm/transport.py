@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
+import aiohttp
 import httpx
 from cachetools import TLRUCache
+from httpx_aiohttp import AiohttpTransport
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from controlcenter.common.logs import get_logger
@@ -23,6 +25,7 @@ from controlcenter.common.retry import WaitRetryAfter, parse_retry_after
 from controlcenter.common.secrets import MASK, redact
 from controlcenter.config import Config
 from controlcenter.crm.errors import CrmError, CrmUnavailable, error_for_status
+from controlcenter.observability import tracing
 
 log = get_logger(__name__)
 
@@ -84,6 +87,21 @@ class _Failed(Exception):
         self.retry_after = retry_after
 
 
+def _failure(exc: httpx.TransportError) -> tuple[str, bool]:
+    """What failed, in words, and whether the request may have reached the CRM (no: no
+    connection was made for it). The aiohttp transport reports every aiohttp connection error
+    as `ConnectTimeout`, a connection the CRM closed after the request was sent included; the
+    aiohttp exception it was raised from says which it was."""
+    cause = exc.__cause__
+    if isinstance(cause, aiohttp.ClientConnectorError):
+        return "could not connect", False
+    if isinstance(cause, aiohttp.ConnectionTimeoutError) or isinstance(exc, httpx.PoolTimeout):
+        return "timed out connecting", False
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out", True
+    return "connection lost", True
+
+
 def api_message(response: httpx.Response) -> str:
     """The API's own explanation: `message` (a string or NestJS' list of strings)."""
     try:
@@ -103,20 +121,21 @@ class CrmTransport:
     """The shared `httpx.AsyncClient` plus retries; knows nothing about locations."""
 
     def __init__(
-        self,
-        base_url: str,
-        *,
-        timeout_s: float = 20.0,
-        retry: RetryPolicy | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        self, base_url: str, *, timeout_s: float = 20.0, retry: RetryPolicy | None = None
     ) -> None:
         self.retry = retry or RetryPolicy()
-        self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"),
-            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 5.0)),
-            limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
-            headers={"Accept": "application/json"},
-            transport=transport,
+        # The aiohttp transport (`httpx-aiohttp`, as the MCP pool and the provider SDKs use):
+        # with the dozens of requests an outbox backlog keeps in flight, httpx's own pool costs
+        # 2.5 times its CPU per request (docs/crm.md). Every connection is kept alive.
+        limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+        self._http = tracing.traced(
+            httpx.AsyncClient(
+                base_url=base_url.rstrip("/"),
+                timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 5.0)),
+                limits=limits,
+                headers={"Accept": "application/json"},
+                transport=AiohttpTransport(limits=limits),
+            )
         )
         self.location_tokens = LocationTokenCache(self)
 
@@ -207,12 +226,8 @@ class CrmTransport:
         try:
             response = await self._http.request(method, path, **request)
         except httpx.TransportError as exc:
-            sent = not isinstance(
-                exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout
-            )
-            error: CrmError = CrmUnavailable(
-                None, f"CRM unreachable ({type(exc).__name__})", retryable=True
-            )
+            what, sent = _failure(exc)
+            error: CrmError = CrmUnavailable(None, f"CRM unreachable ({what})", retryable=True)
             raise _Failed(error, may_retry=idempotent or not sent, retry_after=None) from exc
         if response.status_code < 400:
             return _json_body(response)

@@ -18,9 +18,10 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx
 import httpx2
 from fastapi import FastAPI
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
@@ -44,6 +45,7 @@ _URL_ATTRIBUTES = ("url.full", "http.url")
 _tracer: Tracer | None = None
 _provider: TracerProvider | None = None
 _NOOP = contextlib.nullcontext()
+Client = TypeVar("Client", httpx.AsyncClient, httpx2.AsyncClient)
 
 
 def enabled() -> bool:
@@ -93,16 +95,21 @@ def shutdown() -> None:
     _provider = None
 
 
-def traced(client: httpx2.AsyncClient) -> httpx2.AsyncClient:
-    """`client` with its requests traced as every httpx client's are, when tracing is on. For a
-    client over a transport of its own (the provider SDKs' aiohttp transport), which the
-    instrumentation's patch of httpx's transport does not reach: its documented
-    `instrument_client` wraps the client's own transport instead."""
+def traced(client: Client) -> Client:
+    """`client` (httpx's or httpx2's) with its requests traced as every httpx client's are, when
+    tracing is on. For a client over a transport of its own (the aiohttp transport of the
+    provider SDKs and the CRM pool), which the instrumentation's patch of httpx's transport
+    does not reach: its documented `instrument_client` wraps the client's own transport
+    instead."""
     if _provider is not None:
-        # Typed for httpx's client only; the httpx2 instrumentor takes httpx2's.
-        HTTPX2ClientInstrumentor.instrument_client(
-            cast(Any, client), tracer_provider=_provider, request_hook=_outgoing_async
-        )
+        if isinstance(client, httpx.AsyncClient):
+            HTTPXClientInstrumentor.instrument_client(
+                client, tracer_provider=_provider, request_hook=_outgoing_async
+            )
+        else:  # Typed for httpx's client only; the httpx2 instrumentor takes httpx2's.
+            HTTPX2ClientInstrumentor.instrument_client(
+                cast(Any, client), tracer_provider=_provider, request_hook=_outgoing_async
+            )
     return client
 
 
