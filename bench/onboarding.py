@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 from bench.chat import percentile
 from bench.deploy import Deployment, Options
 from bench.fakes import FakeProc
-from bench.procs import Profiler, cpu_seconds_by_process
+from bench.procs import Profiler, cpu_seconds, cpu_seconds_by_process
 from bench.results import Row, ms
 from bench.seed import Account, save_settings, seed_accounts
 from bench.timeline import step
@@ -239,7 +239,9 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
             time.sleep(CRM_DELAY_S + 2)  # let the worker finish the first deliveries
             done, total = asyncio.run(_delivered(url_db))
             with step("outbox window"):
+                used_before = cpu_seconds(service.pid)
                 delivery = _delivery_rate(url_db, OUTBOX_S)
+                outbox_cpu_s = cpu_seconds(service.pid) - used_before
         crm.stop()  # it writes what it refused when it stops, into the directory above
         stats = crm.stats()
         delivered, _ = asyncio.run(_delivered(url_db))
@@ -284,7 +286,8 @@ def run(deployment: Deployment, options: Options) -> list[Row]:
             f"{delivery.seconds:.0f} s ({sent} requests, {delivery.delivered} jobs, "
             f"{delivery.left} still queued at the end); "
             f"CRM 429s: {refused if refused is not None else 'n/a'}; "
-            f"{_per_job(requests, delivered)} CRM requests per delivered job",
+            f"{_per_job(requests, delivered)} CRM requests per delivered job; service CPU "
+            f"{ms(outbox_cpu_s / sent) if sent else 'n/a'} per CRM request",
             baseline=(
                 f"HighLevel: {HIGHLEVEL_REQUESTS} requests per {HIGHLEVEL_WINDOW_S:g} s "
                 "per location"
