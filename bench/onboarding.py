@@ -14,7 +14,9 @@ Then, 7 s later (the first deliveries under way), the outbox's delivery rate whi
 lasts (at most `OUTBOX_S`), in CRM requests per second as the fake CRM saw them arrive, with the
 jobs per second beside it: its baseline is HighLevel's limit of 100 requests per 10 s per
 location, which the fake CRM enforces (a 429 beyond it); the target is 90% of it, with no 429.
-The note gives the busiest 10 s of the whole run at the CRM (HighLevel's own measure).
+The note gives the busiest 10 s of the whole run at the CRM (HighLevel's own measure); the row
+gives the service's CPU per CRM request over the window (all of it: the deliveries, their
+units of work, the idle polls).
 """
 
 from __future__ import annotations
