@@ -9,9 +9,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from controlcenter.admin_settings.models import Setting
-from controlcenter.admin_settings.store import SettingsDecryptError
+from controlcenter.admin_settings.store import SettingsDecryptError, SettingsStore
 from controlcenter.db import utcnow
 from tests.conftest import RunningServer, UserFactory
 from tests.dbtools import reading, writing
@@ -127,6 +128,22 @@ async def _until_one_waits_for_a_lock(server: RunningServer) -> None:
             await asyncio.sleep(0.01)
 
 
+async def _adding(
+    session: AsyncSession, store: SettingsStore, name: str, value: str, user_id: str
+) -> None:
+    """`name` set to `value` in `session`'s transaction, not yet committed: the row another
+    administrator's first save is adding."""
+    session.add(
+        Setting(
+            name=name,
+            value_encrypted=store.cipher.encrypt(value),
+            updated_by=user_id,
+            updated_at=utcnow(),
+        )
+    )
+    await session.flush()
+
+
 async def test_a_change_of_a_value_added_meanwhile_is_made_on_the_added_one(
     server: RunningServer, users: UserFactory
 ) -> None:
@@ -136,15 +153,7 @@ async def test_a_change_of_a_value_added_meanwhile_is_made_on_the_added_one(
     store = server.settings
     change = _Appending()
     async with writing(server.db) as session:
-        session.add(
-            Setting(
-                name="crmAgencyId",
-                value_encrypted=store.cipher.encrypt("theirs"),
-                updated_by=admin.id,
-                updated_at=utcnow(),
-            )
-        )
-        await session.flush()
+        await _adding(session, store, "crmAgencyId", "theirs", admin.id)
         changing = asyncio.create_task(
             server.db.run_write(store.change, "crmAgencyId", change, admin.id)
         )
@@ -165,15 +174,7 @@ async def test_a_first_save_meeting_a_row_added_meanwhile_updates_it(
     admin = await users.create("super_admin")
     store = server.settings
     async with writing(server.db) as session:
-        session.add(
-            Setting(
-                name="crmAgencyId",
-                value_encrypted=store.cipher.encrypt("theirs"),
-                updated_by=admin.id,
-                updated_at=utcnow(),
-            )
-        )
-        await session.flush()
+        await _adding(session, store, "crmAgencyId", "theirs", admin.id)
         saving = asyncio.create_task(_save(server, admin.id, {"crmAgencyId": "mine"}))
         if not server.db.is_sqlite:  # SQLite's writer waits for this transaction to begin
             await _until_one_waits_for_a_lock(server)  # the save's insert, for this one
