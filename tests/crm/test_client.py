@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -10,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
+from structlog.testing import capture_logs
 
 from controlcenter.common.retry import parse_retry_after
 from controlcenter.crm.client import CrmClient
@@ -208,6 +210,30 @@ async def test_a_connection_dropped_after_the_request_repeats_only_reads() -> No
             await crm.aclose()
 
 
+async def test_a_create_through_a_proxy_that_refuses_is_sent_again(
+    fake_crm: FakeCrm, location: Location, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool uses a proxy the environment names, as httpx's own client would. One that
+    refuses the connection sent nothing, so even a create is tried again, and the message
+    says so."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        closed = unused.getsockname()[1]
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{closed}")
+    proxied = CrmTransport(fake_crm.url, timeout_s=2.0, retry=RetryPolicy(2, 0.01, 1.0))
+    client = CrmClient(proxied, token=location.token, location_id=location.id)
+    try:
+        with capture_logs() as logs, pytest.raises(CrmUnavailable) as refused:
+            await client.post("/contacts/", {"locationId": location.id, "email": "h@x.io"})
+    finally:
+        await proxied.aclose()
+    assert str(refused.value.message) == "CRM unreachable (could not connect)"
+    assert refused.value.retryable and not fake_crm.calls
+    assert [entry["attempt"] for entry in logs if entry["event"] == "crm call retried"] == [1, 2]
+
+
 async def test_recovers_when_the_outage_ends_between_retries(
     fake_crm: FakeCrm, transport: CrmTransport, location: Location
 ) -> None:
@@ -280,7 +306,6 @@ async def test_a_slow_crm_times_out_and_only_reads_are_repeated(
 
 
 async def test_logs_never_carry_the_token(fake_crm: FakeCrm, location: Location) -> None:
-    from structlog.testing import capture_logs
 
     fake_crm.outage(503)
     with capture_logs() as logs, pytest.raises(CrmUnavailable):

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import aiohttp
 import httpx
 from cachetools import TLRUCache
-from httpx_aiohttp import AiohttpTransport
+from httpx_aiohttp import HttpxAiohttpClient
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from controlcenter.common.logs import get_logger
@@ -93,9 +93,9 @@ def _failure(exc: httpx.TransportError) -> tuple[str, bool]:
     as `ConnectTimeout`, a connection the CRM closed after the request was sent included; the
     aiohttp exception it was raised from says which it was."""
     cause = exc.__cause__
-    if isinstance(cause, aiohttp.ClientConnectorError):
+    if isinstance(cause, aiohttp.ClientConnectorError):  # a proxy's refusal included
         return "could not connect", False
-    if isinstance(cause, aiohttp.ConnectionTimeoutError) or isinstance(exc, httpx.PoolTimeout):
+    if isinstance(cause, aiohttp.ConnectionTimeoutError):
         return "timed out connecting", False
     if isinstance(exc, httpx.TimeoutException):
         return "timed out", True
@@ -124,17 +124,17 @@ class CrmTransport:
         self, base_url: str, *, timeout_s: float = 20.0, retry: RetryPolicy | None = None
     ) -> None:
         self.retry = retry or RetryPolicy()
-        # The aiohttp transport (`httpx-aiohttp`, as the MCP pool and the provider SDKs use):
-        # with the dozens of requests an outbox backlog keeps in flight, httpx's own pool costs
-        # 2.5 times its CPU per request (docs/crm.md). Every connection is kept alive.
-        limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+        # httpx's client over the aiohttp transport (`httpx-aiohttp`'s own client class, as the
+        # MCP pool and the provider SDKs use that transport): with the dozens of requests an
+        # outbox backlog keeps in flight, httpx's own pool costs 2.5 times its CPU per request
+        # (docs/crm.md). A proxy the environment names is reached through an aiohttp transport
+        # too. Every connection is kept alive.
         self._http = tracing.traced(
-            httpx.AsyncClient(
+            HttpxAiohttpClient(
                 base_url=base_url.rstrip("/"),
                 timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 5.0)),
-                limits=limits,
+                limits=httpx.Limits(max_connections=100, max_keepalive_connections=100),
                 headers={"Accept": "application/json"},
-                transport=AiohttpTransport(limits=limits),
             )
         )
         self.location_tokens = LocationTokenCache(self)
