@@ -5,7 +5,11 @@ emptied before every test that uses it."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +18,8 @@ from tests.fakes.highlevel_mcp import FakeHighLevelMcp, build_fake_highlevel_mcp
 from tests.fakes.mcp_echo import FakeEchoMcp, build_fake_echo_mcp
 from tests.fakes.mcp_server import FakeMcp, build_fake_mcp
 from tests.fakes.oauth_mcp import FakeOAuthMcp, build_fake_oauth_mcp
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
@@ -70,3 +76,41 @@ def dead_url() -> str:
     port = sock.getsockname()[1]
     sock.close()
     return f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.fixture(scope="session")
+def v1_url() -> Iterator[str]:
+    """A server of the `mcp` package's 1.x line speaking 2025-06-18, the initialize handshake
+    and a session id (tests/fakes/mcp_v1_server.py, run from the environment
+    scripts/ensure-mcp1.sh makes): its address."""
+    subprocess.run([ROOT / "scripts" / "ensure-mcp1.sh"], check=True)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    server = subprocess.Popen(
+        [ROOT / ".venv-mcp1" / "bin" / "python", ROOT / "tests/fakes/mcp_v1_server.py", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=sys.stderr,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        assert line.startswith("ready"), line
+        url = f"http://127.0.0.1:{port}/mcp"
+        _wait_listening(port)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def _wait_listening(port: int) -> None:
+    for _ in range(500):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.02)
+    raise AssertionError("the 1.x server did not listen")

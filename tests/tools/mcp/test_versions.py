@@ -5,14 +5,6 @@ requests after `server/discover`; tests/fakes/mcp_server.py)."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from mcp import Client
 
 from controlcenter.llm.types import ToolInvocation
@@ -23,43 +15,7 @@ from controlcenter.tools.router import ToolRouter
 from tests.fakes.mcp_server import FakeMcp
 from tests.tools.mcp.test_servers import Servers
 
-ROOT = Path(__file__).resolve().parents[3]
 CONTEXT = ToolContext(user_id="u1", crm=None, settings={})
-
-
-@pytest.fixture(scope="module")
-def v1_url() -> Iterator[str]:
-    subprocess.run([ROOT / "scripts" / "ensure-mcp1.sh"], check=True)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    server = subprocess.Popen(
-        [ROOT / ".venv-mcp1" / "bin" / "python", ROOT / "tests/fakes/mcp_v1_server.py", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=sys.stderr,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        line = server.stdout.readline()
-        assert line.startswith("ready"), line
-        url = f"http://127.0.0.1:{port}/mcp"
-        _wait_listening(port)
-        yield url
-    finally:
-        server.terminate()
-        server.wait(10)
-
-
-def _wait_listening(port: int) -> None:
-    for _ in range(500):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.02)
-    raise AssertionError("the 1.x server did not listen")
 
 
 async def negotiated(url: str) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 import httpx2
 from mcp.client.auth import OAuthFlowError
 from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
 
 from controlcenter.admin_settings.names import SECRET_NAMES
 from controlcenter.common.secrets import remote_text
@@ -22,7 +23,9 @@ class RemoteRefusalError(Exception):
 
 
 SDK_REFUSAL = "Server returned an error response"
-# No connection was made (the aiohttp transport reports a refused one as ConnectTimeout).
+_SDK_CLOSED = "Connection closed"  # the SDK's own words; a server may use the code for its own
+# No connection was made for a session's opening: the aiohttp transport reports a refused one
+# as ConnectTimeout. Inside an open session the SDK reports a lost one as CONNECTION_CLOSED.
 CONNECT_FAILURES = (httpx2.ConnectError, httpx2.ConnectTimeout)
 CANNOT_CONNECT = "cannot connect to the server"
 # Kept of a refusal's body before `remote_text` removes the secrets and cuts it: far beyond
@@ -64,6 +67,13 @@ def session_gone(exc: BaseException) -> bool:
     return isinstance(exc, CONNECT_FAILURES)
 
 
+def connection_closed(exc: BaseException) -> bool:
+    """Whether the session's connection closed under the request: the session is of no more
+    use, and the server may have run the request (it may have closed after receiving it)."""
+    exc = innermost(exc)
+    return isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
+
+
 def known_secrets(server: McpServer, settings: Mapping[str, str] | None) -> list[str]:
     """The credentials a text about `server` must not carry: its own, and the secret settings
     (the providers' and the CRM's keys) the snapshot holds."""
@@ -84,6 +94,8 @@ def _reason(exc: BaseException) -> str:
         return str(exc)
     if isinstance(exc, CONNECT_FAILURES):
         return CANNOT_CONNECT
+    if connection_closed(exc) and str(exc) == _SDK_CLOSED:
+        return "connection lost"
     if isinstance(exc, OAuthFlowError):
         return "OAuth failed: " + _ADDRESS.sub("<address>", str(exc))
     return type(exc).__name__ + (f": {exc}" if str(exc) and "://" not in str(exc) else "")

@@ -52,6 +52,7 @@ from controlcenter.common.logs import get_logger
 from controlcenter.common.secrets import remote_text
 from controlcenter.tools.base import Settings, Tool, ToolContext, ToolError
 from controlcenter.tools.mcp.failures import (
+    connection_closed,
     describe_failure,
     known_secrets,
     refusal_text,
@@ -162,7 +163,9 @@ class McpSource:
         if problem is not None:
             raise ToolError(_problem_text(server, problem))
         endpoint = endpoint_for(server, location_id)
-        return await self._with_session(endpoint, lambda c: self._list_all(server.name, c))
+        return await self._with_session(
+            endpoint, lambda c: self._list_all(server.name, c), repeatable=True
+        )
 
     async def _server_tools(
         self, server: McpServer, location_id: str | None, settings: Settings | None
@@ -219,7 +222,9 @@ class McpSource:
         name = server.name
         key = (name, location_id)
         try:
-            tools = await self._with_session(endpoint, lambda c: self._list_all(name, c))
+            tools = await self._with_session(
+                endpoint, lambda c: self._list_all(name, c), repeatable=True
+            )
         except Exception as exc:
             if key not in self._failing:
                 self._failing.add(key)
@@ -266,19 +271,28 @@ class McpSource:
         return result
 
     async def _with_session(
-        self, endpoint: Endpoint, work: Callable[[Client], Awaitable[_T]]
+        self,
+        endpoint: Endpoint,
+        work: Callable[[Client], Awaitable[_T]],
+        *,
+        repeatable: bool,
     ) -> _T:
-        """Run `work` on the shared session for `endpoint`, within the timeout."""
+        """Run `work` on the shared session for `endpoint`, within the timeout. A session that
+        fails is dropped, and a reused one's work is run once more on a new session when the
+        server cannot have run it (it had forgotten the session), or when the work is
+        `repeatable` (a listing) and the connection closed under it. A tool call whose
+        connection closed is never made again: the server may have run it."""
         async with asyncio.timeout(self._timeout_s):
             session = self._session_for(endpoint)
             reused = session.opened
             try:
                 return await work(await session.client())
             except Exception as exc:
-                if isinstance(exc, MCPError) and not session_gone(exc):
+                gone, closed = session_gone(exc), connection_closed(exc)
+                if isinstance(exc, MCPError) and not (gone or closed):
                     raise session.explained(exc) from exc  # the server answered
                 self._drop(endpoint, session)
-                if not (reused and session_gone(exc)):
+                if not (reused and (gone or (closed and repeatable))):
                     raise session.explained(exc) from exc
             session = self._session_for(endpoint)
             try:
@@ -388,7 +402,7 @@ class McpSource:
 
         secrets = known_secrets(server, context.settings)
         try:
-            result = await self._with_session(endpoint, call)
+            result = await self._with_session(endpoint, call, repeatable=False)
         except Exception as exc:
             reason = describe_failure(exc, secrets)
             log.warning("MCP tool call failed", tool=name, server=server_name, error=reason)
