@@ -35,8 +35,8 @@ LIMIT = {"crm_rate_limit_requests": 10, "crm_rate_limit_window_s": 1.0}
 
 
 async def _run(server: RunningServer, *, workers: int = 0, **overrides: object) -> None:
-    """The server's own worker, or `workers` separate ones."""
-    config = fast_config(server.config, **LIMIT, **overrides)
+    """The server's own worker, or `workers` separate ones; LIMIT unless `overrides` say."""
+    config = fast_config(server.config, **{**LIMIT, **overrides})
     if not workers:
         own = OutboxWorker(server.db, config, server.worker_handlers(), name="w0")
         await run_until_all_done(server.db, [own], within=60)
@@ -71,13 +71,18 @@ async def test_two_workers_share_the_budget_and_never_exceed_it(
 ) -> None:
     jobs = 24  # two CRM calls each: 48 calls, over 5 s at the budget
     await queue_tag_jobs(server, users, fake_crm, jobs)
-    fake_crm.burst_limit(10, 1.0)
+    # The same 9 requests a second as LIMIT, over a 2 s window: the 10% the service leaves
+    # unspent is then two requests, 0.22 s of the time a request takes between its token and
+    # the CRM (HighLevel's 10 s window leaves ten, 1.1 s), where one is a margin the two
+    # workers' scheduling on a loaded machine can use up.
+    budget = {"crm_rate_limit_requests": 20, "crm_rate_limit_window_s": 2.0}
+    fake_crm.burst_limit(20, 2.0)
     fake_crm.delay_s = 0.2  # many in flight at once, as with a slow CRM
-    await _run(server, workers=2, outbox_concurrency=16)
+    await _run(server, workers=2, outbox_concurrency=16, **budget)
     assert fake_crm.burst_refusals == 0
     calls = [call.at for call in fake_crm.calls if call.location_id]
     assert len(calls) == 2 * jobs
-    assert _busiest_window(calls, 1.0) <= 10
+    assert _busiest_window(calls, 2.0) <= 20
     assert fake_crm.most_in_flight > 1  # deliveries side by side, not one at a time
     assert all(job.attempts == 1 for job in await all_jobs(server.db))
 
