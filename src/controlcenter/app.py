@@ -18,7 +18,7 @@ from controlcenter.activity.ledger import Ledger
 from controlcenter.activity.router import router as activity_router
 from controlcenter.activity.service import Undo
 from controlcenter.admin_settings.router import router as settings_router
-from controlcenter.admin_settings.store import SettingsStore
+from controlcenter.admin_settings.store import SETTINGS, SettingsStore
 from controlcenter.auth.refusals import too_many_attempts
 from controlcenter.auth.router import router as auth_router
 from controlcenter.auth.service import RequestAuth
@@ -127,6 +127,11 @@ def build_tool_router(mcp: McpSource, ledger: Ledger | None = None) -> ToolRoute
     )
 
 
+# What the outbox's deliveries read that an administrator changes: a change makes the jobs
+# waiting for it (or failing for want of it) due at once.
+WORKER_WAKES = (SETTINGS,)
+
+
 def worker_handlers(
     config: Config, db: Database, settings: SettingsStore, crm: CrmTransport
 ) -> dict[str, Handler]:
@@ -171,7 +176,9 @@ def create_app(
         app.state.activity = Undo(db, settings, chat.crm)
         # Each server process runs one worker; lease-based claiming keeps several safe.
         worker = (
-            start_worker(db, config, worker_handlers(config, db, settings, chat.crm))
+            start_worker(
+                db, config, worker_handlers(config, db, settings, chat.crm), wake_on=WORKER_WAKES
+            )
             if run_worker
             else None
         )

@@ -124,7 +124,9 @@ class Config(BaseSettings):
     crm_rate_limit_window_s: float = Field(default=10.0, gt=0)
     crm_rate_limit_share: float = Field(default=0.9, gt=0, le=1)
     outbox_rate_wait_s: float = Field(default=5.0, gt=0)
-    outbox_settings_recheck_s: float = 30.0
+    # A settings save makes the waiting jobs due at once (`OutboxWorker`'s `wake_on`); the
+    # recheck is for a change the settings' topic does not carry.
+    outbox_settings_recheck_s: float = 300.0
     outbox_shutdown_grace_s: float = 10.0
     # Hardening (docs/security.md).
     allowed_origins: str = ""  # origins trusted for cookie-authenticated writes

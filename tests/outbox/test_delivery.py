@@ -8,6 +8,7 @@ import json
 import pytest
 from structlog.testing import capture_logs
 
+from controlcenter.app import WORKER_WAKES
 from controlcenter.auth.models import UserRecord
 from controlcenter.config import Config
 from controlcenter.db import Database
@@ -36,7 +37,7 @@ from tests.outbox.operator import (
 
 def worker_for(server: RunningServer, config: Config | None = None) -> OutboxWorker:
     config = config or fast_config(server.config)
-    return OutboxWorker(server.db, config, server.worker_handlers())
+    return OutboxWorker(server.db, config, server.worker_handlers(), wake_on=WORKER_WAKES)
 
 
 @pytest.fixture
@@ -244,6 +245,35 @@ async def test_missing_or_unusable_settings_wait_then_deliver_once_saved(
     assert [e["event"] for e in logs if e["log_level"] in ("error", "critical")] == []
     assert not any("exc_info" in e or "traceback" in e for e in logs)
     assert token is None or all(token not in str(e) for e in logs)
+    [contact] = fake_crm.contacts(op.location_id)
+    assert contact["tags"] == [COMPLETE_TAG]
+
+
+async def test_a_job_waiting_for_settings_goes_as_soon_as_they_are_saved(
+    server: RunningServer, users: UserFactory, fake_crm: FakeCrm
+) -> None:
+    """Not after its recheck (an hour here): the settings store's save wakes the worker."""
+    op = operator_location(fake_crm)
+    admin = await users.create("super_admin")
+    user = await broker(server, users)
+    job_id = await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": user.id})
+    worker = worker_for(server, fast_config(server.config, outbox_settings_recheck_s=3600.0))
+    task = asyncio.create_task(worker.run())
+    try:
+
+        async def waits() -> bool:
+            return (await get_job(server.db, job_id)).last_error is not None
+
+        await wait_for(waits)
+        await save_settings(server, op.settings(), admin.id)
+
+        async def done() -> bool:
+            return (await get_job(server.db, job_id)).status == DONE
+
+        await wait_for(done)
+    finally:
+        await worker.stop()
+        await task
     [contact] = fake_crm.contacts(op.location_id)
     assert contact["tags"] == [COMPLETE_TAG]
 

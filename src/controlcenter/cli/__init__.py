@@ -137,7 +137,7 @@ def serve(
 def worker() -> None:
     """Run only the outbox worker, until SIGTERM or Ctrl-C (then it stops gracefully)."""
     from controlcenter.admin_settings.store import SettingsStore
-    from controlcenter.app import open_database, worker_handlers
+    from controlcenter.app import WORKER_WAKES, open_database, worker_handlers
     from controlcenter.crm.transport import CrmTransport
     from controlcenter.outbox.runtime import run_until_signalled
 
@@ -150,7 +150,7 @@ def worker() -> None:
         crm = CrmTransport.from_config(config)
         handlers = worker_handlers(config, db, SettingsStore(db, config.fernet_key), crm)
         try:
-            await run_until_signalled(db, config, handlers)
+            await run_until_signalled(db, config, handlers, wake_on=WORKER_WAKES)
         finally:
             await crm.aclose()
             await db.dispose()

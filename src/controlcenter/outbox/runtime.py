@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from controlcenter.common.logs import get_logger
@@ -30,19 +30,25 @@ class RunningWorker:
 
 
 def start_worker(
-    db: Database, config: Config, handlers: Mapping[str, Handler], *, name: str = "worker"
+    db: Database,
+    config: Config,
+    handlers: Mapping[str, Handler],
+    *,
+    wake_on: Iterable[str] = (),
+    name: str = "worker",
 ) -> RunningWorker:
-    """Start the worker, with a handler per job kind, as a task of the running event loop."""
-    worker = OutboxWorker(db, config, handlers, name=name)
+    """Start the worker, with a handler per job kind, as a task of the running event loop;
+    a change of a `wake_on` topic makes the waiting jobs due (`OutboxWorker`)."""
+    worker = OutboxWorker(db, config, handlers, name=name, wake_on=wake_on)
     task = asyncio.create_task(worker.run(), name=f"outbox-{name}")
     return RunningWorker(worker=worker, task=task)
 
 
 async def run_until_signalled(
-    db: Database, config: Config, handlers: Mapping[str, Handler]
+    db: Database, config: Config, handlers: Mapping[str, Handler], *, wake_on: Iterable[str]
 ) -> None:
     """The `controlcenter worker` process: run until SIGTERM or SIGINT, then stop gracefully."""
-    running = start_worker(db, config, handlers)
+    running = start_worker(db, config, handlers, wake_on=wake_on)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -21,7 +21,7 @@ CRM.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -90,6 +90,17 @@ _LEASE = (
     .where(OutboxJob.id.in_(bindparam("b_ids", expanding=True)))
     .values(locked_until=bindparam("b_lease"))
 )
+# Every pending job that is not being delivered made due now (`OutboxWorker.run`): what it
+# waits for (its settings; a fixed token or location after a failure) may have come.
+_DUE_NOW = (
+    update(OutboxJob)
+    .where(
+        OutboxJob.status == PENDING,
+        OutboxJob.next_attempt_at > bindparam("b_now"),
+        or_(OutboxJob.locked_until.is_(None), OutboxJob.locked_until <= bindparam("b_now")),
+    )
+    .values(next_attempt_at=bindparam("b_now"))
+)
 # A cancelled delivery's job given back, unless another worker holds it by now.
 _RELEASE = (
     update(OutboxJob)
@@ -106,7 +117,10 @@ class OutboxWorker:
         handlers: Mapping[str, Handler],
         *,
         name: str = "worker",
+        wake_on: Iterable[str] = (),
     ) -> None:
+        """`wake_on`: the change topics (`db.changes`) whose change makes every waiting job due
+        at once, a change made by any process included: the settings its deliveries read."""
         self._db = db
         self._config = config
         self._handlers = dict(handlers)
@@ -117,6 +131,10 @@ class OutboxWorker:
         # Jobs seen waiting for settings, with why: logged when they start and stop waiting,
         # not on every recheck.
         self._waiting: dict[str, str] = {}
+        self._wake = asyncio.Event()
+        self._wakes = 0  # how many changes of `wake_on` topics this worker has seen
+        for topic in wake_on:
+            db.changes.react(topic, self._waiting_may_go)
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -130,6 +148,10 @@ class OutboxWorker:
         found_nothing = False
         try:
             while not self._stopping.is_set():
+                if self._wake.is_set():
+                    self._wake.clear()
+                    await self._make_due_safely()
+                    found_nothing = False
                 free = self._config.outbox_concurrency - len(self._inflight)
                 claimed: list[ClaimedJob] = []
                 if free > 0 and (not found_nothing or await self._due_safely()):
@@ -159,22 +181,36 @@ class OutboxWorker:
         await asyncio.gather(*(self._deliver(job) for job in claimed))
         return len(claimed)
 
+    def _waiting_may_go(self) -> None:
+        self._wakes += 1
+        self._wake.set()
+
+    async def _make_due_safely(self) -> None:
+        try:
+            await self._db.run_write(_due_now, utcnow())
+        except Exception:
+            # They keep their times: delayed until the recheck or their backoff, not lost.
+            log.exception("outbox could not make the waiting jobs due", worker=self._name)
+
     def _start(self, job: ClaimedJob) -> None:
         task = asyncio.create_task(self._deliver(job), name=f"outbox-{job.id}")
         self._inflight[task] = job
         task.add_done_callback(self._inflight.pop)
 
     async def _wait(self, *, for_slot: bool) -> None:
-        """Sleep one poll interval, or less: until stop(), or a free slot when `for_slot`."""
+        """Sleep one poll interval, or less: until stop(), a change of a `wake_on` topic,
+        or a free slot when `for_slot`."""
         timeout = self._config.outbox_poll_interval_s
         stop = asyncio.create_task(self._stopping.wait())
-        waiters: set[asyncio.Future[Any]] = {stop}
+        wake = asyncio.create_task(self._wake.wait())
+        waiters: set[asyncio.Future[Any]] = {stop, wake}
         if for_slot:
             waiters.update(self._inflight)
         try:
             await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stop.cancel()
+            wake.cancel()
 
     async def _drain(self) -> None:
         """Let deliveries in flight finish; cancel the stragglers and release their leases."""
@@ -256,6 +292,7 @@ class OutboxWorker:
         fields = {"job_id": job.id, "kind": job.kind, "worker": self._name}
         handler = self._handlers.get(job.kind)
         waiting = False
+        wakes = self._wakes
         try:
             if handler is None:
                 raise PermanentError(f"unknown job kind {job.kind!r}")
@@ -268,7 +305,9 @@ class OutboxWorker:
             return  # another worker holds the job now; its outcome is the one recorded
         except MissingSettings as exc:
             waiting = True
-            retry_in = self._config.outbox_settings_recheck_s
+            # Settings saved while it ran may be the ones it lacked (it may have read them
+            # before): it is due again at once, as the jobs the change made due.
+            retry_in = self._config.outbox_settings_recheck_s if wakes == self._wakes else 0.0
             if self._waiting.get(job.id) != str(exc):
                 self._waiting[job.id] = str(exc)
                 log.warning(
@@ -391,6 +430,10 @@ def _claim(session: Session, now: datetime, limit: int, lease: datetime) -> list
 
 def _any_due(session: Session, now: datetime) -> bool:
     return session.connection().execute(_ANY_DUE, {"b_now": now}).first() is not None
+
+
+def _due_now(session: Session, now: datetime) -> None:
+    session.connection().execute(_DUE_NOW, {"b_now": now})
 
 
 def _release(session: Session, leases: list[dict[str, Any]]) -> None:

@@ -1,0 +1,164 @@
+"""A change of the settings, made by any process, makes the waiting jobs due at once: a job
+waiting for its settings, or failing for want of a fixed one, goes as soon as an administrator
+saves them, not after its recheck or its backoff (both an hour here). On SQLite and
+PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from sqlalchemy.orm import Session
+
+from controlcenter.admin_settings.store import SETTINGS
+from controlcenter.app import WORKER_WAKES, open_database
+from controlcenter.db import Database
+from controlcenter.db.changes import mark_changed
+from controlcenter.outbox.errors import DeliveryError, MissingSettings
+from controlcenter.outbox.models import DONE, PENDING
+from controlcenter.outbox.worker import ClaimedJob, OutboxWorker
+from tests.conftest import RunningServer
+from tests.dbtools import committed_writes
+from tests.outbox.conftest import add_job, fast_config, get_job, wait_for
+
+KIND = "test.kind"
+HOUR = 3600.0
+
+
+class Settings:
+    """What the handlers read: usable once `saved`."""
+
+    def __init__(self) -> None:
+        self.saved = False
+
+
+def _changed(session: Session) -> None:
+    mark_changed(session, SETTINGS)
+
+
+async def save(db: Database, settings: Settings) -> None:
+    """An administrator's save, as the settings store marks it."""
+    settings.saved = True
+    await db.run_write(_changed)
+
+
+@asynccontextmanager
+async def running(worker: OutboxWorker) -> AsyncIterator[None]:
+    task = asyncio.create_task(worker.run())
+    try:
+        yield
+    finally:
+        await worker.stop()
+        await task
+
+
+def _made_due(statement: str) -> bool:
+    """Whether `statement` is the worker's UPDATE that makes the waiting jobs due (an outcome's
+    UPDATE sets the lease too)."""
+    head = statement.split("WHERE")[0]
+    return head.startswith("UPDATE outbox_jobs SET next_attempt_at") and "locked_until" not in head
+
+
+async def _status(db: Database, job_id: str) -> tuple[str, int]:
+    job = await get_job(db, job_id)
+    return job.status, job.attempts
+
+
+async def test_the_settings_saved_wake_the_waiting_and_the_failing_jobs(
+    server: RunningServer,
+) -> None:
+    settings = Settings()
+    calls: list[str] = []
+
+    async def handler(job: ClaimedJob) -> None:
+        calls.append(job.payload["why"])
+        if settings.saved:
+            return
+        if job.payload["why"] == "missing":
+            raise MissingSettings(["crmPrivateToken"])
+        raise DeliveryError("CRM error 401: Invalid JWT", retryable=False, status=401)
+
+    config = fast_config(
+        server.config,
+        outbox_settings_recheck_s=HOUR,
+        outbox_base_backoff_s=HOUR,
+        outbox_max_backoff_s=HOUR,
+    )
+    waiting = await add_job(server.db, KIND, {"why": "missing"})
+    failing = await add_job(server.db, KIND, {"why": "rejected"})
+    worker = OutboxWorker(server.db, config, {KIND: handler}, wake_on=WORKER_WAKES)
+    async with running(worker):
+        await wait_for(lambda: len(calls) == 2)
+        assert await _status(server.db, waiting) == (PENDING, 0)
+        assert await _status(server.db, failing) == (PENDING, 1)
+        await save(server.db, settings)
+
+        async def delivered() -> bool:
+            return [await _status(server.db, j) for j in (waiting, failing)] == [
+                (DONE, 1),
+                (DONE, 2),
+            ]
+
+        await wait_for(delivered)
+    assert sorted(calls) == ["missing", "missing", "rejected", "rejected"]
+
+
+async def test_a_save_while_the_job_runs_lets_it_go_at_once(server: RunningServer) -> None:
+    """It read the settings before they were saved, and fails for want of them after the
+    worker made the waiting jobs due (it was not one of them: it was being delivered)."""
+    settings = Settings()
+    read, fail = asyncio.Event(), asyncio.Event()
+
+    async def handler(job: ClaimedJob) -> None:
+        saved = settings.saved
+        read.set()
+        await fail.wait()
+        if not saved:
+            raise MissingSettings(["crmPrivateToken"])
+
+    config = fast_config(server.config, outbox_settings_recheck_s=HOUR)
+    job_id = await add_job(server.db, KIND, {})
+    worker = OutboxWorker(server.db, config, {KIND: handler}, wake_on=WORKER_WAKES)
+    async with running(worker):
+        await read.wait()
+        with committed_writes(server.db) as writes:
+            await save(server.db, settings)
+            await wait_for(lambda: any(_made_due(s) for write in writes for s in write))
+        fail.set()
+
+        async def done() -> bool:
+            return (await get_job(server.db, job_id)).status == DONE
+
+        await wait_for(done)
+
+
+async def test_a_save_through_another_process_wakes_this_ones_worker(
+    server: RunningServer,
+) -> None:
+    settings = Settings()
+
+    async def handler(job: ClaimedJob) -> None:
+        if not settings.saved:
+            raise MissingSettings(["crmPrivateToken"])
+
+    config = fast_config(server.config, outbox_settings_recheck_s=HOUR)
+    job_id = await add_job(server.db, KIND, {})
+    other = open_database(config)  # its own engine and watch of the stamps, as a process's
+    await other.changes.start()
+    try:
+        worker = OutboxWorker(other, config, {KIND: handler}, wake_on=WORKER_WAKES)
+        async with running(worker):
+
+            async def waits() -> bool:
+                return (await get_job(server.db, job_id)).last_error is not None
+
+            await wait_for(waits)
+            await save(server.db, settings)
+
+            async def done() -> bool:
+                return (await get_job(server.db, job_id)).status == DONE
+
+            await wait_for(done)
+    finally:
+        await other.dispose()
