@@ -23,7 +23,10 @@ class RemoteRefusalError(Exception):
 
 
 SDK_REFUSAL = "Server returned an error response"
-_SDK_CLOSED = "Connection closed"  # the SDK's own words; a server may use the code for its own
+# The SDK's words for a session whose connection is gone (the code alone is not enough: the
+# SDK gives it to one request whose stream ended, on a session that lives on, and a server may
+# answer with it).
+_SDK_CLOSED = "Connection closed"
 # No connection was made for a session's opening: the aiohttp transport reports a refused one
 # as ConnectTimeout. Inside an open session the SDK reports a lost one as CONNECTION_CLOSED.
 CONNECT_FAILURES = (httpx2.ConnectError, httpx2.ConnectTimeout)
@@ -71,7 +74,7 @@ def connection_closed(exc: BaseException) -> bool:
     """Whether the session's connection closed under the request: the session is of no more
     use, and the server may have run the request (it may have closed after receiving it)."""
     exc = innermost(exc)
-    return isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
+    return isinstance(exc, MCPError) and (exc.code, exc.message) == (CONNECTION_CLOSED, _SDK_CLOSED)
 
 
 def known_secrets(server: McpServer, settings: Mapping[str, str] | None) -> list[str]:
@@ -94,7 +97,7 @@ def _reason(exc: BaseException) -> str:
         return str(exc)
     if isinstance(exc, CONNECT_FAILURES):
         return CANNOT_CONNECT
-    if connection_closed(exc) and str(exc) == _SDK_CLOSED:
+    if connection_closed(exc):
         return "connection lost"
     if isinstance(exc, OAuthFlowError):
         return "OAuth failed: " + _ADDRESS.sub("<address>", str(exc))
