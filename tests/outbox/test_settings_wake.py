@@ -162,3 +162,41 @@ async def test_a_save_through_another_process_wakes_this_ones_worker(
             await wait_for(done)
     finally:
         await other.dispose()
+
+
+async def test_a_kind_waiting_for_settings_is_not_claimed_until_they_are_saved(
+    server: RunningServer,
+) -> None:
+    """Its later jobs would each wait in turn: they are left alone (another kind's go), and
+    go once the settings are saved."""
+    settings = Settings()
+    calls: list[str] = []
+
+    async def needs_settings(job: ClaimedJob) -> None:
+        calls.append(job.id)
+        if not settings.saved:
+            raise MissingSettings(["crmPrivateToken"])
+
+    async def other(job: ClaimedJob) -> None:
+        calls.append(job.id)
+
+    config = fast_config(server.config, outbox_settings_recheck_s=HOUR)
+    handlers = {KIND: needs_settings, "test.other": other}
+    worker = OutboxWorker(server.db, config, handlers, wake_on=WORKER_WAKES)
+    first = await add_job(server.db, KIND, {})
+    async with running(worker):
+        await wait_for(lambda: calls == [first])
+        later = [await add_job(server.db, KIND, {}) for _ in range(3)]
+        another = await add_job(server.db, "test.other", {})
+        await wait_for(lambda: another in calls)
+        for _ in range(10):  # claims that would have taken them
+            await asyncio.sleep(config.outbox_poll_interval_s)
+        assert calls == [first, another]
+        assert [await _status(server.db, j) for j in later] == [(PENDING, 0)] * 3
+        await save(server.db, settings)
+
+        async def all_done() -> bool:
+            return [await _status(server.db, j) for j in [first, *later]] == [(DONE, 1)] * 4
+
+        await wait_for(all_done)
+    assert sorted(calls) == sorted([first, another, first, *later])

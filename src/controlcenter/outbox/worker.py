@@ -65,6 +65,7 @@ Handler = Callable[[ClaimedJob], Awaitable[None]]
 # transaction's BEGIN IMMEDIATE serialises the claims.
 _IS_DUE = (
     OutboxJob.status == PENDING,
+    OutboxJob.kind.not_in(bindparam("b_held", expanding=True)),
     OutboxJob.next_attempt_at <= bindparam("b_now"),
     or_(OutboxJob.locked_until.is_(None), OutboxJob.locked_until <= bindparam("b_now")),
 )
@@ -133,6 +134,9 @@ class OutboxWorker:
         self._waiting: dict[str, str] = {}
         self._wake = asyncio.Event()
         self._wakes = 0  # how many changes of `wake_on` topics this worker has seen
+        # Kinds whose jobs wait for settings, each until its recheck (loop time): not claimed
+        # meanwhile, since each would wait in turn, at a claim, an outcome and a log line each.
+        self._held: dict[str, float] = {}
         for topic in wake_on:
             db.changes.react(topic, self._waiting_may_go)
 
@@ -183,7 +187,14 @@ class OutboxWorker:
 
     def _waiting_may_go(self) -> None:
         self._wakes += 1
+        self._held.clear()
         self._wake.set()
+
+    def _held_kinds(self) -> list[str]:
+        """The kinds held back now; a hold whose recheck has come is dropped."""
+        now = asyncio.get_running_loop().time()
+        self._held = {kind: until for kind, until in self._held.items() if until > now}
+        return list(self._held)
 
     async def _make_due_safely(self) -> None:
         try:
@@ -249,7 +260,7 @@ class OutboxWorker:
         """Whether any job is due now; True when the database cannot say (the claim that
         follows then logs what failed)."""
         try:
-            return await self._db.run_read(_any_due, utcnow())
+            return await self._db.run_read(_any_due, utcnow(), self._held_kinds())
         except Exception:
             return True
 
@@ -265,7 +276,7 @@ class OutboxWorker:
             return []
         now = utcnow()
         lease = now + timedelta(seconds=self._config.outbox_lease_s)
-        rows = await self._db.run_write(_claim, now, limit, lease)
+        rows = await self._db.run_write(_claim, now, limit, lease, self._held_kinds())
         return [
             ClaimedJob(
                 id=row.id,
@@ -308,6 +319,8 @@ class OutboxWorker:
             # Settings saved while it ran may be the ones it lacked (it may have read them
             # before): it is due again at once, as the jobs the change made due.
             retry_in = self._config.outbox_settings_recheck_s if wakes == self._wakes else 0.0
+            if retry_in:
+                self._held[job.kind] = asyncio.get_running_loop().time() + retry_in
             if self._waiting.get(job.id) != str(exc):
                 self._waiting[job.id] = str(exc)
                 log.warning(
@@ -419,17 +432,21 @@ class OutboxWorker:
             log.warning("outbox lease lost before the outcome was saved", job_id=job.id)
 
 
-def _claim(session: Session, now: datetime, limit: int, lease: datetime) -> list[Row[Any]]:
-    """The due jobs' columns, each leased until `lease`."""
+def _claim(
+    session: Session, now: datetime, limit: int, lease: datetime, held: list[str]
+) -> list[Row[Any]]:
+    """The due jobs' columns (none of a `held` kind), each leased until `lease`."""
     connection = session.connection()
-    rows = list(connection.execute(_DUE, {"b_now": now, "b_limit": limit}).all())
+    params = {"b_now": now, "b_limit": limit, "b_held": held}
+    rows = list(connection.execute(_DUE, params).all())
     if rows:
         connection.execute(_LEASE, {"b_ids": [row.id for row in rows], "b_lease": lease})
     return rows
 
 
-def _any_due(session: Session, now: datetime) -> bool:
-    return session.connection().execute(_ANY_DUE, {"b_now": now}).first() is not None
+def _any_due(session: Session, now: datetime, held: list[str]) -> bool:
+    params = {"b_now": now, "b_held": held}
+    return session.connection().execute(_ANY_DUE, params).first() is not None
 
 
 def _due_now(session: Session, now: datetime) -> None:
