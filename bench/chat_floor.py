@@ -34,14 +34,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from bench.fakes import FakeProc, running
+from bench.procs import per_call
 from bench.results import Row, ms
 from bench.timeline import step
 
@@ -220,24 +220,17 @@ async def _rounds(
             if result.is_error:
                 raise RuntimeError(f"the fake MCP server refused {name}")
 
-        await _cpu_per_call(provider_call, WARM)
-        await _cpu_per_call(tool_call, WARM)
+        await per_call(provider_call, WARM)
+        await per_call(tool_call, WARM)
         provider_s, tool_s = [], []
         for _ in range(ROUNDS):
-            provider_s.append(await _cpu_per_call(provider_call, calls[0]))
-            tool_s.append(await _cpu_per_call(tool_call, calls[1]))
+            provider_s.append((await per_call(provider_call, calls[0]))[0])
+            tool_s.append((await per_call(tool_call, calls[1]))[0])
         return provider_s, tool_s
     finally:
         await session.aclose()
         await http.aclose()
         await clients.aclose()
-
-
-async def _cpu_per_call(call: Callable[[], Awaitable[None]], calls: int) -> float:
-    before = time.process_time()
-    for _ in range(calls):
-        await call()
-    return (time.process_time() - before) / calls
 
 
 def _matched(service: Sequence[Received], floor: Sequence[Received]) -> str:

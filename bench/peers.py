@@ -45,7 +45,6 @@ import json
 import os
 import secrets
 import tempfile
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -55,7 +54,7 @@ from typing import Any
 from bench import chat
 from bench.deploy import Deployment, Options
 from bench.fakes import FakeProc, running
-from bench.procs import Proc, free_port, precise_cpu_seconds
+from bench.procs import Proc, free_port, per_call, precise_cpu_seconds
 from bench.results import Row, ms
 from bench.timeline import step
 
@@ -120,11 +119,7 @@ async def _timed(call: Callable[[], Awaitable[None]], calls: int, pid: int | Non
     for _ in range(WARM_CALLS):
         await call()
     proxy_before = precise_cpu_seconds(pid) if pid is not None else 0.0
-    cpu_before, started = time.process_time(), time.perf_counter()
-    for _ in range(calls):
-        await call()
-    latency = (time.perf_counter() - started) / calls
-    cpu = (time.process_time() - cpu_before) / calls
+    cpu, latency = await per_call(call, calls)
     proxy = (precise_cpu_seconds(pid) - proxy_before) / calls if pid is not None else 0.0
     return Way(cpu, latency, proxy)
 
