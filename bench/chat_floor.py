@@ -173,7 +173,7 @@ async def _rounds(
 
     from controlcenter.providers.anthropic import PATH
     from controlcenter.providers.clients import PooledClients, shard_limits
-    from controlcenter.tools.mcp.session import Session
+    from controlcenter.tools.mcp.session import Refusals, Session
 
     tls = httpx2.create_ssl_context()
     clients = PooledClients(
@@ -196,7 +196,7 @@ async def _rounds(
             )
         ),
     )
-    session = Session(mcp_url, http, settings.mcp_timeout_s, [])
+    session = Session(mcp_url, http, settings.mcp_timeout_s, Refusals())
     try:
         mcp = await session.client()
         posted = 0

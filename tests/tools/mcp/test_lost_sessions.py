@@ -25,15 +25,16 @@ from tests.fakes.mcp_server import FakeMcp
 
 CONTEXT = ToolContext(user_id="u1", crm=None)
 _METHOD = re.compile(rb'"method":\s*"([^"]+)"')
-# What a server that has forgotten a session answers a request in it.
-_FORGOTTEN = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+_SESSION_ID = re.compile(rb"(?im)^(mcp-session-id:)[^\r\n]*")
 
 
 @dataclass
 class Proxy:
     url: str
-    # How the next request of the method is met: "forget" answers 404 without passing it on;
-    # "drop" passes it on and closes the connection once the server answers, the answer unsent.
+    # How the next request of the method is met: "forget" passes it on with a session id the
+    # server does not know, as after the server forgot the session (it answers as it does
+    # then); "drop" passes it on and closes the connection once the server answers, the
+    # answer unsent.
     meet: tuple[str, Literal["forget", "drop"]] | None = None
     methods: list[str] = field(default_factory=list)  # of the requests passed on
 
@@ -53,14 +54,8 @@ async def proxy_to(url: str) -> AsyncIterator[Proxy]:
                 if way is not None:
                     proxy.meet = None
                 if way == "forget":
-                    client_w.write(_FORGOTTEN)
-                    # Read to the client's close: closing with its request unread would reset
-                    # the connection, the answer lost.
-                    while await client_r.read(65536):
-                        pass
-                    client_w.close()
-                    up_w.close()
-                    return
+                    data = _SESSION_ID.sub(rb"\1 forgotten-session", data)
+                    methods = []  # it runs nothing at the server
                 proxy.methods += methods
                 up_w.write(data)
                 await up_w.drain()

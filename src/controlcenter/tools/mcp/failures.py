@@ -62,12 +62,9 @@ def innermost(exc: BaseException) -> BaseException:
     return exc
 
 
-def session_gone(exc: BaseException) -> bool:
-    """Whether the request never reached a live session, so the server cannot have run it."""
-    exc = innermost(exc)
-    if isinstance(exc, MCPError):
-        return exc.message == "Session terminated"
-    return isinstance(exc, CONNECT_FAILURES)
+def never_connected(exc: BaseException) -> bool:
+    """Whether no connection was made for the request, so the server cannot have run it."""
+    return isinstance(innermost(exc), CONNECT_FAILURES)
 
 
 def connection_closed(exc: BaseException) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import httpx2
@@ -32,16 +33,28 @@ def endpoint_for(server: McpServer, location_id: str | None) -> Endpoint:
     return Endpoint(server.name, server.url, server.request_headers(location_id), server.oauth)
 
 
+@dataclass
+class Refusals:
+    """What a session's HTTP client noted of the requests refused, which the SDK's errors do not
+    say: the last refusal's status and message, and whether a request in the session was answered
+    404, which the MCP specification reserves for a session the server no longer knows (the
+    client must start a new one). The server's own body decides the SDK's error: a 1.x server's
+    `Session not found`, or the SDK's `Session terminated` for a body that is not JSON-RPC."""
+
+    last: str | None = None
+    forgotten: bool = False
+
+
 class Session:
     """One MCP session, held open by a task of its own: anyio's cancel scopes inside the
     client must be left by the task that entered them, while calls come from many chats."""
 
     def __init__(
-        self, url: str, http: httpx2.AsyncClient, timeout_s: float, refusals: list[str]
+        self, url: str, http: httpx2.AsyncClient, timeout_s: float, refusals: Refusals
     ) -> None:
         self.url = url
         self.failed = False
-        self.refusals = refusals  # the last HTTP refusal, as its client noted it
+        self.refusals = refusals  # as its client noted them
         self._ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
         self._stop = asyncio.Event()
         self._task = asyncio.create_task(self._run(http, timeout_s))
@@ -80,8 +93,8 @@ class Session:
         if isinstance(inner, OAuthFlowError) and not isinstance(inner, OAuthTokenError):
             return inner
         generic = isinstance(exc, MCPError) and exc.message == SDK_REFUSAL
-        if self.refusals and (generic or not isinstance(exc, MCPError)):
-            return RemoteRefusalError(self.refusals[-1])
+        if self.refusals.last and (generic or not isinstance(exc, MCPError)):
+            return RemoteRefusalError(self.refusals.last)
         return exc
 
     async def aclose(self) -> None:

@@ -42,6 +42,7 @@ import httpx2
 from cachetools import TTLCache
 from httpx_aiohttp.httpx2 import AiohttpTransport
 from mcp import Client
+from mcp.client.streamable_http import MCP_SESSION_ID
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
@@ -55,13 +56,13 @@ from controlcenter.tools.mcp.failures import (
     connection_closed,
     describe_failure,
     known_secrets,
+    never_connected,
     refusal_text,
-    session_gone,
 )
 from controlcenter.tools.mcp.listing import Listed, listed, result_value
 from controlcenter.tools.mcp.oauth import OAuthProviders
 from controlcenter.tools.mcp.server import SETTING_SERVER, McpServer, NeedsLocationError
-from controlcenter.tools.mcp.session import Endpoint, Session, endpoint_for
+from controlcenter.tools.mcp.session import Endpoint, Refusals, Session, endpoint_for
 from controlcenter.tools.mcp.store import StoredServer
 
 log = get_logger(__name__)
@@ -279,16 +280,17 @@ class McpSource:
     ) -> _T:
         """Run `work` on the shared session for `endpoint`, within the timeout. A session that
         fails is dropped, and a reused one's work is run once more on a new session when the
-        server cannot have run it (it had forgotten the session), or when the work is
-        `repeatable` (a listing) and the connection closed under it. A tool call whose
-        connection closed is never made again: the server may have run it."""
+        server cannot have run it (it had forgotten the session: a 404 to a request in it), or
+        when the work is `repeatable` (a listing) and the connection closed under it. A tool
+        call whose connection closed is never made again: the server may have run it."""
         async with asyncio.timeout(self._timeout_s):
             session = self._session_for(endpoint)
             reused = session.opened
             try:
                 return await work(await session.client())
             except Exception as exc:
-                gone, closed = session_gone(exc), connection_closed(exc)
+                gone = session.refusals.forgotten or never_connected(exc)
+                closed = connection_closed(exc)
                 if isinstance(exc, MCPError) and not (gone or closed):
                     raise session.explained(exc) from exc  # the server answered
                 self._drop(endpoint, session)
@@ -312,17 +314,18 @@ class McpSource:
         while len(self._sessions) >= MAX_SESSIONS:
             _, oldest = self._sessions.popitem(last=False)
             oldest.close_soon()
-        refusals: list[str] = []
+        refusals = Refusals()
         http = self._client(endpoint, refusals)
         session = Session(endpoint.url, http, self._timeout_s, refusals)
         self._sessions[endpoint] = session
         return session
 
-    def _client(self, endpoint: Endpoint, refusals: list[str]) -> httpx2.AsyncClient:
+    def _client(self, endpoint: Endpoint, refusals: Refusals) -> httpx2.AsyncClient:
         """An HTTP client with the endpoint's headers (and its server's OAuth provider) over the
-        one shared pool, noting each refusal's status and message in `refusals` (the SDK answers
-        them all as "Server returned an error response"), the authorization server's included.
-        It is never closed on its own: closing it would close the pool the others use."""
+        one shared pool, noting in `refusals` each refusal's status and message (the SDK answers
+        them all as "Server returned an error response"), the authorization server's included,
+        and a 404 to a request in the session. It is never closed on its own: closing it would
+        close the pool the others use."""
         if self._transport is None:
             self._transport = AiohttpTransport(
                 limits=httpx2.Limits(max_connections=100, max_keepalive_connections=100)
@@ -331,8 +334,9 @@ class McpSource:
         async def note_refusal(response: httpx2.Response) -> None:
             if response.status_code >= 400:
                 await response.aread()
-                refusals.append(refusal_text(response))
-                del refusals[:-1]
+                refusals.last = refusal_text(response)
+                if response.status_code == 404 and MCP_SESSION_ID in response.request.headers:
+                    refusals.forgotten = True
 
         return httpx2.AsyncClient(
             headers=dict(endpoint.headers),
