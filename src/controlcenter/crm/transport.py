@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
-import aiohttp
 import httpx
 from cachetools import TLRUCache
 from httpx_aiohttp import HttpxAiohttpClient
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
+from controlcenter.common.connections import unconnected
 from controlcenter.common.logs import get_logger
 from controlcenter.common.retry import WaitRetryAfter, parse_retry_after
 from controlcenter.common.secrets import MASK, redact
@@ -89,14 +89,9 @@ class _Failed(Exception):
 
 def _failure(exc: httpx.TransportError) -> tuple[str, bool]:
     """What failed, in words, and whether the request may have reached the CRM (no: no
-    connection was made for it). The aiohttp transport reports every aiohttp connection error
-    as `ConnectTimeout`, a connection the CRM closed after the request was sent included; the
-    aiohttp exception it was raised from says which it was."""
-    cause = exc.__cause__
-    if isinstance(cause, aiohttp.ClientConnectorError):  # a proxy's refusal included
-        return "could not connect", False
-    if isinstance(cause, aiohttp.ConnectionTimeoutError):
-        return "timed out connecting", False
+    connection was made for it, `common.connections`)."""
+    if (what := unconnected(exc)) is not None:
+        return what, False
     if isinstance(exc, httpx.TimeoutException):
         return "timed out", True
     return "connection lost", True

@@ -14,6 +14,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
 from controlcenter.admin_settings.names import SECRET_NAMES
+from controlcenter.common.connections import unconnected
 from controlcenter.common.secrets import remote_text
 from controlcenter.tools.mcp.server import McpServer
 
@@ -27,8 +28,8 @@ SDK_REFUSAL = "Server returned an error response"
 # SDK gives it to one request whose stream ended, on a session that lives on, and a server may
 # answer with it).
 _SDK_CLOSED = "Connection closed"
-# No connection was made for a session's opening: the aiohttp transport reports a refused one
-# as ConnectTimeout. Inside an open session the SDK reports a lost one as CONNECTION_CLOSED.
+# A session's opening that failed without an answer: no connection (`never_connected`), or
+# one lost. Inside an open session the SDK reports a lost one as CONNECTION_CLOSED.
 CONNECT_FAILURES = (httpx2.ConnectError, httpx2.ConnectTimeout)
 CANNOT_CONNECT = "cannot connect to the server"
 # Kept of a refusal's body before `remote_text` removes the secrets and cuts it: far beyond
@@ -64,7 +65,8 @@ def innermost(exc: BaseException) -> BaseException:
 
 def never_connected(exc: BaseException) -> bool:
     """Whether no connection was made for the request, so the server cannot have run it."""
-    return isinstance(innermost(exc), CONNECT_FAILURES)
+    exc = innermost(exc)
+    return isinstance(exc, CONNECT_FAILURES) and unconnected(exc) is not None
 
 
 def connection_closed(exc: BaseException) -> bool:
@@ -92,9 +94,9 @@ def _reason(exc: BaseException) -> str:
         return "timed out"
     if isinstance(exc, RemoteRefusalError):
         return str(exc)
-    if isinstance(exc, CONNECT_FAILURES):
+    if never_connected(exc):
         return CANNOT_CONNECT
-    if connection_closed(exc):
+    if isinstance(exc, CONNECT_FAILURES) or connection_closed(exc):
         return "connection lost"
     if isinstance(exc, OAuthFlowError):
         return "OAuth failed: " + _ADDRESS.sub("<address>", str(exc))
