@@ -8,7 +8,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import event, make_url, select, text
 from sqlalchemy.engine import Connection
@@ -117,14 +117,17 @@ async def snapshot(db: Database) -> dict[str, list[str]]:
 
 
 @asynccontextmanager
-async def failing_insert(db: Database, table: str, when: str) -> AsyncIterator[None]:
-    """Make the database itself refuse an INSERT into `table` for rows matching `when` (SQL on
-    NEW), so a request fails half-way through its transaction without patching any code."""
+async def failing_write(
+    db: Database, table: str, when: str, *, on: Literal["INSERT", "UPDATE"] = "INSERT"
+) -> AsyncIterator[None]:
+    """Make the database itself refuse an INSERT (or an UPDATE: `on`) of `table`'s rows
+    matching `when` (SQL on NEW, and on OLD for an UPDATE), so a request fails half-way through
+    its transaction without patching any code."""
     name = f"cc_test_fail_{table}"
     statements: list[str]
     if db.is_sqlite:
         statements = [
-            f"CREATE TRIGGER {name} AFTER INSERT ON {table} WHEN {when} "
+            f"CREATE TRIGGER {name} AFTER {on} ON {table} WHEN {when} "
             "BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
         ]
         cleanup = [f"DROP TRIGGER {name}"]
@@ -132,7 +135,7 @@ async def failing_insert(db: Database, table: str, when: str) -> AsyncIterator[N
         statements = [
             f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS "
             "$$ BEGIN RAISE EXCEPTION 'injected failure'; END $$",
-            f"CREATE TRIGGER {name} AFTER INSERT ON {table} FOR EACH ROW WHEN ({when}) "
+            f"CREATE TRIGGER {name} AFTER {on} ON {table} FOR EACH ROW WHEN ({when}) "
             f"EXECUTE FUNCTION {name}()",
         ]
         cleanup = [f"DROP TRIGGER {name} ON {table}", f"DROP FUNCTION {name}()"]

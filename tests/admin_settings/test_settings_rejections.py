@@ -12,7 +12,7 @@ from cryptography.fernet import Fernet
 from controlcenter.admin_settings.models import Setting
 from controlcenter.admin_settings.schemas import VALUE_MAX_CHARS
 from tests.conftest import RunningServer, UserFactory
-from tests.dbtools import failing_insert, snapshot, writing
+from tests.dbtools import failing_write, snapshot, writing
 
 URL = "/api/v1/admin/settings"
 STRING = {"message": "Input should be a valid string", "type": "string_type"}
@@ -158,7 +158,7 @@ async def test_a_failure_mid_save_saves_none_of_the_values(
     secret = "sk-ant-SHOULD-NOT-LEAK-9f3e"
     before = await snapshot(server.db)
     body = {"crmAgencyId": "agency", "providerAApiKey": secret, "tagHighGCI": "VIP"}
-    async with failing_insert(server.db, "settings", "NEW.name = 'tagHighGCI'"):
+    async with failing_write(server.db, "settings", "NEW.name = 'tagHighGCI'"):
         response = await client.put(URL, json=body, headers=admin.headers)
         after = await snapshot(server.db)
     assert (response.status_code, response.json()) == (500, UPDATE_FAILED)

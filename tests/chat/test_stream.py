@@ -28,7 +28,7 @@ from tests.chat.helpers import (
     wait_for,
 )
 from tests.conftest import AppUser, RunningServer, UserFactory
-from tests.dbtools import failing_insert
+from tests.dbtools import failing_write
 from tests.fakes.llm import ErrorReply, Reply, ToolUse
 
 
@@ -311,7 +311,7 @@ async def test_an_error_whose_run_end_cannot_be_stored_still_ends_the_stream(
     """The database refuses the failed run's end (its error event is stored with it): the
     error still reaches the client, sent live, and the refusal is logged, not shown."""
     llm.fake.script(ErrorReply(500, "Internal boom"))
-    async with failing_insert(server.db, "chat_events", "NEW.data LIKE '%Internal boom%'"):
+    async with failing_write(server.db, "chat_events", "NEW.data LIKE '%Internal boom%'"):
         response, events = await stream_chat(client, user, {"message": "hi", "provider": llm.name})
     assert response.status_code == 200
     assert types(events) == ["message_start", "error"]

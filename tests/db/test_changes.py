@@ -1,5 +1,6 @@
 """The process's watch of the change stamps (`Changes`), on SQLite's polling path: a poll that
-reads the stamps while this process commits a change of its own forgets nothing again."""
+reads the stamps while this process commits a change of its own forgets nothing again; a
+reaction ended is not called again."""
 
 from __future__ import annotations
 
@@ -61,4 +62,20 @@ async def test_a_poll_overtaken_by_its_own_commit_forgets_nothing_more(tmp_path:
         assert forgotten == 2
     finally:
         await changes.stop()
+        await db.dispose()
+
+
+async def test_a_reaction_ended_is_not_called_again(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'changes.db'}"
+    upgrade(url)
+    db = Database(url)
+    calls: list[str] = []
+    end_first = db.changes.react(TOPIC, lambda: calls.append("first"))
+    db.changes.react(TOPIC, lambda: calls.append("second"))
+    try:
+        await db.run_write(mark_changed, TOPIC)
+        end_first()
+        await db.run_write(mark_changed, TOPIC)
+        assert calls == ["first", "second", "second"]
+    finally:
         await db.dispose()

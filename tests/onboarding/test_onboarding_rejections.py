@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.conftest import AppUser, RunningServer, UserFactory
-from tests.dbtools import failing_insert, snapshot
+from tests.dbtools import failing_write, snapshot
 
 URL = "/api/v1/onboarding"
 INVALID = {"error": "Validation failed"}
@@ -160,7 +160,7 @@ async def test_a_database_failure_mid_save_is_500_and_saves_nothing(
     await _seed(client, user)
     before = await snapshot(server.db)
     # The last of the three jobs fails, after the record, the brokerage and two jobs were written.
-    async with failing_insert(server.db, "outbox_jobs", "NEW.kind = 'crm.sync_user'"):
+    async with failing_write(server.db, "outbox_jobs", "NEW.kind = 'crm.sync_user'"):
         response = await client.post(
             URL,
             json={"yearsInBusiness": "1", "gciLast12Months": "250", "brokerageName": "Changed"},

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from sqlalchemy.orm import Session
+from structlog.testing import capture_logs
 
 from controlcenter.admin_settings.store import SETTINGS
 from controlcenter.app import WORKER_WAKES, open_database
@@ -19,7 +20,7 @@ from controlcenter.outbox.errors import DeliveryError, MissingSettings
 from controlcenter.outbox.models import DONE, PENDING
 from controlcenter.outbox.worker import ClaimedJob, OutboxWorker
 from tests.conftest import RunningServer
-from tests.dbtools import committed_writes
+from tests.dbtools import committed_writes, failing_write
 from tests.outbox.conftest import add_job, fast_config, get_job, wait_for
 
 KIND = "test.kind"
@@ -126,6 +127,46 @@ async def test_a_save_while_the_job_runs_lets_it_go_at_once(server: RunningServe
             await save(server.db, settings)
             await wait_for(lambda: any(_made_due(s) for write in writes for s in write))
         fail.set()
+
+        async def done() -> bool:
+            return (await get_job(server.db, job_id)).status == DONE
+
+        await wait_for(done)
+
+
+async def test_a_wake_the_database_refuses_loses_nothing(server: RunningServer) -> None:
+    """The UPDATE that makes the waiting jobs due fails: the worker says so and goes on, the
+    job keeps its time, and the next save makes it due."""
+    settings = Settings()
+
+    async def handler(job: ClaimedJob) -> None:
+        if not settings.saved:
+            raise MissingSettings(["crmPrivateToken"])
+
+    config = fast_config(server.config, outbox_settings_recheck_s=HOUR)
+    job_id = await add_job(server.db, KIND, {})
+    worker = OutboxWorker(server.db, config, {KIND: handler}, wake_on=WORKER_WAKES)
+    # Only that UPDATE moves a job without a lease to an earlier time.
+    made_due = "OLD.locked_until IS NULL AND NEW.next_attempt_at < OLD.next_attempt_at"
+    async with running(worker):
+
+        async def waits() -> bool:
+            return (await get_job(server.db, job_id)).last_error is not None
+
+        await wait_for(waits)
+        before = await get_job(server.db, job_id)
+        with capture_logs() as logs:
+            async with failing_write(server.db, "outbox_jobs", made_due, on="UPDATE"):
+                await save(server.db, settings)
+                await wait_for(
+                    lambda: any(
+                        entry["event"] == "outbox could not make the waiting jobs due"
+                        for entry in logs
+                    )
+                )
+        after = await get_job(server.db, job_id)
+        assert (after.status, after.next_attempt_at) == (PENDING, before.next_attempt_at)
+        await save(server.db, settings)
 
         async def done() -> bool:
             return (await get_job(server.db, job_id)).status == DONE

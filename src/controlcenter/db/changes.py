@@ -120,10 +120,13 @@ class Changes:
         watching: what a cache of the topic keeps goes."""
         self._forgets.setdefault(topic, []).append(forget)
 
-    def react(self, topic: str, changed: Callable[[], None]) -> None:
+    def react(self, topic: str, changed: Callable[[], None]) -> Callable[[], None]:
         """Call `changed` whenever `topic` changes or this process stops knowing; never when it
-        stops watching, which changes nothing (and its database may be disposed next)."""
-        self._reactions.setdefault(topic, []).append(changed)
+        stops watching, which changes nothing (and its database may be disposed next). What
+        it returns ends the reaction."""
+        reactions = self._reactions.setdefault(topic, [])
+        reactions.append(changed)
+        return lambda: reactions.remove(changed)
 
     def generation(self, topic: str) -> int | None:
         """How many changes of `topic` this process has seen; None while it does not watch
@@ -135,7 +138,7 @@ class Changes:
         topics = set(topics)
         self._forget(topics)
         for topic in topics:
-            for react in self._reactions.get(topic, ()):
+            for react in tuple(self._reactions.get(topic, ())):  # one may end itself
                 react()
 
     def _forget(self, topics: Iterable[str]) -> None:

@@ -126,19 +126,19 @@ class OutboxWorker:
         self._config = config
         self._handlers = dict(handlers)
         self._name = name
+        self._wake_on = tuple(wake_on)
         self._stopping = asyncio.Event()
         self._inflight: dict[asyncio.Task[None], ClaimedJob] = {}
         self._leases = Leases(db, config.outbox_lease_s)
         # Jobs seen waiting for settings, with why: logged when they start and stop waiting,
         # not on every recheck.
         self._waiting: dict[str, str] = {}
+        # Set by a change of a `wake_on` topic, and by stop(): what ends a wait early.
         self._wake = asyncio.Event()
         self._wakes = 0  # how many changes of `wake_on` topics this worker has seen
         # Kinds whose jobs wait for settings, each until its recheck (loop time): not claimed
         # meanwhile, since each would wait in turn, at a claim, an outcome and a log line each.
         self._held: dict[str, float] = {}
-        for topic in wake_on:
-            db.changes.react(topic, self._waiting_may_go)
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -150,6 +150,7 @@ class OutboxWorker:
         # turn and the database's one write lock), a read takes neither, and an idle worker
         # would otherwise take them every poll.
         found_nothing = False
+        reactions = [self._db.changes.react(t, self._waiting_may_go) for t in self._wake_on]
         try:
             while not self._stopping.is_set():
                 if self._wake.is_set():
@@ -171,6 +172,8 @@ class OutboxWorker:
                 else:
                     await self._wait(for_slot=free <= 0)
         finally:
+            for end_reaction in reactions:
+                end_reaction()
             await self._drain()
             await self._leases.close()
             log.info("outbox worker stopped", worker=self._name)
@@ -178,6 +181,7 @@ class OutboxWorker:
     async def stop(self) -> None:
         """Ask run() to finish: no new claims; in-flight deliveries get a grace period."""
         self._stopping.set()
+        self._wake.set()
 
     async def run_once(self) -> int:
         """Claim what is due now, deliver it and wait for the outcomes; the number claimed."""
@@ -212,15 +216,13 @@ class OutboxWorker:
         """Sleep one poll interval, or less: until stop(), a change of a `wake_on` topic,
         or a free slot when `for_slot`."""
         timeout = self._config.outbox_poll_interval_s
-        stop = asyncio.create_task(self._stopping.wait())
         wake = asyncio.create_task(self._wake.wait())
-        waiters: set[asyncio.Future[Any]] = {stop, wake}
+        waiters: set[asyncio.Future[Any]] = {wake}
         if for_slot:
             waiters.update(self._inflight)
         try:
             await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            stop.cancel()
             wake.cancel()
 
     async def _drain(self) -> None:
