@@ -18,7 +18,7 @@ from controlcenter.db import Database
 from controlcenter.db.changes import mark_changed
 from controlcenter.outbox.errors import DeliveryError, MissingSettings
 from controlcenter.outbox.models import DONE, PENDING
-from controlcenter.outbox.worker import ClaimedJob, OutboxWorker
+from controlcenter.outbox.worker import ClaimedJob, Handler, OutboxWorker
 from tests.conftest import RunningServer
 from tests.dbtools import committed_writes, failing_write
 from tests.outbox.conftest import add_job, fast_config, get_job, wait_for
@@ -64,6 +64,24 @@ def _made_due(statement: str) -> bool:
 async def _status(db: Database, job_id: str) -> tuple[str, int]:
     job = await get_job(db, job_id)
     return job.status, job.attempts
+
+
+async def _waits(db: Database, job_id: str) -> bool:
+    return (await get_job(db, job_id)).last_error is not None
+
+
+async def _delivered(db: Database, job_id: str) -> bool:
+    return (await get_job(db, job_id)).status == DONE
+
+
+def waiting_for(settings: Settings) -> Handler:
+    """A delivery that waits for its settings until they are saved."""
+
+    async def handler(job: ClaimedJob) -> None:
+        if not settings.saved:
+            raise MissingSettings(["crmPrivateToken"])
+
+    return handler
 
 
 async def test_the_settings_saved_wake_the_waiting_and_the_failing_jobs(
@@ -127,11 +145,7 @@ async def test_a_save_while_the_job_runs_lets_it_go_at_once(server: RunningServe
             await save(server.db, settings)
             await wait_for(lambda: any(_made_due(s) for write in writes for s in write))
         fail.set()
-
-        async def done() -> bool:
-            return (await get_job(server.db, job_id)).status == DONE
-
-        await wait_for(done)
+        await wait_for(lambda: _delivered(server.db, job_id))
 
 
 async def test_a_wake_the_database_refuses_loses_nothing(server: RunningServer) -> None:
@@ -139,21 +153,13 @@ async def test_a_wake_the_database_refuses_loses_nothing(server: RunningServer) 
     job keeps its time, and the next save makes it due."""
     settings = Settings()
 
-    async def handler(job: ClaimedJob) -> None:
-        if not settings.saved:
-            raise MissingSettings(["crmPrivateToken"])
-
     config = fast_config(server.config, outbox_settings_recheck_s=HOUR)
     job_id = await add_job(server.db, KIND, {})
-    worker = OutboxWorker(server.db, config, {KIND: handler}, wake_on=WORKER_WAKES)
+    worker = OutboxWorker(server.db, config, {KIND: waiting_for(settings)}, wake_on=WORKER_WAKES)
     # Only that UPDATE moves a job without a lease to an earlier time.
     made_due = "OLD.locked_until IS NULL AND NEW.next_attempt_at < OLD.next_attempt_at"
     async with running(worker):
-
-        async def waits() -> bool:
-            return (await get_job(server.db, job_id)).last_error is not None
-
-        await wait_for(waits)
+        await wait_for(lambda: _waits(server.db, job_id))
         before = await get_job(server.db, job_id)
         with capture_logs() as logs:
             async with failing_write(server.db, "outbox_jobs", made_due, on="UPDATE"):
@@ -167,11 +173,7 @@ async def test_a_wake_the_database_refuses_loses_nothing(server: RunningServer) 
         after = await get_job(server.db, job_id)
         assert (after.status, after.next_attempt_at) == (PENDING, before.next_attempt_at)
         await save(server.db, settings)
-
-        async def done() -> bool:
-            return (await get_job(server.db, job_id)).status == DONE
-
-        await wait_for(done)
+        await wait_for(lambda: _delivered(server.db, job_id))
 
 
 async def test_a_save_through_another_process_wakes_this_ones_worker(
@@ -179,28 +181,16 @@ async def test_a_save_through_another_process_wakes_this_ones_worker(
 ) -> None:
     settings = Settings()
 
-    async def handler(job: ClaimedJob) -> None:
-        if not settings.saved:
-            raise MissingSettings(["crmPrivateToken"])
-
     config = fast_config(server.config, outbox_settings_recheck_s=HOUR)
     job_id = await add_job(server.db, KIND, {})
     other = open_database(config)  # its own engine and watch of the stamps, as a process's
     await other.changes.start()
     try:
-        worker = OutboxWorker(other, config, {KIND: handler}, wake_on=WORKER_WAKES)
+        worker = OutboxWorker(other, config, {KIND: waiting_for(settings)}, wake_on=WORKER_WAKES)
         async with running(worker):
-
-            async def waits() -> bool:
-                return (await get_job(server.db, job_id)).last_error is not None
-
-            await wait_for(waits)
+            await wait_for(lambda: _waits(server.db, job_id))
             await save(server.db, settings)
-
-            async def done() -> bool:
-                return (await get_job(server.db, job_id)).status == DONE
-
-            await wait_for(done)
+            await wait_for(lambda: _delivered(server.db, job_id))
     finally:
         await other.dispose()
 
