@@ -75,6 +75,26 @@ async def job_status(db: Database, job_id: str) -> str:
     return (await get_job(db, job_id)).status
 
 
+async def job_delivered(db: Database, job_id: str) -> bool:
+    return await job_status(db, job_id) == DONE
+
+
+async def job_tried(db: Database, job_id: str) -> bool:
+    """Whether the job has been tried and not delivered (it waits, or failed)."""
+    return (await get_job(db, job_id)).last_error is not None
+
+
+@asynccontextmanager
+async def running(worker: OutboxWorker) -> AsyncIterator[None]:
+    """`worker` runs for the block, then stops (its deliveries in flight finished)."""
+    task = asyncio.create_task(worker.run())
+    try:
+        yield
+    finally:
+        await worker.stop()
+        await task
+
+
 @asynccontextmanager
 async def separate_workers(config: Config, count: int) -> AsyncIterator[list[OutboxWorker]]:
     """`count` workers, each with its own database engine and CRM client pool, as separate

@@ -25,7 +25,16 @@ from controlcenter.outbox.worker import OutboxWorker
 from tests.conftest import AppUser, RunningServer, UserFactory
 from tests.dbtools import reading, writing
 from tests.fakes.crm import FakeCrm
-from tests.outbox.conftest import add_job, all_jobs, fast_config, get_job, wait_for
+from tests.outbox.conftest import (
+    add_job,
+    all_jobs,
+    fast_config,
+    get_job,
+    job_delivered,
+    job_tried,
+    running,
+    wait_for,
+)
 from tests.outbox.operator import (
     COMPLETE_TAG,
     HIGH_GCI_TAG,
@@ -229,11 +238,7 @@ async def test_missing_or_unusable_settings_wait_then_deliver_once_saved(
         assert (job.status, job.attempts, job.last_error) == (PENDING, 0, expected)
         assert fake_crm.calls == []  # nothing sent without a usable credential
         await save_settings(server, {"crmPrivateToken": op.token}, admin.id)
-
-        async def done() -> bool:
-            return (await get_job(server.db, job_id)).status == DONE
-
-        await wait_for(done)
+        await wait_for(lambda: job_delivered(server.db, job_id))
         await worker.stop()
         await task
     # One line when it starts waiting and one when it stops, however many re-checks between.
@@ -258,22 +263,10 @@ async def test_a_job_waiting_for_settings_goes_as_soon_as_they_are_saved(
     user = await broker(server, users)
     job_id = await add_job(server.db, TAG_ONBOARDING_COMPLETE, {"userId": user.id})
     worker = worker_for(server, fast_config(server.config, outbox_settings_recheck_s=3600.0))
-    task = asyncio.create_task(worker.run())
-    try:
-
-        async def waits() -> bool:
-            return (await get_job(server.db, job_id)).last_error is not None
-
-        await wait_for(waits)
+    async with running(worker):
+        await wait_for(lambda: job_tried(server.db, job_id))
         await save_settings(server, op.settings(), admin.id)
-
-        async def done() -> bool:
-            return (await get_job(server.db, job_id)).status == DONE
-
-        await wait_for(done)
-    finally:
-        await worker.stop()
-        await task
+        await wait_for(lambda: job_delivered(server.db, job_id))
     [contact] = fake_crm.contacts(op.location_id)
     assert contact["tags"] == [COMPLETE_TAG]
 
@@ -295,11 +288,7 @@ async def test_crm_down_for_a_while_then_delivered(
         job = await get_job(server.db, job_id)
         assert job.status == PENDING and job.last_error == "CRM error 503: Service Unavailable"
         fake_crm.outage(None)
-
-        async def done() -> bool:
-            return (await get_job(server.db, job_id)).status == DONE
-
-        await wait_for(done)
+        await wait_for(lambda: job_delivered(server.db, job_id))
         await worker.stop()
         await task
     [contact] = fake_crm.contacts(operator.location_id)

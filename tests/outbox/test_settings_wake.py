@@ -6,8 +6,6 @@ PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 from sqlalchemy.orm import Session
 from structlog.testing import capture_logs
@@ -21,7 +19,15 @@ from controlcenter.outbox.models import DONE, PENDING
 from controlcenter.outbox.worker import ClaimedJob, Handler, OutboxWorker
 from tests.conftest import RunningServer
 from tests.dbtools import committed_writes, failing_write
-from tests.outbox.conftest import add_job, fast_config, get_job, wait_for
+from tests.outbox.conftest import (
+    add_job,
+    fast_config,
+    get_job,
+    job_delivered,
+    job_tried,
+    running,
+    wait_for,
+)
 
 KIND = "test.kind"
 HOUR = 3600.0
@@ -44,16 +50,6 @@ async def save(db: Database, settings: Settings) -> None:
     await db.run_write(_changed)
 
 
-@asynccontextmanager
-async def running(worker: OutboxWorker) -> AsyncIterator[None]:
-    task = asyncio.create_task(worker.run())
-    try:
-        yield
-    finally:
-        await worker.stop()
-        await task
-
-
 def _made_due(statement: str) -> bool:
     """Whether `statement` is the worker's UPDATE that makes the waiting jobs due (an outcome's
     UPDATE sets the lease too)."""
@@ -64,14 +60,6 @@ def _made_due(statement: str) -> bool:
 async def _status(db: Database, job_id: str) -> tuple[str, int]:
     job = await get_job(db, job_id)
     return job.status, job.attempts
-
-
-async def _waits(db: Database, job_id: str) -> bool:
-    return (await get_job(db, job_id)).last_error is not None
-
-
-async def _delivered(db: Database, job_id: str) -> bool:
-    return (await get_job(db, job_id)).status == DONE
 
 
 def waiting_for(settings: Settings) -> Handler:
@@ -145,7 +133,7 @@ async def test_a_save_while_the_job_runs_lets_it_go_at_once(server: RunningServe
             await save(server.db, settings)
             await wait_for(lambda: any(_made_due(s) for write in writes for s in write))
         fail.set()
-        await wait_for(lambda: _delivered(server.db, job_id))
+        await wait_for(lambda: job_delivered(server.db, job_id))
 
 
 async def test_a_wake_the_database_refuses_loses_nothing(server: RunningServer) -> None:
@@ -159,7 +147,7 @@ async def test_a_wake_the_database_refuses_loses_nothing(server: RunningServer) 
     # Only that UPDATE moves a job without a lease to an earlier time.
     made_due = "OLD.locked_until IS NULL AND NEW.next_attempt_at < OLD.next_attempt_at"
     async with running(worker):
-        await wait_for(lambda: _waits(server.db, job_id))
+        await wait_for(lambda: job_tried(server.db, job_id))
         before = await get_job(server.db, job_id)
         with capture_logs() as logs:
             async with failing_write(server.db, "outbox_jobs", made_due, on="UPDATE"):
@@ -173,7 +161,7 @@ async def test_a_wake_the_database_refuses_loses_nothing(server: RunningServer) 
         after = await get_job(server.db, job_id)
         assert (after.status, after.next_attempt_at) == (PENDING, before.next_attempt_at)
         await save(server.db, settings)
-        await wait_for(lambda: _delivered(server.db, job_id))
+        await wait_for(lambda: job_delivered(server.db, job_id))
 
 
 async def test_a_save_through_another_process_wakes_this_ones_worker(
@@ -188,9 +176,9 @@ async def test_a_save_through_another_process_wakes_this_ones_worker(
     try:
         worker = OutboxWorker(other, config, {KIND: waiting_for(settings)}, wake_on=WORKER_WAKES)
         async with running(worker):
-            await wait_for(lambda: _waits(server.db, job_id))
+            await wait_for(lambda: job_tried(server.db, job_id))
             await save(server.db, settings)
-            await wait_for(lambda: _delivered(server.db, job_id))
+            await wait_for(lambda: job_delivered(server.db, job_id))
     finally:
         await other.dispose()
 

@@ -71,11 +71,14 @@ def _reset_mcp_fakes(request: pytest.FixtureRequest) -> None:
 @pytest.fixture
 def dead_url() -> str:
     """An address on 127.0.0.1 where nothing listens (connections are refused at once)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return f"http://127.0.0.1:{port}/mcp"
+    return f"http://127.0.0.1:{_free_port()}/mcp"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 @pytest.fixture(scope="session")
@@ -84,10 +87,7 @@ def v1_url() -> Iterator[str]:
     and a session id (tests/fakes/mcp_v1_server.py, run from the environment
     scripts/ensure-mcp1.sh makes): its address."""
     subprocess.run([ROOT / "scripts" / "ensure-mcp1.sh"], check=True)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
+    port = _free_port()
     server = subprocess.Popen(
         [ROOT / ".venv-mcp1" / "bin" / "python", ROOT / "tests/fakes/mcp_v1_server.py", str(port)],
         stdout=subprocess.PIPE,
