@@ -37,6 +37,10 @@ class Proxy:
     # answer unsent.
     meet: tuple[str, Literal["forget", "drop"]] | None = None
     methods: list[str] = field(default_factory=list)  # of the requests passed on
+    # Set: a dropped request's connection is closed only once this is set (the server's
+    # answer held until then).
+    hold_drop: asyncio.Event | None = None
+    dropping: asyncio.Event = field(default_factory=asyncio.Event)  # one was passed on
 
 
 @asynccontextmanager
@@ -61,11 +65,14 @@ async def proxy_to(url: str) -> AsyncIterator[Proxy]:
                 await up_w.drain()
                 if way == "drop":
                     dropping.set()
+                    proxy.dropping.set()
                     return
 
         async def to_client() -> None:
             while data := await up_r.read(65536):
                 if dropping.is_set():
+                    if proxy.hold_drop is not None:
+                        await proxy.hold_drop.wait()
                     client_w.transport.abort()
                     return
                 client_w.write(data)
@@ -106,6 +113,32 @@ async def test_a_forgotten_session_is_opened_again_and_the_call_made_once(v1_url
         result = await tools["lookup_listing"].handler({"mls_number": "A1"}, CONTEXT)
         assert result == {"mlsNumber": "A1", "protocol": "2025-06-18"}
         assert proxy.methods.count("initialize") == 2  # a new session
+        assert proxy.methods.count("tools/call") == 1
+
+
+async def test_a_call_lost_is_not_made_again_even_once_the_session_is_forgotten(
+    v1_url: str,
+) -> None:
+    """The server restarts: a call's connection closes after the server received it, and
+    before its failure is handled another request of the session meets the new server, which
+    answers 404. The lost call may have run; it is not made again on the new session."""
+    async with tools_through(v1_url) as (proxy, source, tools):
+        server = await source.setting_server()
+        assert server is not None
+        proxy.hold_drop = asyncio.Event()
+        proxy.meet = ("tools/call", "drop")
+        lookup = tools["lookup_listing"].handler
+
+        async def call_lookup() -> object:
+            return await lookup({"mls_number": "A1"}, CONTEXT)
+
+        call = asyncio.create_task(call_lookup())
+        await proxy.dropping.wait()  # the server has the call
+        proxy.meet = ("tools/list", "forget")
+        await source.list_now(server, None)  # a 404, then a new session
+        proxy.hold_drop.set()
+        with pytest.raises(ToolError, match=r"^MCP server error: connection lost$"):
+            await call
         assert proxy.methods.count("tools/call") == 1
 
 

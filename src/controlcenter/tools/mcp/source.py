@@ -282,15 +282,16 @@ class McpSource:
         fails is dropped, and a reused one's work is run once more on a new session when the
         server cannot have run it (it had forgotten the session: a 404 to a request in it), or
         when the work is `repeatable` (a listing) and the connection closed under it. A tool
-        call whose connection closed is never made again: the server may have run it."""
+        call whose connection closed is never made again, even when another request of the
+        session met a 404 meanwhile (a restarted server): the server may have run it."""
         async with asyncio.timeout(self._timeout_s):
             session = self._session_for(endpoint)
             reused = session.opened
             try:
                 return await work(await session.client())
             except Exception as exc:
-                gone = session.refusals.forgotten or never_connected(exc)
                 closed = connection_closed(exc)
+                gone = never_connected(exc) or (session.refusals.forgotten and not closed)
                 if isinstance(exc, MCPError) and not (gone or closed):
                     raise session.explained(exc) from exc  # the server answered
                 self._drop(endpoint, session)
