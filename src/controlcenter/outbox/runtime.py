@@ -34,7 +34,7 @@ def start_worker(
     config: Config,
     handlers: Mapping[str, Handler],
     *,
-    wake_on: Iterable[str] = (),
+    wake_on: Iterable[str],
     name: str = "worker",
 ) -> RunningWorker:
     """Start the worker, with a handler per job kind, as a task of the running event loop;
